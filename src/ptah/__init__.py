@@ -1,0 +1,1 @@
+"""Ptah: a Kubernetes operator that changes relational database schemas safely."""

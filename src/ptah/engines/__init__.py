@@ -1,0 +1,1 @@
+"""PostgreSQL, MariaDB/MySQL and SQLite: identity, inspect, plan, apply. Never imports the operator."""

@@ -1,0 +1,1 @@
+"""What differs between PtahSchema and PtahMigration, and nothing else."""

@@ -1,0 +1,1 @@
+"""Versioned migrations: directory, sum file, history table, apply."""

@@ -1,0 +1,1 @@
+"""Watch, queue, reconcile loop, leader election, metrics, health."""

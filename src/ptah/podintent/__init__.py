@@ -1,0 +1,1 @@
+"""The Pod admission snapshot and its digest: the admission envelope."""

@@ -1,0 +1,1 @@
+"""The in-Pod entrypoint and the result frame. Never imports the operator."""

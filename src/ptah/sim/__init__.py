@@ -1,0 +1,1 @@
+"""Deterministic fault-injecting simulation of both families on the in-memory API."""

@@ -1,0 +1,1 @@
+"""One Lease per coordination digest of a physical database: the realm."""

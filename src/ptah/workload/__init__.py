@@ -1,0 +1,1 @@
+"""Job builder and deterministic Job names."""
