@@ -32,8 +32,8 @@ mkdir -p "$bin"
 # when its stamp matches; anything else rebuilds it.
 stamp_of() { cat "$here/$1/go.mod" "$here/$1/go.sum"; "$go" env GOVERSION; }
 
-build_one() { # <wrapper-dir> <package> <name>
-  local dir="$1" pkg="$2" name="$3" want have=""
+build_one() { # <wrapper-dir> <package> <name> [extra ldflags]
+  local dir="$1" pkg="$2" name="$3" extra="${4:-}" want have=""
   want="$(stamp_of "$dir" | sha256sum | cut -d' ' -f1)"
   [[ -f "$bin/.$name.stamp" ]] && have="$(cat "$bin/.$name.stamp")"
   if [[ $force -eq 0 && -x "$bin/$name" && "$have" == "$want" ]]; then
@@ -42,16 +42,25 @@ build_one() { # <wrapper-dir> <package> <name>
   fi
   echo "build  $name from $pkg"
   local t0=$SECONDS
-  (cd "$here/$dir" && "$go" build -trimpath -ldflags "-s -w" -o "$bin/$name.tmp" "$pkg")
+  (cd "$here/$dir" && "$go" build -trimpath -ldflags "-s -w $extra" -o "$bin/$name.tmp" "$pkg")
   mv -f "$bin/$name.tmp" "$bin/$name"
   echo "$want" > "$bin/.$name.stamp"
   echo "built  $name in $((SECONDS - t0))s"
 }
 
+# Stamp the release into the binaries as Kubernetes' own build does (hack/lib/version.sh);
+# otherwise they report v0.0.0-master and kubectl warns about version skew.
+minor="${k8s_version#v1.}"; minor="${minor%%.*}"
+kv=""
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  kv+=" -X $p.gitVersion=$k8s_version -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+  kv+=" -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
+done
+
 build_one etcd go.etcd.io/etcd/server/v3 etcd
-build_one k8s k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver
-build_one k8s k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager
-build_one k8s k8s.io/kubernetes/cmd/kubectl kubectl
+build_one k8s k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "$kv"
+build_one k8s k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager "$kv"
+build_one k8s k8s.io/kubernetes/cmd/kubectl kubectl "$kv"
 
 cat > "$out/versions.env" <<VERS
 KUBERNETES_VERSION=$k8s_version
