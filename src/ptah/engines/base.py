@@ -1,0 +1,84 @@
+"""The engine layer's small, stable surface: an opened target database.
+
+A :class:`Target` is the one connection the runner (and the migration runner
+built on it) uses. It knows which engine it is, reports the identity of the
+database it actually opened, and scrubs credentials out of any text before
+that text leaves the process. Everything engine-specific (inspection, diff,
+scratch loading) hangs off :attr:`Target.engine_ops`, so callers that only
+need a connection and an identity never depend on the planner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+from types import TracebackType
+from typing import Any
+
+from ptah.engines.urls import DbUrl, EngineName, scrub
+from ptah.runner.frame import DatabaseIdentity
+
+__all__ = ["EngineError", "EngineName", "ScratchUnavailable", "Target", "TargetUnavailable"]
+
+
+class EngineError(Exception):
+    """A database-side failure, with a message that is already scrubbed.
+
+    ``reason`` is a short CamelCase word suitable for a frame's ``reason``.
+    """
+
+    def __init__(self, message: str, reason: str = "EngineError") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class TargetUnavailable(EngineError):
+    """The target could not be opened (network, auth, missing file)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "TargetUnavailable")
+
+
+class ScratchUnavailable(EngineError):
+    """No scratch database to normalise the desired schema in."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, "ScratchUnavailable")
+
+
+class Target(ABC):
+    """An opened database. Use as a context manager; ``close`` is idempotent."""
+
+    engine: EngineName
+
+    def __init__(self, url: DbUrl, connection: Any) -> None:
+        self.url = url
+        self.connection = connection
+        self._closed = False
+
+    @abstractmethod
+    def identity(self) -> DatabaseIdentity:
+        """Who we are actually talking to, as the database reports it."""
+
+    def scrub(self, text: str) -> str:
+        """``text`` without this target's credentials or any URL userinfo."""
+        return scrub(text, *self.url.secrets)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        # Closing a broken connection must not mask the error that broke it.
+        with contextlib.suppress(Exception):
+            self.connection.close()
+
+    def __enter__(self) -> Target:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

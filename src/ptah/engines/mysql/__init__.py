@@ -1,0 +1,1 @@
+"""MariaDB/MySQL through PyMySQL: identity, SHOW CREATE TABLE inspection, diff."""

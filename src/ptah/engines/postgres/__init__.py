@@ -1,0 +1,1 @@
+"""PostgreSQL: psycopg 3 connection, identity, set-based catalog inspection, diff."""

@@ -1,0 +1,1 @@
+"""SQLite through the standard library: identity, inspection, rebuild-aware diff."""
