@@ -1,0 +1,182 @@
+"""Engine-neutral planning and applying, shared by the runner and `ptah plan/apply`.
+
+``plan`` normalises the desired DDL (or reuses a cached normalisation keyed by
+the source digest and the server version), inspects the target read-only,
+diffs, and fingerprints both sides. ``apply`` runs a plan only on the schema
+it was computed against.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ptah.engines.base import Target
+from ptah.engines.model import DESTRUCTIVE, Plan, Schema, Statement, fingerprint
+from ptah.engines.ops import DriftedError, Progress, Timeouts, ops_for
+from ptah.engines.urls import DbUrl
+
+# Bump when inspection output changes shape: cached normalisations become stale.
+INSPECTOR_VERSION = "1"
+
+
+def _cache_path(cache_dir: str, key: str) -> Path:
+    return Path(cache_dir) / f"desired-{key}.json"
+
+
+def _load_cache(path: Path) -> tuple[Schema, list[str]] | None:
+    try:
+        raw = json.loads(path.read_text())
+        return raw["schema"], list(raw.get("warnings", []))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _store_cache(path: Path, schema: Schema, warnings: list[str]) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"schema": schema, "warnings": warnings}))
+        tmp.replace(path)
+    except OSError:
+        pass  # a cache that cannot be written only costs time
+
+
+def plan(
+    target: Target,
+    desired_sql: str,
+    dev_url: DbUrl | None = None,
+    cache_dir: str | None = None,
+) -> Plan:
+    """The statements that take ``target`` to ``desired_sql``; the target is only read."""
+    ops = ops_for(target)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    desired: Schema | None = None
+    warnings: list[str] = []
+    cache_file: Path | None = None
+    if cache_dir:
+        digest = hashlib.sha256(desired_sql.encode()).hexdigest()
+        key = hashlib.sha256(
+            f"{INSPECTOR_VERSION}:{ops.version_key(target)}:{digest}".encode()
+        ).hexdigest()[:40]
+        cache_file = _cache_path(cache_dir, key)
+        cached = _load_cache(cache_file)
+        if cached is not None:
+            desired, warnings = cached
+            timings["cacheHit"] = 1.0
+    if desired is None:
+        desired, warnings = ops.normalise(target, desired_sql, dev_url)
+        if cache_file is not None:
+            _store_cache(cache_file, desired, warnings)
+    t1 = time.perf_counter()
+    current = ops.inspect(target)
+    t2 = time.perf_counter()
+    statements = ops.diff(current, desired)
+    t3 = time.perf_counter()
+    timings.update(normalise=t1 - t0, inspect=t2 - t1, diff=t3 - t2)
+    return Plan(
+        statements=statements,
+        fingerprint_before=fingerprint(current),
+        fingerprint_after=fingerprint(desired),
+        warnings=warnings,
+        timings=timings,
+    )
+
+
+def current_fingerprint(target: Target) -> str:
+    return fingerprint(ops_for(target).inspect(target))
+
+
+@dataclass
+class ApplyResult:
+    """What apply did. ``outcome`` is succeeded, failed or refused (with ``reason``)."""
+
+    outcome: str
+    reason: str = ""
+    message: str = ""
+    progress: Progress = field(default_factory=Progress)
+    total: int = 0
+    fingerprint_before: str = ""
+    fingerprint_after: str = ""
+    expected_after: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "executed": self.progress.executed,
+            "committed": self.progress.committed,
+            "total": self.total,
+            "fingerprintBefore": self.fingerprint_before,
+            "fingerprintAfter": self.fingerprint_after,
+        }
+        if self.expected_after:
+            data["fingerprintExpected"] = self.expected_after
+            data["matchesExpected"] = self.expected_after == self.fingerprint_after
+        if self.progress.failed_index is not None:
+            data["failedStatement"] = self.progress.failed_index
+        if self.message:
+            data["message"] = self.message
+        if self.progress.notes:
+            data["notes"] = list(self.progress.notes)
+        return data
+
+
+def timeouts_from_env() -> Timeouts:
+    def num(name: str, default: int) -> int:
+        try:
+            return max(1, int(os.environ.get(name, default)))
+        except ValueError:
+            return default
+
+    return Timeouts(
+        lock_seconds=num("PTAH_LOCK_TIMEOUT_SECONDS", 10),
+        statement_seconds=num("PTAH_STATEMENT_TIMEOUT_SECONDS", 1800),
+    )
+
+
+def apply(
+    target: Target,
+    statements: list[Statement],
+    fingerprint_before: str,
+    allow_destructive: bool = False,
+    expected_after: str = "",
+    timeouts: Timeouts | None = None,
+) -> ApplyResult:
+    """Run ``statements`` if the target still has ``fingerprint_before``; else refuse."""
+    ops = ops_for(target)
+    result = ApplyResult(
+        outcome="succeeded",
+        total=len(statements),
+        fingerprint_before=fingerprint_before,
+        expected_after=expected_after,
+    )
+    if not allow_destructive and any(DESTRUCTIVE in s.hazards for s in statements):
+        result.outcome, result.reason = "refused", "DestructiveNotAllowed"
+        result.message = (
+            "the plan holds destructive statements and destructive changes are not allowed"
+        )
+        return result
+    try:
+        ops.execute(
+            target, statements, fingerprint_before, timeouts or timeouts_from_env(), result.progress
+        )
+    except DriftedError as exc:
+        result.outcome, result.reason = "refused", "TargetDrifted"
+        result.message = (
+            f"target fingerprint {exc.actual} differs from the plan's {fingerprint_before}"
+        )
+        result.fingerprint_after = exc.actual
+        return result
+    except Exception as exc:
+        result.outcome, result.reason = "failed", "StatementFailed"
+        result.message = target.scrub(f"{type(exc).__name__}: {exc}")[:2000]
+    try:
+        result.fingerprint_after = current_fingerprint(target)
+    except Exception as exc:
+        result.progress.notes.append(target.scrub(f"fingerprint after apply unavailable: {exc}"))
+    return result
