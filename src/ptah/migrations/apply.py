@@ -1,0 +1,392 @@
+"""Apply pending migration files in order, recording progress so no run is ever lost.
+
+Order of a run, and why:
+
+1. Check the directory against ``ptah.sum`` and split every file *before* taking
+   any lock or touching the database: a broken directory is refused whole.
+2. Take the engine's run lock (see :mod:`ptah.migrations.dialects`).
+3. Read history and refuse on anything a person must look at first: a dirty row,
+   an edited applied file, an applied version missing from the directory, a
+   pending file below the highest applied one, or a non-empty database without
+   history and without an explicit baseline. The history table is created only
+   after these checks, so a refused run leaves the database untouched.
+4. One file at a time. Where the engine can (PostgreSQL, SQLite), a file and its
+   history row commit in one transaction: a killed run leaves nothing, and the
+   file is simply pending again. Where it cannot (any MariaDB file, a
+   ``-- ptah:no-transaction`` file), the row is written first and updated before
+   and after every statement, so a killed run is found as *dirty* next time with
+   the statement it stopped at.
+
+On SQLite there is no session lock; each iteration re-reads history inside a
+``BEGIN EXCLUSIVE`` transaction and applies the file in that same transaction, so
+two runners interleave file by file and still apply each file exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+from ptah.migrations import sumfile
+from ptah.migrations.dialects import LockBusy, Session
+from ptah.migrations.directory import Directory, MigrationFile, Version
+from ptah.migrations.history import Reading, compare, dirty_entry
+from ptah.migrations.splitter import SplitError, Statement, split_statements
+from ptah.runner.frame import DatabaseIdentity, Outcome
+
+Progress = Callable[[str], None]
+MAX_ERROR = 4000
+
+
+def runner_version() -> str:
+    try:
+        return metadata.version("ptah")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+@dataclass
+class MigrateOptions:
+    operation_id: str
+    to: Version | None = None
+    baseline: Version | None = None
+    lock_timeout: float = 60.0
+
+
+@dataclass
+class MigrateResult:
+    """What a run did; ``to_data`` is the frame payload."""
+
+    outcome: Outcome = "succeeded"
+    reason: str = ""
+    message: str = ""
+    applied: list[str] = field(default_factory=list)
+    statements_executed: int = 0
+    partial: dict[str, Any] | None = None
+    failure: dict[str, Any] | None = None
+    reading: Reading | None = None
+    directory_hash: str = ""
+    baseline_recorded: str | None = None
+    details: list[str] = field(default_factory=list)
+
+    def to_data(self, opts: MigrateOptions) -> dict[str, Any]:
+        return {
+            "applied": list(self.applied),
+            "statementsExecuted": self.statements_executed,
+            "partial": self.partial,
+            "failure": self.failure,
+            "message": self.message,
+            "details": list(self.details),
+            "target": str(opts.to) if opts.to else None,
+            "baselineRecorded": self.baseline_recorded,
+            "directoryHash": self.directory_hash,
+            "history": self.reading.to_data() if self.reading else None,
+        }
+
+
+class _Refused(Exception):
+    def __init__(self, reason: str, message: str, details: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.details = details or []
+
+
+def split_directory(directory: Directory, dialect: Any) -> dict[Version, list[Statement]]:
+    """Every file's statements, or _Refused naming the file that cannot be split."""
+    out: dict[Version, list[Statement]] = {}
+    for f in directory.files:
+        try:
+            out[f.version] = split_statements(f.text, dialect)
+        except SplitError as exc:
+            raise _Refused("InvalidMigration", f"{f.name}: {exc}") from None
+    return out
+
+
+def _refusal(reading: Reading, baseline: Version | None, empty: Callable[[], bool]) -> None:
+    if reading.dirty:
+        d = reading.dirty[0]
+        raise _Refused(
+            "Dirty",
+            f"version {d['version']} stopped at statement {d['statement']} of {d['total']} "
+            f"({d['state']}); resolve it (`ptah migrate resolve`) before migrating",
+            [json.dumps(x, sort_keys=True) for x in reading.dirty],
+        )
+    if reading.mismatched:
+        raise _Refused(
+            "ChecksumMismatch",
+            "applied files were edited: " + ", ".join(m["version"] for m in reading.mismatched),
+        )
+    if reading.missing_from_directory:
+        raise _Refused(
+            "MissingFromDirectory",
+            "applied versions are not in the directory: "
+            + ", ".join(reading.missing_from_directory),
+        )
+    late = [o["version"] for o in reading.out_of_order if o["state"] == "pending"]
+    if late:
+        raise _Refused(
+            "OutOfOrder",
+            "pending files are older than applied ones: " + ", ".join(late),
+        )
+    if not reading.rows and baseline is None and not empty():
+        raise _Refused(
+            "NeedsBaseline",
+            "the database has objects but no migration history; "
+            "pass --baseline VERSION (the version its schema already matches)",
+        )
+
+
+def _error_text(exc: BaseException, scrub: Callable[[str], str]) -> str:
+    text = scrub(f"{type(exc).__name__}: {exc}".strip())
+    return text[:MAX_ERROR]
+
+
+class _Run:
+    def __init__(
+        self,
+        session: Session,
+        directory: Directory,
+        identity: DatabaseIdentity,
+        opts: MigrateOptions,
+        progress: Progress,
+        scrub: Callable[[str], str],
+    ) -> None:
+        self.s = session
+        self.directory = directory
+        self.identity = identity
+        self.opts = opts
+        self.progress = progress
+        self.scrub = scrub
+        self.result = MigrateResult()
+        self.statements: dict[Version, list[Statement]] = {}
+
+    def row(
+        self, f: MigrationFile, total: int, rank: int, kind: str = "migration"
+    ) -> dict[str, Any]:
+        key = json.dumps({"engine": self.identity.engine, "key": self.identity.key}, sort_keys=True)
+        return {
+            "version": str(f.version),
+            "description": f.description[:512],
+            "script": f.name[:512],
+            "kind": kind,
+            "checksum": f.checksum,
+            "transactional": 1,
+            "statements_total": total,
+            "statements_applied": 0,
+            "statement_running": None,
+            "installed_rank": rank,
+            "started_at": self.s.now(),
+            "finished_at": None,
+            "error": None,
+            "runner_version": runner_version()[:64],
+            "database_digest": self.identity.digest,
+            "database_identity": key,
+            "operation_id": self.opts.operation_id[:253],
+        }
+
+    def read(self) -> Reading:
+        exists = self.s.history_exists()
+        rows = self.s.read_history() if exists else []
+        return compare(self.directory, rows, history_exists=exists)
+
+    def run(self) -> MigrateResult:
+        r = self.result
+        r.directory_hash = sumfile.compute(self.directory.files).header
+        problems = sumfile.problems(self.directory)
+        if problems:
+            missing = self.directory.sum_text is None
+            raise _Refused(
+                "SumFileMissing" if missing else "SumFileMismatch", problems[0], problems
+            )
+        self.statements = split_directory(self.directory, self.s.dialect)
+        versions = {f.version for f in self.directory.files}
+        if self.opts.to is not None and self.opts.to not in versions:
+            raise _Refused("UnknownTarget", f"version {self.opts.to} is not in the directory")
+        try:
+            self.s.acquire_lock(self.opts.lock_timeout)
+        except LockBusy as exc:
+            raise _Refused("LockBusy", str(exc)) from None
+        try:
+            self._loop()
+        finally:
+            self.s.release_lock()
+        return r
+
+    def _loop(self) -> None:
+        lite = self.s.dialect == "sqlite"
+        created = False
+        while True:
+            if lite:
+                try:
+                    self.s.begin_exclusive()
+                except Exception as exc:
+                    if "locked" in str(exc) or "busy" in str(exc):
+                        raise _Refused("LockBusy", "the SQLite database stayed locked") from None
+                    raise
+            try:
+                reading = self.read()
+                self.result.reading = reading
+                _refusal(reading, self.opts.baseline, self.s.database_is_empty)
+                if not created:
+                    self.s.create_history()
+                    created = True
+                if not reading.rows and self.opts.baseline is not None:
+                    self._record_baseline(self.opts.baseline)
+                    reading = self.read()
+                    self.result.reading = reading
+                nxt = self._next(reading)
+                if nxt is None:
+                    if lite:
+                        self.s.commit()
+                    return
+                rank = 1 + max((int(x["installed_rank"]) for x in reading.rows), default=0)
+            except BaseException:
+                if lite:
+                    self.s.rollback()
+                raise
+            self._apply(nxt, rank)
+            if self.result.failure is not None:
+                return
+
+    def _next(self, reading: Reading) -> MigrationFile | None:
+        by_version = self.directory.by_version()
+        for text in reading.pending:
+            v = Version.parse(text)
+            if self.opts.to is not None and v > self.opts.to:
+                return None
+            return by_version[v]
+        return None
+
+    def _record_baseline(self, version: Version) -> None:
+        f = MigrationFile(
+            version=version,
+            description="<< baseline >>",
+            name="<< baseline >>",
+            path=self.directory.paths[0],
+            content=b"",
+        )
+        values = self.row(f, 0, 0, kind="baseline")
+        values["checksum"] = ""
+        values["finished_at"] = values["started_at"]
+        self.s.insert_history(values)
+        self.result.baseline_recorded = str(version)
+        self.progress(f"baseline recorded at version {version}")
+
+    def _apply(self, f: MigrationFile, rank: int) -> None:
+        stmts = self.statements[f.version]
+        transactional = f.transactional and self.s.dialect != "mysql"
+        mode = "one transaction" if transactional else "statement by statement"
+        self.progress(f"applying {f.name}: {len(stmts)} statements, {mode}")
+        if transactional:
+            self._apply_transactional(f, stmts, rank)
+        else:
+            self._apply_stepwise(f, stmts, rank)
+
+    def _apply_transactional(self, f: MigrationFile, stmts: list[Statement], rank: int) -> None:
+        r = self.result
+        if self.s.dialect != "sqlite":  # SQLite is already inside BEGIN EXCLUSIVE
+            self.s.begin()
+        index = 0
+        try:
+            row = self.row(f, len(stmts), rank)
+            for stmt in stmts:
+                index += 1
+                self.s.run_migration_sql(stmt.text)
+            row.update(statements_applied=len(stmts), finished_at=self.s.now())
+            self.s.insert_history(row)
+            self.s.commit()
+        except Exception as exc:
+            self.s.rollback()
+            error = _error_text(exc, self.scrub)
+            self.progress(f"{f.name}: statement {index} failed, file rolled back: {error}")
+            r.outcome, r.reason = "failed", "StatementFailed"
+            r.message = f"{f.name} statement {index} (line {stmts[index - 1].line}) failed"
+            r.failure = {
+                "version": str(f.version),
+                "statement": index,
+                "total": len(stmts),
+                "line": stmts[index - 1].line if index else None,
+                "error": error,
+                "rolledBack": True,
+            }
+            return
+        r.applied.append(str(f.version))
+        r.statements_executed += len(stmts)
+
+    def _apply_stepwise(self, f: MigrationFile, stmts: list[Statement], rank: int) -> None:
+        r = self.result
+        s = self.s
+        version = str(f.version)
+        row = self.row(f, len(stmts), rank)
+        row["transactional"] = 0
+        s.insert_history(row)
+        if s.dialect == "sqlite":
+            s.commit()  # the claim is durable before the first statement runs
+        for index, stmt in enumerate(stmts, start=1):
+            s.update_history(version, statement_running=index)
+            try:
+                if s.dialect == "mysql":
+                    # DML commits together with its progress; DDL commits on its own.
+                    s.begin()
+                s.run_migration_sql(stmt.text)
+                s.update_history(version, statements_applied=index, statement_running=None)
+                if s.dialect == "mysql":
+                    s.commit()
+            except Exception as exc:
+                error = _error_text(exc, self.scrub)
+                if s.dialect == "mysql":
+                    s.rollback()
+                self.progress(f"{f.name}: statement {index} of {len(stmts)} failed: {error}")
+                try:
+                    s.update_history(version, error=error)
+                except Exception as exc2:
+                    self.progress(f"could not record the error: {_error_text(exc2, self.scrub)}")
+                r.outcome, r.reason = "failed", "StatementFailed"
+                r.message = (
+                    f"{f.name} statement {index} of {len(stmts)} (line {stmt.line}) failed; "
+                    "the file is partially applied"
+                )
+                r.statements_executed += index - 1
+                rows = {str(x["version"]): x for x in s.read_history()}
+                r.partial = dirty_entry(rows[version]) if version in rows else None
+                r.failure = {
+                    "version": version,
+                    "statement": index,
+                    "total": len(stmts),
+                    "line": stmt.line,
+                    "error": error,
+                    "rolledBack": False,
+                }
+                return
+            self.progress(f"{f.name}: statement {index}/{len(stmts)} done")
+        s.update_history(version, finished_at=s.now())
+        r.applied.append(version)
+        r.statements_executed += len(stmts)
+
+
+def migrate(
+    session: Session,
+    directory: Directory,
+    identity: DatabaseIdentity,
+    opts: MigrateOptions,
+    progress: Progress,
+    scrub: Callable[[str], str],
+) -> MigrateResult:
+    """Apply what is pending up to ``opts.to``; never raises for refusals or SQL errors."""
+    run = _Run(session, directory, identity, opts, progress, scrub)
+    try:
+        result = run.run()
+    except _Refused as exc:
+        result = run.result
+        result.outcome, result.reason, result.message = "refused", exc.reason, str(exc)
+        result.details = exc.details
+        return result
+    if result.outcome == "succeeded":
+        try:
+            result.reading = run.read()
+        except Exception as exc:  # the work is done; a failed re-read must not hide it
+            progress(f"could not re-read history: {_error_text(exc, scrub)}")
+    return result

@@ -1,0 +1,286 @@
+"""Engine-specific SQL for migrations: the history table, transactions, locks, emptiness.
+
+The engines package opens the connection (PostgreSQL and MariaDB in autocommit,
+SQLite with ``isolation_level=None``); everything migration-specific lives here, so
+the engines package knows nothing of history tables. Transactions are explicit
+``BEGIN``/``COMMIT`` statements on all three, which keeps one code path and makes
+the exact transaction boundaries visible in the SQL.
+
+Locks guard against a second runner outside Kubernetes (inside, the operator's
+Lease already serialises runs):
+
+* PostgreSQL: a *session-level* advisory lock, polled with ``pg_try_advisory_lock``
+  between sleeps with no transaction open. A blocking ``pg_advisory_lock`` would
+  sit in an open statement, and ``CREATE INDEX CONCURRENTLY`` in the holder waits
+  for every open transaction, so the two would wait on each other forever; a
+  transaction-scoped lock cannot outlive the transactions of non-transactional
+  files at all.
+* MariaDB/MySQL: ``GET_LOCK`` (session-level, released when the session dies).
+* SQLite: no session lock exists; each file is checked and applied inside one
+  ``BEGIN EXCLUSIVE`` transaction instead (see :mod:`ptah.migrations.apply`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from ptah.runner.frame import escape_line
+
+Dialect = Literal["postgres", "mysql", "sqlite"]
+HISTORY_TABLE = "ptah_schema_history"
+
+_COLUMNS = (
+    "version",
+    "description",
+    "script",
+    "kind",
+    "checksum",
+    "transactional",
+    "statements_total",
+    "statements_applied",
+    "statement_running",
+    "installed_rank",
+    "started_at",
+    "finished_at",
+    "error",
+    "runner_version",
+    "database_digest",
+    "database_identity",
+    "operation_id",
+)
+COLUMNS = _COLUMNS
+
+_TS = {"postgres": "TIMESTAMPTZ", "mysql": "DATETIME(6)", "sqlite": "TEXT"}
+_TEXT = {"postgres": "TEXT", "mysql": "LONGTEXT", "sqlite": "TEXT"}
+
+
+def history_ddl(dialect: Dialect) -> str:
+    ts, text = _TS[dialect], _TEXT[dialect]
+    return f"""CREATE TABLE IF NOT EXISTS {HISTORY_TABLE} (
+  version VARCHAR(64) NOT NULL PRIMARY KEY,
+  description VARCHAR(512) NOT NULL,
+  script VARCHAR(512) NOT NULL,
+  kind VARCHAR(16) NOT NULL,
+  checksum VARCHAR(64) NOT NULL,
+  transactional SMALLINT NOT NULL,
+  statements_total INTEGER NOT NULL,
+  statements_applied INTEGER NOT NULL,
+  statement_running INTEGER NULL,
+  installed_rank INTEGER NOT NULL,
+  started_at {ts} NOT NULL,
+  finished_at {ts} NULL,
+  error {text} NULL,
+  runner_version VARCHAR(64) NOT NULL,
+  database_digest VARCHAR(64) NOT NULL,
+  database_identity {text} NOT NULL,
+  operation_id VARCHAR(253) NOT NULL
+)"""
+
+
+class LockBusy(Exception):
+    """Another runner holds the migration lock on this database."""
+
+
+class Session:
+    """One migration session over an opened connection, speaking the engine's SQL."""
+
+    def __init__(self, connection: Any, dialect: Dialect) -> None:
+        self.conn = connection
+        self.dialect: Dialect = dialect
+        self._locked = False
+        if dialect == "postgres":
+            connection.autocommit = True
+            connection.add_notice_handler(_print_notice)
+        elif dialect == "mysql":
+            connection.autocommit(True)
+        else:
+            connection.isolation_level = None
+
+    # -- plumbing ---------------------------------------------------------------
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("%s", "?") if self.dialect == "sqlite" else sql
+
+    def query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        if self.dialect == "sqlite":
+            return [tuple(r) for r in self.conn.execute(self._sql(sql), params).fetchall()]
+        with self.conn.cursor() as cur:
+            cur.execute(sql, params or None)
+            if cur.description is None:
+                return []
+            return [tuple(r) for r in cur.fetchall()]
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> None:
+        self.query(sql, params)
+
+    def run_migration_sql(self, text: str) -> None:
+        """Run one statement of a migration verbatim (no parameter interpolation)."""
+        if self.dialect == "sqlite":
+            self.conn.execute(text).fetchall()
+            return
+        with self.conn.cursor() as cur:
+            cur.execute(text)
+            if self.dialect == "mysql":
+                while True:
+                    if cur.description is not None:
+                        cur.fetchall()
+                    if not cur.nextset():
+                        break
+
+    def now(self) -> Any:
+        moment = datetime.now(UTC)
+        if self.dialect == "postgres":
+            return moment
+        if self.dialect == "mysql":
+            return moment.replace(tzinfo=None)
+        return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+    def begin(self, read_only: bool = False) -> None:
+        if self.dialect == "postgres":
+            self.execute("BEGIN READ ONLY" if read_only else "BEGIN")
+        elif self.dialect == "mysql":
+            self.execute("START TRANSACTION READ ONLY" if read_only else "START TRANSACTION")
+        else:
+            if read_only:
+                self.execute("PRAGMA query_only = ON")
+            self.execute("BEGIN")
+
+    def begin_exclusive(self) -> None:
+        """SQLite only: take the database's write lock now, waiting up to busy_timeout."""
+        self.execute("BEGIN EXCLUSIVE")
+
+    def commit(self) -> None:
+        self.execute("COMMIT")
+        if self.dialect == "sqlite":
+            self.execute("PRAGMA query_only = OFF")
+
+    def rollback(self) -> None:
+        try:
+            if self.dialect == "sqlite":
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                self.conn.execute("PRAGMA query_only = OFF")
+            else:
+                self.execute("ROLLBACK")
+        except Exception as exc:  # the connection may be gone; the caller reports the cause
+            print(escape_line(f"rollback failed: {type(exc).__name__}"), file=sys.stderr)
+
+    # -- history table ----------------------------------------------------------
+
+    def history_exists(self) -> bool:
+        if self.dialect == "postgres":
+            rows = self.query("SELECT to_regclass(%s) IS NOT NULL", (HISTORY_TABLE,))
+        elif self.dialect == "mysql":
+            rows = self.query(
+                "SELECT COUNT(*) FROM information_schema.tables"
+                " WHERE table_schema = DATABASE() AND table_name = %s",
+                (HISTORY_TABLE,),
+            )
+        else:
+            rows = self.query(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = %s",
+                (HISTORY_TABLE,),
+            )
+        return bool(rows and rows[0][0])
+
+    def create_history(self) -> None:
+        self.execute(history_ddl(self.dialect))
+
+    def read_history(self) -> list[dict[str, Any]]:
+        cols = ", ".join(COLUMNS)
+        rows = self.query(f"SELECT {cols} FROM {HISTORY_TABLE} ORDER BY installed_rank")
+        return [dict(zip(COLUMNS, row, strict=True)) for row in rows]
+
+    def insert_history(self, values: dict[str, Any]) -> None:
+        cols = ", ".join(COLUMNS)
+        marks = ", ".join(["%s"] * len(COLUMNS))
+        params = tuple(values[c] for c in COLUMNS)
+        self.execute(f"INSERT INTO {HISTORY_TABLE} ({cols}) VALUES ({marks})", params)
+
+    def update_history(self, version: str, **values: Any) -> None:
+        sets = ", ".join(f"{k} = %s" for k in values)
+        params = (*values.values(), version)
+        self.execute(f"UPDATE {HISTORY_TABLE} SET {sets} WHERE version = %s", params)
+
+    def delete_history(self, version: str) -> None:
+        self.execute(f"DELETE FROM {HISTORY_TABLE} WHERE version = %s", (version,))
+
+    def database_is_empty(self) -> bool:
+        """No user objects besides the history table: a first run may start at version 1."""
+        if self.dialect == "postgres":
+            sql = """
+SELECT (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE c.relkind IN ('r','v','m','S','f','p') AND c.relname <> %s
+           AND n.nspname NOT IN ('pg_catalog','information_schema')
+           AND n.nspname NOT LIKE 'pg\\_toast%%' AND n.nspname NOT LIKE 'pg\\_temp%%')
+     + (SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+         WHERE n.nspname NOT IN ('pg_catalog','information_schema')
+           AND NOT EXISTS (SELECT 1 FROM pg_depend d
+                           WHERE d.objid = p.oid AND d.deptype = 'e'))"""
+            rows = self.query(sql, (HISTORY_TABLE,))
+        elif self.dialect == "mysql":
+            rows = self.query(
+                "SELECT (SELECT COUNT(*) FROM information_schema.tables"
+                "  WHERE table_schema = DATABASE() AND table_name <> %s)"
+                " + (SELECT COUNT(*) FROM information_schema.routines"
+                "  WHERE routine_schema = DATABASE())",
+                (HISTORY_TABLE,),
+            )
+        else:
+            rows = self.query(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"
+                " AND name <> %s AND tbl_name <> %s",
+                (HISTORY_TABLE, HISTORY_TABLE),
+            )
+        return not (rows and rows[0][0])
+
+    # -- the run lock -----------------------------------------------------------
+
+    def _lock_key(self) -> int:
+        digest = hashlib.sha256(f"ptah-migrate:{HISTORY_TABLE}".encode()).digest()
+        return int.from_bytes(digest[:8], "big", signed=True)
+
+    def _lock_name(self) -> str:
+        schema = self.query("SELECT DATABASE()")[0][0] or ""
+        return "ptah-migrate:" + hashlib.sha256(str(schema).encode()).hexdigest()[:40]
+
+    def acquire_lock(self, timeout: float, poll: float = 0.5) -> None:
+        """Take the run lock, polling until ``timeout`` seconds; raise LockBusy after."""
+        if self.dialect == "sqlite":
+            self.execute(f"PRAGMA busy_timeout = {max(int(timeout * 1000), 0)}")
+            return
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.dialect == "postgres":
+                got = self.query("SELECT pg_try_advisory_lock(%s)", (self._lock_key(),))[0][0]
+            else:
+                got = self.query("SELECT GET_LOCK(%s, 0)", (self._lock_name(),))[0][0]
+            if got:
+                self._locked = True
+                return
+            if time.monotonic() >= deadline:
+                raise LockBusy("another runner holds the migration lock on this database")
+            time.sleep(poll)
+
+    def release_lock(self) -> None:
+        if not self._locked:
+            return
+        self._locked = False
+        try:
+            if self.dialect == "postgres":
+                self.execute("SELECT pg_advisory_unlock(%s)", (self._lock_key(),))
+            elif self.dialect == "mysql":
+                self.execute("SELECT RELEASE_LOCK(%s)", (self._lock_name(),))
+        except Exception as exc:  # closing the session releases it anyway
+            print(escape_line(f"lock release failed: {type(exc).__name__}"), file=sys.stderr)
+
+
+def _print_notice(diag: Any) -> None:
+    """PostgreSQL NOTICE/WARNING text goes to stderr, escaped: never a forged frame."""
+    severity = getattr(diag, "severity", None) or "NOTICE"
+    message = getattr(diag, "message_primary", None) or ""
+    print(escape_line(f"{severity}: {message}"), file=sys.stderr)

@@ -1,0 +1,215 @@
+"""Split a migration file into statements, keeping each statement's text verbatim.
+
+Why not sqlglot: a migration must run exactly as written. sqlglot parses and
+re-generates SQL, and its tokenizer rejects or rewrites syntax it does not know
+(PL/pgSQL bodies, MariaDB-only options, psql-isms); a runner that changes what the
+author wrote, or refuses valid SQL, is worse than one that only finds the
+semicolons. So this is a small lexer that knows where a ``;`` does *not* end a
+statement:
+
+* strings ``'...'`` (``''`` doubling; backslash escapes on MySQL and in
+  PostgreSQL ``E'...'``), quoted identifiers ``"..."``, MySQL/SQLite backticks,
+  SQLite ``[...]``;
+* comments ``-- ...`` (on MySQL only when followed by whitespace), MySQL ``# ...``,
+  ``/* ... */`` (nested on PostgreSQL);
+* PostgreSQL dollar quoting ``$$ ... $$`` / ``$tag$ ... $tag$`` (function bodies,
+  ``DO`` blocks) and SQL-standard ``BEGIN ATOMIC ... END`` bodies;
+* SQLite ``CREATE TRIGGER ... BEGIN ...; END``, confirmed with
+  :func:`sqlite3.complete_statement`;
+* MySQL client ``DELIMITER xx`` lines, for procedures and triggers.
+
+Each statement keeps the 1-based line it starts on, for error messages.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass
+from typing import Literal
+
+Dialect = Literal["postgres", "mysql", "sqlite"]
+
+_DOLLAR_TAG = re.compile(r"\$([A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$")
+_DELIMITER_LINE = re.compile(r"[ \t]*DELIMITER[ \t]+(\S+)[ \t]*(?:\r?\n|$)", re.IGNORECASE)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+
+
+class SplitError(ValueError):
+    """The file ends inside a string, comment or body; the message says where it began."""
+
+
+@dataclass(frozen=True)
+class Statement:
+    text: str
+    line: int
+
+
+def _is_ident_char(ch: str) -> bool:
+    return ch.isalnum() or ch in "_$"
+
+
+class _Splitter:
+    def __init__(self, sql: str, dialect: Dialect) -> None:
+        self.sql = sql
+        self.dialect = dialect
+        self.n = len(sql)
+        self.out: list[Statement] = []
+        self.start = 0
+        self.delimiter = ";"
+        self.atomic_depth = 0
+        self.prev_word = ""
+
+    def line_at(self, pos: int) -> int:
+        return self.sql.count("\n", 0, pos) + 1
+
+    def emit(self, end: int) -> None:
+        chunk = self.sql[self.start : end]
+        if _has_code(chunk, self.dialect):
+            stripped = chunk.strip()
+            offset = self.start + (len(chunk) - len(chunk.lstrip()))
+            self.out.append(Statement(stripped, self.line_at(offset)))
+
+    def at_statement_start(self, i: int) -> bool:
+        return not _has_code(self.sql[self.start : i], self.dialect)
+
+    def run(self) -> list[Statement]:
+        sql, n, i = self.sql, self.n, 0
+        mysql, pg, lite = (self.dialect == d for d in ("mysql", "postgres", "sqlite"))
+        while i < n:
+            ch = sql[i]
+            if mysql and (i == 0 or sql[i - 1] == "\n") and self.at_statement_start(i):
+                m = _DELIMITER_LINE.match(sql, i)
+                if m:
+                    self.emit(i)
+                    self.delimiter = m.group(1)
+                    i = m.end()
+                    self.start = i
+                    continue
+            if sql.startswith(self.delimiter, i) and self.atomic_depth == 0:
+                end = i + len(self.delimiter)
+                candidate = sql[self.start : i] + ";"
+                if lite and not sqlite3.complete_statement(candidate):
+                    i = end
+                    continue
+                self.emit(i)
+                self.start = end
+                i = end
+                self.prev_word = ""
+                continue
+            if ch == "'":
+                backslash = mysql or (
+                    pg
+                    and i > 0
+                    and sql[i - 1] in "eE"
+                    and (i < 2 or not _is_ident_char(sql[i - 2]))
+                )
+                i = self._skip_quoted(i, "'", backslash)
+            elif ch == '"':
+                i = self._skip_quoted(i, '"', mysql)
+            elif ch == "`" and (mysql or lite):
+                i = self._skip_quoted(i, "`", False)
+            elif ch == "[" and lite:
+                i = self._skip_to(i, "]")
+            elif (
+                ch == "-"
+                and sql.startswith("--", i)
+                and (not mysql or i + 2 >= n or sql[i + 2].isspace())
+            ) or (ch == "#" and mysql):
+                i = self._skip_line(i)
+            elif ch == "/" and sql.startswith("/*", i):
+                i = self._skip_block_comment(i, nested=pg)
+            elif ch == "$" and pg and (i == 0 or not _is_ident_char(sql[i - 1])):
+                m = _DOLLAR_TAG.match(sql, i)
+                if m:
+                    tag = m.group(0)
+                    close = sql.find(tag, m.end())
+                    if close < 0:
+                        raise SplitError(f"line {self.line_at(i)}: {tag} quote never closed")
+                    i = close + len(tag)
+                else:
+                    i += 1
+            elif ch.isalpha() or ch == "_":
+                m = _WORD.match(sql, i)
+                assert m is not None
+                word = m.group(0).upper()
+                if pg:
+                    self._track_atomic(word)
+                self.prev_word = word
+                i = m.end()
+            else:
+                i += 1
+        self.emit(n)
+        if self.atomic_depth:
+            raise SplitError("file ends inside a BEGIN ATOMIC body (missing END)")
+        return self.out
+
+    def _track_atomic(self, word: str) -> None:
+        opens_body = word == "ATOMIC" and self.prev_word == "BEGIN"
+        if opens_body or (self.atomic_depth and word == "CASE"):
+            self.atomic_depth += 1
+        elif self.atomic_depth and word == "END":
+            self.atomic_depth -= 1
+
+    def _skip_quoted(self, i: int, quote: str, backslash: bool) -> int:
+        j = i + 1
+        while j < self.n:
+            c = self.sql[j]
+            if backslash and c == "\\":
+                j += 2
+                continue
+            if c == quote:
+                if j + 1 < self.n and self.sql[j + 1] == quote:
+                    j += 2
+                    continue
+                return j + 1
+            j += 1
+        raise SplitError(f"line {self.line_at(i)}: {quote} quote never closed")
+
+    def _skip_to(self, i: int, close: str) -> int:
+        j = self.sql.find(close, i + 1)
+        if j < 0:
+            raise SplitError(f"line {self.line_at(i)}: {self.sql[i]} never closed")
+        return j + 1
+
+    def _skip_line(self, i: int) -> int:
+        j = self.sql.find("\n", i)
+        return self.n if j < 0 else j + 1
+
+    def _skip_block_comment(self, i: int, nested: bool) -> int:
+        depth, j = 1, i + 2
+        while j < self.n:
+            if nested and self.sql.startswith("/*", j):
+                depth, j = depth + 1, j + 2
+            elif self.sql.startswith("*/", j):
+                depth, j = depth - 1, j + 2
+                if depth == 0:
+                    return j
+            else:
+                j += 1
+        raise SplitError(f"line {self.line_at(i)}: comment never closed")
+
+
+def _has_code(chunk: str, dialect: Dialect) -> bool:
+    """True when ``chunk`` holds anything besides whitespace and comments."""
+    i, n = 0, len(chunk)
+    while i < n:
+        ch = chunk[i]
+        if ch.isspace():
+            i += 1
+        elif chunk.startswith("--", i) or (ch == "#" and dialect == "mysql"):
+            j = chunk.find("\n", i)
+            i = n if j < 0 else j + 1
+        elif chunk.startswith("/*", i) and not chunk.startswith("/*!", i):
+            j = chunk.find("*/", i + 2)
+            if j < 0:
+                return True
+            i = j + 2
+        else:
+            return True
+    return False
+
+
+def split_statements(sql: str, dialect: Dialect) -> list[Statement]:
+    """The statements of ``sql`` in order, comments-only chunks dropped, text verbatim."""
+    return _Splitter(sql.lstrip("\ufeff"), dialect).run()
