@@ -1,0 +1,109 @@
+"""The runner's operations: identify, plan, apply. Each returns the frame to print.
+
+Nothing here prints; :mod:`ptah.runner.main` owns the output. Every failure
+becomes a frame with outcome ``failed`` (or ``refused``) and a scrubbed
+message, so the operator always has evidence of what happened.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ptah.engines import planner
+from ptah.engines.base import EngineError, Target
+from ptah.engines.model import PlanError, Statement
+from ptah.engines.urls import DbUrl
+from ptah.runner.frame import DatabaseIdentity, OperationType, ResultFrame
+
+
+def make_frame(
+    operation_id: str,
+    operation_type: OperationType,
+    database: DatabaseIdentity | None,
+    outcome: str,
+    reason: str = "",
+    data: dict[str, Any] | None = None,
+) -> ResultFrame:
+    return ResultFrame.model_validate(
+        {
+            "operationId": operation_id,
+            "operationType": operation_type,
+            "database": database,
+            "outcome": outcome,
+            "reason": reason,
+            "data": data or {},
+        }
+    )
+
+
+def identify(target: Target, operation_id: str) -> ResultFrame:
+    identity = target.identity()
+    return make_frame(operation_id, "identify", identity, "succeeded", data={})
+
+
+def plan(
+    target: Target,
+    operation_id: str,
+    desired_file: str,
+    dev_url: DbUrl | None,
+    cache_dir: str | None,
+) -> ResultFrame:
+    identity = target.identity()
+    try:
+        desired_sql = Path(desired_file).read_text()
+    except OSError as exc:
+        return make_frame(
+            operation_id,
+            "plan",
+            identity,
+            "failed",
+            "InputUnreadable",
+            {"message": f"cannot read desired schema: {exc.strerror}"},
+        )
+    try:
+        result = planner.plan(target, desired_sql, dev_url=dev_url, cache_dir=cache_dir)
+    except (EngineError, PlanError) as exc:
+        return make_frame(
+            operation_id,
+            "plan",
+            identity,
+            "failed",
+            exc.reason,
+            {"message": target.scrub(str(exc))[:2000]},
+        )
+    return make_frame(operation_id, "plan", identity, "succeeded", data=result.to_json())
+
+
+def _read_plan(plan_file: str) -> tuple[list[Statement], str, str]:
+    raw = json.loads(Path(plan_file).read_text())
+    statements = [Statement.from_json(s) for s in raw["statements"]]
+    return statements, str(raw["fingerprintBefore"]), str(raw.get("fingerprintAfter", ""))
+
+
+def apply(
+    target: Target, operation_id: str, plan_file: str, allow_destructive: bool
+) -> ResultFrame:
+    identity = target.identity()
+    try:
+        statements, before, expected_after = _read_plan(plan_file)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return make_frame(
+            operation_id,
+            "apply",
+            identity,
+            "failed",
+            "InputUnreadable",
+            {"message": f"cannot read plan: {type(exc).__name__}"},
+        )
+    result = planner.apply(
+        target,
+        statements,
+        before,
+        allow_destructive=allow_destructive,
+        expected_after=expected_after,
+    )
+    return make_frame(
+        operation_id, "apply", identity, result.outcome, result.reason, result.to_json()
+    )
