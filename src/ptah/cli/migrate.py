@@ -1,0 +1,230 @@
+"""``ptah migrate``: versioned migrations for people, without Kubernetes.
+
+Same code as the runner's ``history``/``migrate`` operations, printed as tables and
+progress lines instead of a result frame:
+
+* ``ptah migrate hash DIR... [--check]`` writes or checks ``ptah.sum``;
+* ``ptah migrate status --url URL --dir DIR`` reads history (read-only);
+* ``ptah migrate apply --url URL --dir DIR [--to V] [--baseline V]`` applies;
+* ``ptah migrate resolve --url URL --version V --as applied|rolled-back`` clears a
+  dirty row once a person has finished or undone the partial file by hand; a
+  plain re-run refuses until then, because only a person can know what a
+  half-applied non-transactional file left behind.
+
+``--url`` defaults to ``$PTAH_DB_URL`` so a password need not sit in shell history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from ptah.migrations import sumfile
+from ptah.migrations.apply import MigrateOptions, migrate
+from ptah.migrations.dialects import LockBusy, Session
+from ptah.migrations.directory import DirectoryError, Version, read_directory
+from ptah.migrations.history import Reading, compare, is_dirty, row_summary
+
+
+def register(subparsers: Any) -> None:
+    """Add ``ptah migrate ...`` to the ``ptah`` command."""
+    top = subparsers.add_parser("migrate", help="versioned migrations without Kubernetes")
+    sub = top.add_subparsers(dest="migrate_command", required=True)
+
+    h = sub.add_parser("hash", help="write or check ptah.sum")
+    h.add_argument("dirs", nargs="+", type=Path, metavar="DIR")
+    h.add_argument("--check", action="store_true", help="only check; exit 1 on a mismatch")
+    h.set_defaults(func=cmd_hash)
+
+    s = sub.add_parser("status", help="show history against the directory (read-only)")
+    _conn_args(s)
+    s.set_defaults(func=cmd_status)
+
+    a = sub.add_parser("apply", help="apply pending migrations")
+    _conn_args(a)
+    a.add_argument("--to", help="apply up to and including this version")
+    a.add_argument("--baseline", help="version a non-empty database without history matches")
+    a.add_argument("--lock-timeout", type=float, default=60.0)
+    a.set_defaults(func=cmd_apply)
+
+    r = sub.add_parser("resolve", help="mark a dirty (partially applied) version resolved")
+    r.add_argument("--url", default=None, help="database URL (default: $PTAH_DB_URL)")
+    r.add_argument("--version", required=True, dest="resolve_version")
+    r.add_argument("--as", required=True, dest="resolution", choices=["applied", "rolled-back"])
+    r.set_defaults(func=cmd_resolve)
+
+
+def _conn_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", default=None, help="database URL (default: $PTAH_DB_URL)")
+    p.add_argument("--dir", dest="dirs", action="append", required=True, type=Path)
+
+
+def _err(text: str) -> None:
+    print(f"ptah migrate: {text}", file=sys.stderr)
+
+
+def _open(url: str | None) -> Any:
+    from ptah.engines.connect import open_target
+
+    url = url or os.environ.get("PTAH_DB_URL", "")
+    if not url:
+        raise SystemExit("ptah migrate: pass --url or set PTAH_DB_URL")
+    return open_target(url)
+
+
+def cmd_hash(args: argparse.Namespace) -> int:
+    try:
+        directory = read_directory(args.dirs)
+    except DirectoryError as exc:
+        _err(str(exc))
+        return 1
+    if args.check:
+        problems = sumfile.problems(directory)
+        for p in problems:
+            _err(p)
+        if not problems:
+            print(f"ptah.sum ok: {len(directory.files)} files")
+        return 1 if problems else 0
+    sumfile.write(directory)
+    header = sumfile.compute(directory.files).header
+    print(f"wrote ptah.sum: {len(directory.files)} files, h1:{header}")
+    return 0
+
+
+def _table(reading: Reading, directory_files: dict[Version, Any]) -> list[str]:
+    rows = {str(r["version"]): r for r in reading.rows}
+    dirty = {d["version"]: d for d in reading.dirty}
+    mismatched = {m["version"] for m in reading.mismatched}
+    late = {o["version"] for o in reading.out_of_order}
+    versions: list[str] = sorted(
+        set(rows) | {str(v) for v in directory_files},
+        key=lambda t: Version.parse(t).parts if t.replace(".", "").isdigit() else (1 << 62,),
+    )
+    out = [f"{'VERSION':<10} {'STATE':<22} {'DESCRIPTION':<30} DETAIL"]
+    for v in versions:
+        row = rows.get(v)
+        f = directory_files.get(Version.parse(v)) if v.replace(".", "").isdigit() else None
+        desc = f.description if f else (row["description"] if row else "")
+        detail = ""
+        if row is not None and row["kind"] == "baseline":
+            state = "baseline"
+        elif v in dirty:
+            d = dirty[v]
+            state = f"DIRTY ({d['state']})"
+            detail = f"stopped at statement {d['statement']}/{d['total']}"
+            if d["error"]:
+                detail += f": {str(d['error']).splitlines()[0][:80]}"
+        elif row is not None:
+            summary = row_summary(row)
+            state = "applied"
+            detail = f"{summary['finishedAt']} ({summary['statementsTotal']} statements)"
+        elif v in reading.below_baseline:
+            state = "below baseline"
+        else:
+            state = "pending"
+        if v in mismatched:
+            state += ", EDITED"
+        if v in late:
+            state += ", out of order"
+        if v in reading.missing_from_directory:
+            state += ", NOT IN DIR"
+        out.append(f"{v:<10} {state:<22} {desc[:30]:<30} {detail}")
+    return out
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    try:
+        directory = read_directory(args.dirs)
+    except DirectoryError as exc:
+        _err(str(exc))
+        return 1
+    with _open(args.url) as target:
+        identity = target.identity()
+        session = Session(target.connection, target.engine)
+        session.begin(read_only=True)
+        try:
+            exists = session.history_exists()
+            rows = session.read_history() if exists else []
+        finally:
+            session.rollback()
+    reading = compare(directory, rows, history_exists=exists, database_digest=identity.digest)
+    print(f"database: {identity.engine} {identity.digest[:12]}")
+    for line in _table(reading, directory.by_version()):
+        print(line)
+    problems = sumfile.problems(directory)
+    print(f"ptah.sum: {'ok' if not problems else '; '.join(problems)}")
+    print(
+        f"{len(reading.applied)} applied, {len(reading.pending)} pending, "
+        f"{len(reading.dirty)} dirty, {len(reading.mismatched)} edited: "
+        f"{'settled' if reading.settled else 'NOT settled'}"
+    )
+    return 0
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    try:
+        directory = read_directory(args.dirs)
+        to = Version.parse(args.to) if args.to else None
+        baseline = Version.parse(args.baseline) if args.baseline else None
+    except (DirectoryError, ValueError) as exc:
+        _err(str(exc))
+        return 1
+    with _open(args.url) as target:
+        identity = target.identity()
+        session = Session(target.connection, target.engine)
+        opts = MigrateOptions(
+            operation_id="cli", to=to, baseline=baseline, lock_timeout=args.lock_timeout
+        )
+        result = migrate(session, directory, identity, opts, print, target.scrub)
+    if result.outcome == "refused":
+        _err(f"refused ({result.reason}): {result.message}")
+        for d in result.details[1:]:
+            _err(f"  {d}")
+        return 1
+    if result.outcome == "failed":
+        _err(f"failed ({result.reason}): {result.message}")
+        if result.failure:
+            _err(str(result.failure["error"]))
+        return 1
+    applied = ", ".join(result.applied) or "nothing (up to date)"
+    print(f"applied {applied}; {result.statements_executed} statements")
+    return 0
+
+
+def cmd_resolve(args: argparse.Namespace) -> int:
+    try:
+        version = str(Version.parse(args.resolve_version))
+    except ValueError as exc:
+        _err(str(exc))
+        return 1
+    with _open(args.url) as target:
+        session = Session(target.connection, target.engine)
+        try:
+            session.acquire_lock(10.0)
+        except LockBusy as exc:
+            _err(str(exc))
+            return 1
+        try:
+            rows = {str(r["version"]): r for r in session.read_history()}
+            row = rows.get(version)
+            if row is None or not is_dirty(row):
+                _err(f"version {version} is not a dirty history row; nothing to resolve")
+                return 1
+            if args.resolution == "rolled-back":
+                session.delete_history(version)
+                print(f"version {version}: row removed; it is pending again")
+            else:
+                session.update_history(
+                    version,
+                    statements_applied=int(row["statements_total"]),
+                    statement_running=None,
+                    error=None,
+                    finished_at=session.now(),
+                )
+                print(f"version {version}: marked applied")
+        finally:
+            session.release_lock()
+    return 0
