@@ -1,0 +1,77 @@
+"""``ptah dev up|down|status|kubeconfig``: the local control plane for the demo and tests."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ptah.devcluster import cluster, paths
+
+
+def _state_dir(args: argparse.Namespace) -> Path:
+    if args.state_dir is not None:
+        return Path(args.state_dir)
+    return paths.default_state_dir(args.name)
+
+
+def _up(args: argparse.Namespace) -> int:
+    try:
+        info = cluster.up(_state_dir(args), timeout=args.timeout, runner_images=args.runner_image)
+    except (paths.MissingComponentError, cluster.NotReadyError) as err:
+        print(f"ptah dev up: {err}", file=sys.stderr)
+        return 1
+    print(info.usage())
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    stopped = cluster.down(_state_dir(args), purge=args.purge)
+    print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    state = _state_dir(args)
+    pids = cluster.status(state)
+    print(json.dumps({"state_dir": str(state), "pids": pids}, indent=2))
+    return 0 if all(pids.values()) else 3
+
+
+def _kubeconfig(args: argparse.Namespace) -> int:
+    path = _state_dir(args) / "kubeconfig"
+    if not path.exists():
+        print(f"no kubeconfig at {path}; run: ptah dev up", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    dev = subparsers.add_parser("dev", help="run a local Kubernetes control plane")
+    sub = dev.add_subparsers(dest="dev_command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--state-dir", default=None, help="cluster state (default: <cache>/dev/<name>)"
+    )
+    common.add_argument("--name", default="default", help="dev cluster name")
+    p = sub.add_parser("up", parents=[common], help="start or reuse the cluster; wait ready")
+    p.add_argument("--timeout", type=float, default=180.0)
+    p.add_argument(
+        "--runner-image",
+        action="append",
+        default=[],
+        help="extra image repository that runs ptah-runner (repeatable)",
+    )
+    p.set_defaults(func=_up)
+    p = sub.add_parser("down", parents=[common], help="stop the processes 'up' started")
+    p.add_argument("--purge", action="store_true", help="also delete the state dir")
+    p.set_defaults(func=_down)
+    sub.add_parser("status", parents=[common], help="pids of the components").set_defaults(
+        func=_status
+    )
+    sub.add_parser("kubeconfig", parents=[common], help="print the kubeconfig path").set_defaults(
+        func=_kubeconfig
+    )

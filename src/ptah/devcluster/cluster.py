@@ -1,0 +1,320 @@
+"""``ptah dev up`` / ``down`` / ``status``: a real control plane on loopback.
+
+Components, each a background process with a pid file under ``<state>/run`` and a log
+under ``<state>/logs``:
+
+* etcd (data in ``<state>/etcd``),
+* kube-apiserver (RBAC and Node authorisation, service-account issuer and keys, client
+  certificates from ``<state>/pki``, kubelet CA for ``pods/log``),
+* kube-controller-manager (job, garbage-collector, ttl-after-finished, namespace,
+  serviceaccount, serviceaccount-token, root-ca-cert-publisher and
+  clusterrole-aggregation controllers; each with its own service-account credentials),
+* the node agent (``python -m ptah.devcluster.agent``).
+
+Every listener binds 127.0.0.1; ports are chosen free on first ``up`` and kept in
+``<state>/cluster.json``. ``up`` reuses running components and starts the missing ones;
+``down`` stops only processes recorded in this state dir.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from ptah.devcluster import kubeconfig, paths, pki
+from ptah.devcluster.config import ClusterConfig, Ports, port_free
+from ptah.devcluster.procs import Proc
+
+CONTROLLERS = (
+    "job-controller",
+    "garbage-collector-controller",
+    "ttl-after-finished-controller",
+    "namespace-controller",
+    "serviceaccount-controller",
+    "serviceaccount-token-controller",
+    "root-ca-certificate-publisher-controller",
+    "clusterrole-aggregation-controller",
+)
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "node-agent")
+SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
+
+
+class NotReadyError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    config: ClusterConfig
+    binaries: paths.Binaries
+    started: tuple[str, ...]
+    reused: tuple[str, ...]
+    seconds: float
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.config.kubeconfig
+
+    @property
+    def server(self) -> str:
+        return self.config.server
+
+    def usage(self) -> str:
+        return (
+            f"cluster ready at {self.server} in {self.seconds:.1f}s "
+            f"(started: {', '.join(self.started) or 'nothing'}; "
+            f"reused: {', '.join(self.reused) or 'nothing'})\n"
+            f"  export KUBECONFIG={self.kubeconfig}\n"
+            f"  export PATH={self.binaries.kubectl.parent}:$PATH\n"
+            f"  kubectl get nodes\n"
+            f"  kubectl create job hello --image=busybox -- sh -c 'echo hello'\n"
+            f"  kubectl logs job/hello\n"
+            f"state and logs: {self.config.state_dir}  (stop with: ptah dev down"
+            f" --state-dir {self.config.state_dir})"
+        )
+
+
+def procs(state_dir: Path) -> dict[str, Proc]:
+    return {name: Proc(state_dir / "run", name) for name in COMPONENTS}
+
+
+@contextmanager
+def _locked(state_dir: Path) -> Iterator[None]:
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with open(state_dir / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _config(state_dir: Path, running: bool, runner_images: list[str]) -> ClusterConfig:
+    """The saved config; fresh ports when nothing runs and a saved port is taken."""
+    try:
+        cfg = ClusterConfig.load(state_dir)
+    except (OSError, ValueError, KeyError):
+        cfg = ClusterConfig(state_dir=state_dir, ports=Ports.pick())
+    if not running and not all(port_free(p) for p in cfg.ports.all()):
+        cfg.ports = Ports.pick()
+    for image in runner_images:
+        if image not in cfg.runner_images:
+            cfg.runner_images.append(image)
+    cfg.save()
+    return cfg
+
+
+def _etcd_argv(b: paths.Binaries, cfg: ClusterConfig) -> list[str]:
+    client = f"http://127.0.0.1:{cfg.ports.etcd_client}"
+    peer = f"http://127.0.0.1:{cfg.ports.etcd_peer}"
+    return [
+        str(b.etcd),
+        "--name=ptah",
+        f"--data-dir={cfg.state_dir / 'etcd'}",
+        f"--listen-client-urls={client}",
+        f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=ptah={peer}",
+        "--unsafe-no-fsync=true",  # a throwaway dev/test cluster: speed over durability
+        "--quota-backend-bytes=2147483648",
+        "--log-level=warn",
+    ]
+
+
+def _apiserver_argv(b: paths.Binaries, cfg: ClusterConfig) -> list[str]:
+    p = cfg.pki
+    return [
+        str(b.kube_apiserver),
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={cfg.ports.apiserver}",
+        f"--etcd-servers=http://127.0.0.1:{cfg.ports.etcd_client}",
+        f"--tls-cert-file={p.crt('apiserver')}",
+        f"--tls-private-key-file={p.key('apiserver')}",
+        f"--client-ca-file={p.ca_crt}",
+        "--authorization-mode=Node,RBAC",
+        f"--service-account-issuer={SA_ISSUER}",
+        f"--service-account-key-file={p.sa_pub}",
+        f"--service-account-signing-key-file={p.sa_key}",
+        "--service-cluster-ip-range=10.96.0.0/16",
+        "--endpoint-reconciler-type=none",
+        f"--kubelet-certificate-authority={p.ca_crt}",
+        f"--kubelet-client-certificate={p.crt('apiserver-kubelet-client')}",
+        f"--kubelet-client-key={p.key('apiserver-kubelet-client')}",
+        "--kubelet-preferred-address-types=InternalIP",
+        "--allow-privileged=true",
+        "--profiling=false",
+        f"--cert-dir={cfg.state_dir / 'run' / 'apiserver-certs'}",
+        "--v=1",
+    ]
+
+
+def _controller_manager_argv(b: paths.Binaries, cfg: ClusterConfig) -> list[str]:
+    p = cfg.pki
+    kc = cfg.state_dir / "controller-manager.kubeconfig"
+    return [
+        str(b.kube_controller_manager),
+        f"--kubeconfig={kc}",
+        f"--authentication-kubeconfig={kc}",
+        f"--authorization-kubeconfig={kc}",
+        "--bind-address=127.0.0.1",
+        f"--secure-port={cfg.ports.controller_manager}",
+        f"--cert-dir={cfg.state_dir / 'run' / 'controller-manager-certs'}",
+        f"--controllers={','.join(CONTROLLERS)}",
+        "--use-service-account-credentials=true",
+        f"--service-account-private-key-file={p.sa_key}",
+        f"--root-ca-file={p.ca_crt}",
+        "--leader-elect=false",
+        "--cluster-name=ptah-dev",
+        "--concurrent-job-syncs=5",
+        "--v=1",
+    ]
+
+
+def _agent_argv(cfg: ClusterConfig) -> list[str]:
+    return [sys.executable, "-m", "ptah.devcluster.agent", f"--state-dir={cfg.state_dir}"]
+
+
+def _wait(what: str, probe: Callable[[], bool], deadline: float, log: Path | None) -> None:
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            if probe():
+                return
+        except (httpx.HTTPError, OSError, KeyError, ValueError) as err:
+            last = err
+        time.sleep(0.1)
+    tail = ""
+    if log is not None and log.exists():
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
+    raise NotReadyError(f"{what} not ready in time (last error: {last}); log tail:\n{tail}")
+
+
+def up(
+    state_dir: Path | None = None,
+    timeout: float = 180.0,
+    runner_images: list[str] | None = None,
+    binaries: paths.Binaries | None = None,
+) -> ClusterInfo:
+    """Start (or reuse) the dev cluster in ``state_dir`` and wait until it is ready."""
+    t0 = time.monotonic()
+    state_dir = (state_dir or paths.default_state_dir()).resolve()
+    b = binaries or paths.Binaries.locate()
+    deadline = t0 + timeout
+    logs = state_dir / "logs"
+    with _locked(state_dir):
+        ps = procs(state_dir)
+        running = {name for name, proc in ps.items() if proc.alive()}
+        cfg = _config(state_dir, bool(running), runner_images or [])
+        pki.ensure(cfg.pki)
+        kubeconfig.write(cfg.kubeconfig, cfg.server, cfg.pki, "admin")
+        kubeconfig.write(
+            state_dir / "controller-manager.kubeconfig", cfg.server, cfg.pki, "controller-manager"
+        )
+        admin = httpx.Client(
+            verify=str(cfg.pki.ca_crt),
+            cert=(str(cfg.pki.crt("admin")), str(cfg.pki.key("admin"))),
+            timeout=5.0,
+        )
+        started: list[str] = []
+
+        def ensure(name: str, argv: list[str]) -> None:
+            if name in running:
+                return
+            ps[name].start(argv, logs / f"{name}.log")
+            started.append(name)
+
+        try:
+            ensure("etcd", _etcd_argv(b, cfg))
+            etcd_url = f"http://127.0.0.1:{cfg.ports.etcd_client}/health"
+            _wait(
+                "etcd",
+                lambda: httpx.get(etcd_url, timeout=2).json().get("health") == "true",
+                deadline,
+                logs / "etcd.log",
+            )
+            ensure("kube-apiserver", _apiserver_argv(b, cfg))
+            _wait(
+                "kube-apiserver",
+                lambda: admin.get(f"{cfg.server}/readyz").status_code == 200,
+                deadline,
+                logs / "kube-apiserver.log",
+            )
+            ensure("kube-controller-manager", _controller_manager_argv(b, cfg))
+            env = dict(os.environ)
+            env["PYTHONUNBUFFERED"] = "1"
+            if "node-agent" not in running:
+                ps["node-agent"].start(_agent_argv(cfg), logs / "node-agent.log", env=env)
+                started.append("node-agent")
+            kcm = f"https://127.0.0.1:{cfg.ports.controller_manager}/healthz"
+            _wait(
+                "kube-controller-manager",
+                lambda: httpx.get(kcm, verify=False, timeout=2).status_code == 200,
+                deadline,
+                logs / "kube-controller-manager.log",
+            )
+            _wait(
+                "node-agent (Node Ready)",
+                lambda: _node_ready(admin, cfg),
+                deadline,
+                logs / "node-agent.log",
+            )
+            _wait(
+                "service accounts (token controller)",
+                lambda: (
+                    admin.get(
+                        f"{cfg.server}/api/v1/namespaces/default/serviceaccounts/default"
+                    ).status_code
+                    == 200
+                ),
+                deadline,
+                logs / "kube-controller-manager.log",
+            )
+            for name, proc in ps.items():
+                if not proc.alive():
+                    raise NotReadyError(f"{name} exited; see {logs / (name + '.log')}")
+        finally:
+            admin.close()
+    reused = tuple(n for n in COMPONENTS if n not in started)
+    return ClusterInfo(cfg, b, tuple(started), reused, time.monotonic() - t0)
+
+
+def _node_ready(client: httpx.Client, cfg: ClusterConfig) -> bool:
+    resp = client.get(f"{cfg.server}/api/v1/nodes/{cfg.node_name}")
+    if resp.status_code != 200:
+        return False
+    for cond in resp.json().get("status", {}).get("conditions", []):
+        if cond.get("type") == "Ready":
+            return bool(cond.get("status") == "True")
+    return False
+
+
+def down(state_dir: Path | None = None, purge: bool = False) -> list[str]:
+    """Stop this state dir's processes (agent first, etcd last); return what was stopped."""
+    state_dir = (state_dir or paths.default_state_dir()).resolve()
+    stopped: list[str] = []
+    if not state_dir.exists():
+        return stopped
+    with _locked(state_dir):
+        ps = procs(state_dir)
+        for name in reversed(COMPONENTS):
+            if ps[name].stop():
+                stopped.append(name)
+    if purge:
+        shutil.rmtree(state_dir, ignore_errors=True)
+    return stopped
+
+
+def status(state_dir: Path | None = None) -> dict[str, int | None]:
+    state_dir = (state_dir or paths.default_state_dir()).resolve()
+    return {name: proc.pid() for name, proc in procs(state_dir).items()}

@@ -1,0 +1,91 @@
+"""Where the local control plane keeps its binaries and its clusters' state."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Pinned in hack/controlplane/k8s/go.mod; the binary cache is keyed by it.
+KUBERNETES_VERSION = "v1.37.2"
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl")
+
+
+class MissingComponentError(RuntimeError):
+    """A control-plane binary is not built; the message names it and the build command."""
+
+
+def cache_root() -> Path:
+    """``$PTAH_CACHE`` or ``~/.cache/ptah``."""
+    env = os.environ.get("PTAH_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "ptah"
+
+
+def binary_dir(version: str = KUBERNETES_VERSION) -> Path:
+    return cache_root() / "controlplane" / version / "bin"
+
+
+def default_state_dir(name: str = "default") -> Path:
+    """A named dev cluster's state: ``<cache>/dev/<name>``."""
+    return cache_root() / "dev" / name
+
+
+def repo_root() -> Path | None:
+    """The source checkout this package runs from, when it runs from one."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "hack" / "controlplane" / "build.sh").is_file():
+            return parent
+    return None
+
+
+@dataclass(frozen=True)
+class Binaries:
+    etcd: Path
+    kube_apiserver: Path
+    kube_controller_manager: Path
+    kubectl: Path
+
+    @classmethod
+    def locate(cls, bin_dir: Path | None = None) -> Binaries:
+        """The built binaries, or MissingComponentError naming each one absent."""
+        where = bin_dir or binary_dir()
+        found: dict[str, Path] = {}
+        missing: list[str] = []
+        for name in COMPONENTS:
+            path = where / name
+            if path.is_file() and os.access(path, os.X_OK):
+                found[name] = path
+            else:
+                missing.append(name)
+        if missing:
+            build = "hack/controlplane/build.sh"
+            root = repo_root()
+            if root is not None:
+                build = str(root / build)
+            raise MissingComponentError(
+                f"local control plane component(s) missing: {', '.join(missing)} "
+                f"(looked in {where}); build them with: bash {build}"
+            )
+        return cls(
+            etcd=found["etcd"],
+            kube_apiserver=found["kube-apiserver"],
+            kube_controller_manager=found["kube-controller-manager"],
+            kubectl=found["kubectl"],
+        )
+
+
+def venv_bin_dir() -> Path:
+    """The bin directory of the Python environment running Ptah (for ``ptah-runner``)."""
+    import sys
+
+    return Path(sys.executable).parent
+
+
+def which_in(name: str, first: Path) -> str | None:
+    """``name`` from ``first`` if present there, else from PATH."""
+    candidate = first / name
+    if candidate.is_file() and os.access(candidate, os.X_OK):
+        return str(candidate)
+    return shutil.which(name)
