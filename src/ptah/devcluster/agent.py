@@ -14,7 +14,6 @@ Run: ``python -m ptah.devcluster.agent --state-dir DIR`` (``ptah dev up`` does t
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
 import os
@@ -31,7 +30,13 @@ from typing import Any
 from ptah.devcluster import config, images, paths, podspec
 from ptah.devcluster.apiclient import ApiClient, ApiError, Credentials
 from ptah.devcluster.logserver import LogSource, serve
-from ptah.devcluster.runtime import TERMINAL, AgentContext, PodRun, now_rfc3339
+from ptah.devcluster.runtime import (
+    TERMINAL,
+    AgentContext,
+    PodRun,
+    kill_pod_processes,
+    now_rfc3339,
+)
 
 JSON = dict[str, Any]
 log = logging.getLogger("ptah.devcluster.agent")
@@ -404,23 +409,10 @@ class Agent:
 
     # -- main -----------------------------------------------------------------------------
 
-    def kill_orphans(self) -> None:
-        """Kill process groups left by an agent that died without cleaning up."""
-        for pidfile in (self.cfg.state_dir / "pods").glob("*/*/run/*.pid"):
-            try:
-                pid_text, uid = pidfile.read_text().split()
-                pid = int(pid_text)
-                environ = Path(f"/proc/{pid}/environ").read_bytes()
-            except (OSError, ValueError):
-                continue
-            if f"PTAH_POD_UID={uid}".encode() in environ.split(b"\0"):
-                with contextlib.suppress(OSError):
-                    os.killpg(pid, signal.SIGKILL)
-
     def run(self) -> None:
         self.started_at = now_rfc3339()
         self.boot_id = os.urandom(8).hex()
-        self.kill_orphans()
+        kill_pod_processes(self.cfg.state_dir)
         pki = self.cfg.pki
         server = serve(
             self.cfg.ports.kubelet,
@@ -464,6 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     cfg = config.ClusterConfig.load(args.state_dir)
     agent = Agent(cfg, args.runner_image)
 

@@ -7,6 +7,7 @@ would add nothing but conversions on its hot path.
 from __future__ import annotations
 
 import json
+import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,13 +36,20 @@ class Credentials:
     key_file: Path
 
 
+def ssl_context(ca_file: Path, cert_file: Path | None, key_file: Path | None) -> ssl.SSLContext:
+    """Verify against ``ca_file``; present the client certificate when given."""
+    ctx = ssl.create_default_context(cafile=str(ca_file))
+    if cert_file is not None and key_file is not None:
+        ctx.load_cert_chain(str(cert_file), str(key_file))
+    return ctx
+
+
 class ApiClient:
     def __init__(self, creds: Credentials, timeout: float = 30.0) -> None:
         self._creds = creds
         self._http = httpx.Client(
             base_url=creds.server,
-            verify=str(creds.ca_file),
-            cert=(str(creds.cert_file), str(creds.key_file)),
+            verify=ssl_context(creds.ca_file, creds.cert_file, creds.key_file),
             timeout=timeout,
         )
 

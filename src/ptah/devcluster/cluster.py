@@ -31,8 +31,10 @@ from pathlib import Path
 import httpx
 
 from ptah.devcluster import kubeconfig, paths, pki
+from ptah.devcluster.apiclient import ssl_context
 from ptah.devcluster.config import ClusterConfig, Ports, port_free
 from ptah.devcluster.procs import Proc
+from ptah.devcluster.runtime import kill_pod_processes
 
 CONTROLLERS = (
     "job-controller",
@@ -222,8 +224,7 @@ def up(
             state_dir / "controller-manager.kubeconfig", cfg.server, cfg.pki, "controller-manager"
         )
         admin = httpx.Client(
-            verify=str(cfg.pki.ca_crt),
-            cert=(str(cfg.pki.crt("admin")), str(cfg.pki.key("admin"))),
+            verify=ssl_context(cfg.pki.ca_crt, cfg.pki.crt("admin"), cfg.pki.key("admin")),
             timeout=5.0,
         )
         started: list[str] = []
@@ -310,6 +311,8 @@ def down(state_dir: Path | None = None, purge: bool = False) -> list[str]:
         for name in reversed(COMPONENTS):
             if ps[name].stop():
                 stopped.append(name)
+        if kill_pod_processes(state_dir):
+            stopped.append("leftover pod processes")
     if purge:
         shutil.rmtree(state_dir, ignore_errors=True)
     return stopped

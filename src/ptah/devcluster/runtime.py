@@ -158,6 +158,26 @@ class ContainerRun:
                 os.killpg(self.proc.pid, sig)
 
 
+def kill_pod_processes(state_dir: Path) -> int:
+    """Kill process groups of pods under ``state_dir`` still alive (e.g. an agent died).
+
+    A pid counts only if its environment still carries the pod's ``PTAH_POD_UID``.
+    """
+    killed = 0
+    for pidfile in (state_dir / "pods").glob("*/*/run/*.pid"):
+        try:
+            pid_text, uid = pidfile.read_text().split()
+            pid = int(pid_text)
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if f"PTAH_POD_UID={uid}".encode() in environ.split(b"\0"):
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+                killed += 1
+    return killed
+
+
 class PodRun:
     def __init__(self, pod: JSON, ctx: AgentContext) -> None:
         self.pod = pod
