@@ -65,13 +65,13 @@ class _Splitter:
 
     def emit(self, end: int) -> None:
         chunk = self.sql[self.start : end]
-        if _has_code(chunk, self.dialect):
-            stripped = chunk.strip()
-            offset = self.start + (len(chunk) - len(chunk.lstrip()))
-            self.out.append(Statement(stripped, self.line_at(offset)))
+        first = _first_code(chunk, self.dialect)
+        if first is not None:
+            # Leading comments are dropped so the statement and its line start at code.
+            self.out.append(Statement(chunk[first:].rstrip(), self.line_at(self.start + first)))
 
     def at_statement_start(self, i: int) -> bool:
-        return not _has_code(self.sql[self.start : i], self.dialect)
+        return _first_code(self.sql[self.start : i], self.dialect) is None
 
     def run(self) -> list[Statement]:
         sql, n, i = self.sql, self.n, 0
@@ -177,21 +177,14 @@ class _Splitter:
         return self.n if j < 0 else j + 1
 
     def _skip_block_comment(self, i: int, nested: bool) -> int:
-        depth, j = 1, i + 2
-        while j < self.n:
-            if nested and self.sql.startswith("/*", j):
-                depth, j = depth + 1, j + 2
-            elif self.sql.startswith("*/", j):
-                depth, j = depth - 1, j + 2
-                if depth == 0:
-                    return j
-            else:
-                j += 1
+        end = _comment_end(self.sql, i, nested)
+        if end >= 0:
+            return end
         raise SplitError(f"line {self.line_at(i)}: comment never closed")
 
 
-def _has_code(chunk: str, dialect: Dialect) -> bool:
-    """True when ``chunk`` holds anything besides whitespace and comments."""
+def _first_code(chunk: str, dialect: Dialect) -> int | None:
+    """Offset of the first character that is neither whitespace nor comment, if any."""
     i, n = 0, len(chunk)
     while i < n:
         ch = chunk[i]
@@ -201,13 +194,27 @@ def _has_code(chunk: str, dialect: Dialect) -> bool:
             j = chunk.find("\n", i)
             i = n if j < 0 else j + 1
         elif chunk.startswith("/*", i) and not chunk.startswith("/*!", i):
-            j = chunk.find("*/", i + 2)
-            if j < 0:
-                return True
-            i = j + 2
+            i = _comment_end(chunk, i, nested=dialect == "postgres")
+            if i < 0:
+                return None
         else:
-            return True
-    return False
+            return i
+    return None
+
+
+def _comment_end(text: str, i: int, nested: bool) -> int:
+    """Offset just past the block comment starting at ``i``; -1 when it never closes."""
+    depth, j, n = 1, i + 2, len(text)
+    while j < n:
+        if nested and text.startswith("/*", j):
+            depth, j = depth + 1, j + 2
+        elif text.startswith("*/", j):
+            depth, j = depth - 1, j + 2
+            if depth == 0:
+                return j
+        else:
+            j += 1
+    return -1
 
 
 def split_statements(sql: str, dialect: Dialect) -> list[Statement]:

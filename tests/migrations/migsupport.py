@@ -1,0 +1,108 @@
+"""Helpers for the migration tests: write directories, run the real runner process."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ptah.engines.connect import open_target
+from ptah.migrations import sumfile
+from ptah.migrations.dialects import Session
+from ptah.migrations.directory import read_directory
+from ptah.runner.frame import ResultFrame, parse_result_for
+
+
+def write_dir(path: Path, files: dict[str, str], *, sums: bool = True) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (path / name).write_text(text)
+    if sums:
+        sumfile.write(read_directory([path]))
+    return path
+
+
+def engine_of(url: str) -> str:
+    scheme = url.split("://", 1)[0]
+    return {"postgresql": "postgres", "mysql": "mysql", "sqlite": "sqlite"}[scheme]
+
+
+@dataclass
+class Run:
+    proc: subprocess.CompletedProcess[str]
+    operation_id: str
+
+    @property
+    def frame(self) -> ResultFrame:
+        verdict = parse_result_for(self.proc.stdout, self.operation_id)
+        assert verdict.frame is not None, (verdict, self.proc.stdout, self.proc.stderr)
+        return verdict.frame
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self.frame.data
+
+
+def runner_cmd(op: str, dirs: list[Path], *extra: str, operation_id: str) -> list[str]:
+    cmd = [sys.executable, "-m", "ptah.runner.main", op, "--operation-id", operation_id]
+    for d in dirs:
+        cmd += ["--dir", str(d)]
+    return cmd + list(extra)
+
+
+def runner_env(url: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PTAH_DB_URL"] = url
+    env.pop("PTAH_OPERATION_ID", None)
+    return env
+
+
+def run(url: str, op: str, dirs: list[Path] | Path, *extra: str, timeout: float = 120) -> Run:
+    """Run ``ptah-runner OP`` as a real process and check the one-frame contract."""
+    dirs = [dirs] if isinstance(dirs, Path) else dirs
+    opid = f"op-{uuid.uuid4().hex[:8]}"
+    proc = subprocess.run(
+        runner_cmd(op, dirs, *extra, operation_id=opid),
+        env=runner_env(url),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1, proc.stdout
+    return Run(proc, opid)
+
+
+def start(url: str, op: str, dirs: list[Path], *extra: str) -> tuple[subprocess.Popen[str], str]:
+    opid = f"op-{uuid.uuid4().hex[:8]}"
+    proc = subprocess.Popen(
+        runner_cmd(op, dirs, *extra, operation_id=opid),
+        env=runner_env(url),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return proc, opid
+
+
+def history_rows(url: str) -> dict[str, dict[str, Any]]:
+    with open_target(url) as target:
+        s = Session(target.connection, target.engine)
+        if not s.history_exists():
+            return {}
+        return {str(r["version"]): r for r in s.read_history()}
+
+
+def query(url: str, sql: str) -> list[tuple[Any, ...]]:
+    with open_target(url) as target:
+        return Session(target.connection, target.engine).query(sql)
+
+
+def history_table_exists(url: str) -> bool:
+    with open_target(url) as target:
+        return Session(target.connection, target.engine).history_exists()

@@ -1,0 +1,81 @@
+"""Statement splitting: semicolons inside bodies, strings and comments stay put."""
+
+from __future__ import annotations
+
+import pytest
+
+from ptah.migrations.splitter import SplitError, split_statements
+
+
+def texts(sql: str, dialect: str) -> list[str]:
+    return [s.text for s in split_statements(sql, dialect)]  # type: ignore[arg-type]
+
+
+def test_postgres_dollar_quoted_function_and_do_block() -> None:
+    sql = """
+CREATE FUNCTION f() RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM 1; RETURN 2;
+END $$;
+DO $body$ BEGIN RAISE NOTICE 'a;b'; END $body$;
+SELECT $1$;
+"""
+    out = texts(sql, "postgres")
+    assert len(out) == 3
+    assert out[0].startswith("CREATE FUNCTION") and out[0].endswith("END $$")
+    assert out[1].startswith("DO $body$")
+
+
+def test_postgres_strings_comments_and_atomic_bodies() -> None:
+    sql = """
+-- leading; comment
+INSERT INTO t VALUES ('a;''b', E'c\\'; d');  /* block; /* nested; */ still */
+CREATE FUNCTION g(a int) RETURNS int LANGUAGE sql
+BEGIN ATOMIC
+  SELECT CASE WHEN a > 0 THEN 1 ELSE 2 END;
+  SELECT 3;
+END;
+SELECT "we;ird" FROM t;
+"""
+    out = texts(sql, "postgres")
+    assert len(out) == 3, out
+    assert out[0].startswith("INSERT")
+    assert out[1].startswith("CREATE FUNCTION") and out[1].endswith("END")
+    assert out[2] == 'SELECT "we;ird" FROM t'
+
+
+def test_line_numbers_point_at_statement_start() -> None:
+    stmts = split_statements("-- c\n\nSELECT 1;\n\n  SELECT\n 2;", "postgres")
+    assert [s.line for s in stmts] == [3, 5]
+
+
+def test_mysql_backslashes_hash_comments_and_delimiter() -> None:
+    sql = r"""
+INSERT INTO t VALUES ('it\'s; fine', "dq\";x");  # hash; comment
+DELIMITER //
+CREATE PROCEDURE p() BEGIN SELECT 1; SELECT 2; END//
+DELIMITER ;
+SELECT `a;b` FROM t;
+"""
+    out = texts(sql, "mysql")
+    assert len(out) == 3, out
+    assert out[1] == "CREATE PROCEDURE p() BEGIN SELECT 1; SELECT 2; END"
+
+
+def test_sqlite_trigger_body() -> None:
+    sql = "CREATE TABLE a(x);\nCREATE TRIGGER t AFTER INSERT ON a BEGIN SELECT 1; SELECT 2; END;\n"
+    out = texts(sql, "sqlite")
+    assert len(out) == 2
+    assert out[1].endswith("END")
+
+
+def test_comment_only_file_has_no_statements() -> None:
+    assert texts("-- nothing\n/* here */\n", "postgres") == []
+
+
+@pytest.mark.parametrize(
+    "sql", ["SELECT 'open;", "SELECT $$ open;", "/* open; SELECT 1;", 'SELECT "x;']
+)
+def test_unterminated_is_an_error_not_a_guess(sql: str) -> None:
+    with pytest.raises(SplitError):
+        split_statements(sql, "postgres")
