@@ -1,0 +1,83 @@
+"""SQLite planner hooks: in-memory scratch, one IMMEDIATE transaction for apply."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ptah.engines.base import ScratchUnavailable, Target
+from ptah.engines.model import Schema, Statement, fingerprint
+from ptah.engines.ops import DriftedError, Progress, Timeouts
+from ptah.engines.sqlite import diff as sqdiff
+from ptah.engines.sqlite import inspect as sqinspect
+from ptah.engines.urls import DbUrl
+
+
+class SqliteOps:
+    def version_key(self, target: Target) -> str:
+        return f"sqlite-{sqlite3.sqlite_version}"
+
+    def inspect(self, target: Target) -> Schema:
+        conn: sqlite3.Connection = target.connection
+        conn.execute("BEGIN DEFERRED")
+        try:
+            conn.execute("PRAGMA query_only = ON")
+            return sqinspect.inspect(conn)
+        finally:
+            conn.execute("PRAGMA query_only = OFF")
+            conn.execute("ROLLBACK")
+
+    def normalise(
+        self, target: Target, desired_sql: str, dev_url: DbUrl | None
+    ) -> tuple[Schema, list[str]]:
+        scratch = sqlite3.connect(":memory:", isolation_level=None)
+        try:
+            scratch.executescript(desired_sql)
+            return sqinspect.inspect(scratch), []
+        except sqlite3.Error as exc:
+            err = ScratchUnavailable(f"desired schema does not load: {exc}")
+            err.reason = "DesiredSchemaInvalid"
+            raise err from None
+        finally:
+            scratch.close()
+
+    def diff(self, current: Schema, desired: Schema) -> list[Statement]:
+        return sqdiff.diff(current, desired)
+
+    def execute(
+        self,
+        target: Target,
+        statements: list[Statement],
+        expected_before: str,
+        timeouts: Timeouts,
+        progress: Progress,
+    ) -> None:
+        """One IMMEDIATE transaction; foreign keys checked before commit, not per step.
+
+        ``foreign_keys`` must be off during a rebuild (dropping the old table
+        would otherwise cascade), and it cannot change inside a transaction.
+        """
+        conn: sqlite3.Connection = target.connection
+        fk_on = conn.execute("PRAGMA foreign_keys").fetchone()[0]
+        conn.execute(f"PRAGMA busy_timeout = {int(timeouts.lock_seconds) * 1000}")
+        conn.execute("PRAGMA foreign_keys = OFF")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                actual = fingerprint(sqinspect.inspect(conn))
+                if actual != expected_before:
+                    raise DriftedError(actual)
+                for stmt in statements:
+                    progress.failed_index = progress.executed
+                    conn.execute(stmt.sql)
+                    progress.executed += 1
+                progress.failed_index = None
+                bad = conn.execute("PRAGMA foreign_key_check").fetchmany(5)
+                if bad:
+                    raise sqlite3.IntegrityError(f"foreign key violations after apply: {bad}")
+                conn.execute("COMMIT")
+                progress.committed = progress.executed
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        finally:
+            conn.execute(f"PRAGMA foreign_keys = {'ON' if fk_on else 'OFF'}")
