@@ -32,13 +32,14 @@ def fold(sql: str) -> str:
 def parse(sql: str) -> exp.Expression | None:
     """The statement as a tree, with needless identifier quotes dropped (``"t"`` is ``t``)."""
     try:
-        tree: exp.Expression = sqlglot.parse_one(sql, read="sqlite")
+        tree: Any = sqlglot.parse_one(sql, read="sqlite")
     except sqlglot.errors.ParseError:
         return None
     for ident in tree.find_all(exp.Identifier):
         if ident.quoted and _SIMPLE.match(ident.name):
             ident.set("quoted", False)
-    return tree
+    result: exp.Expression = tree
+    return result
 
 
 def canonical_sql(sql: str) -> str:

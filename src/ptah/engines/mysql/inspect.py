@@ -1,0 +1,68 @@
+"""MariaDB/MySQL inspection from what the server exposes: SHOW CREATE TABLE and views.
+
+``SHOW CREATE TABLE`` is the server's own normalised rendering: one line per
+column, index and constraint, which is exactly the granularity the differ
+needs. The counter ``AUTO_INCREMENT=n`` is state, not schema, and is dropped.
+Tables are listed with one information_schema query; MariaDB offers no
+set-based equivalent of SHOW CREATE TABLE, so that one runs per table.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ptah.engines.model import Schema
+
+_AUTO_INC = re.compile(r" AUTO_INCREMENT=\d+")
+
+
+def element_key(line: str) -> str:
+    """A stable key for one line of a table body: column, index or constraint name."""
+    if line.startswith("`"):
+        return "column " + line[1:].split("`", 1)[0]
+    if line.startswith("PRIMARY KEY"):
+        return "primary"
+    m = re.match(r"(?:(UNIQUE|FULLTEXT|SPATIAL) )?KEY `([^`]+)`", line)
+    if m:
+        return "index " + m.group(2)
+    m = re.match(r"CONSTRAINT `([^`]+)` (FOREIGN KEY|CHECK)", line)
+    if m:
+        return ("fk " if m.group(2) == "FOREIGN KEY" else "check ") + m.group(1)
+    return "other " + line
+
+
+def parse_create(sql: str) -> dict[str, Any]:
+    lines = sql.splitlines()
+    body = [ln.strip().rstrip(",") for ln in lines[1:-1]]
+    options = _AUTO_INC.sub("", lines[-1].lstrip(") ").strip())
+    elements = {element_key(ln): ln for ln in body}
+    return {"elements": elements, "_order": [element_key(ln) for ln in body], "options": options}
+
+
+def inspect(conn: Any) -> Schema:
+    schema: Schema = {"table": {}, "view": {}}
+    with conn.cursor() as cur:
+        cur.execute("SELECT DATABASE()")
+        db = cur.fetchone()[0]
+        cur.execute(
+            "SELECT table_name, table_type FROM information_schema.tables"
+            " WHERE table_schema = DATABASE() ORDER BY table_name"
+        )
+        tables = cur.fetchall()
+        for name, kind in tables:
+            if kind != "BASE TABLE":
+                continue
+            cur.execute(f"SHOW CREATE TABLE `{name.replace('`', '``')}`")
+            sql = cur.fetchone()[1]
+            entry = parse_create(sql)
+            entry["_sql"] = _AUTO_INC.sub("", sql)
+            schema["table"][name] = entry
+        cur.execute(
+            "SELECT table_name, view_definition, check_option FROM information_schema.views"
+            " WHERE table_schema = DATABASE() ORDER BY table_name"
+        )
+        for name, definition, check in cur.fetchall():
+            text = definition.replace(f"`{db}`.", "")
+            schema["view"][name] = {"def": text, "check": check}
+    return schema
