@@ -1,0 +1,334 @@
+"""The cluster port over a real kube-apiserver, speaking its REST API with httpx.
+
+Why not lightkube's Client: the port needs exact control over three things
+(a JSON merge patch that carries ``metadata.resourceVersion`` as a
+precondition, ``DeleteOptions`` with ``preconditions.uid``, and the mapping of
+every failure to ``ptah.kube.errors``), and it deals in plain dicts, not
+models. A thin REST client does exactly that. lightkube still parses the
+kubeconfig (``KubeConfig``); the TLS context and credentials are built here so
+the HTTP client is the project's own pinned ``httpx``.
+
+Every read is a plain GET against the apiserver (no informer cache, no
+``resourceVersion=0``), so it is served from etcd by quorum read.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import ssl
+import tempfile
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import quote
+
+import httpx
+from lightkube.config.kubeconfig import KubeConfig, SingleConfig
+
+from ptah.kube.clock import Clock, WallClock
+from ptah.kube.errors import ApiError, Invalid, Unavailable, from_status
+from ptah.kube.kinds import Kind
+from ptah.kube.port import Obj, Subresource
+
+Propagation = Literal["Background", "Foreground", "Orphan"]
+ObjList = list[Obj]  # inside the class ``list`` is the port method
+MERGE_PATCH = "application/merge-patch+json"
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
+_LIST_PAGE = 500
+
+
+class KubeconfigError(Exception):
+    """The kubeconfig asks for something this client does not do (exec plugins, auth providers)."""
+
+
+# --- credentials -------------------------------------------------------------------
+
+
+class _BearerToken(httpx.Auth):
+    def __init__(self, token: str) -> None:
+        self._header = f"Bearer {token.strip()}"
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = self._header
+        yield request
+
+
+class _TokenFile(httpx.Auth):
+    """A projected service-account token: re-read when the server says 401 (the kubelet
+    rotates it), as client-go does."""
+
+    def __init__(self, path: str, token: str | None = None) -> None:
+        self._path = path
+        self._token = token.strip() if token else None
+
+    def _read(self) -> str:
+        self._token = Path(self._path).read_text().strip()
+        return self._token
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = f"Bearer {self._token or self._read()}"
+        response = yield request
+        if response.status_code == 401:
+            request.headers["Authorization"] = f"Bearer {self._read()}"
+            yield request
+
+
+@contextmanager
+def _pem_file(data_b64: str) -> Iterator[str]:
+    """A private temporary file holding base64-decoded PEM, removed on exit.
+
+    ``load_cert_chain`` wants paths; the context keeps the key in memory after
+    loading, so the file lives only for the call.
+    """
+    fd, path = tempfile.mkstemp(prefix="ptah-kube-", suffix=".pem")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(base64.b64decode(data_b64))
+        yield path
+    finally:
+        os.unlink(path)
+
+
+def _ssl_context(config: SingleConfig) -> ssl.SSLContext | bool:
+    cluster, user = config.cluster, config.user
+    if not cluster.server.startswith("https"):
+        return False
+    if cluster.insecure:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    elif cluster.certificate_auth_data:
+        pem = base64.b64decode(cluster.certificate_auth_data).decode()
+        ctx = ssl.create_default_context(cadata=pem)
+    elif cluster.certificate_auth:
+        ctx = ssl.create_default_context(cafile=str(config.abs_file(cluster.certificate_auth)))
+    else:
+        ctx = ssl.create_default_context()
+    if user is not None:
+        if user.client_cert_data and user.client_key_data:
+            with _pem_file(user.client_cert_data) as crt, _pem_file(user.client_key_data) as key:
+                ctx.load_cert_chain(crt, key)
+        elif user.client_cert and user.client_key:
+            ctx.load_cert_chain(
+                str(config.abs_file(user.client_cert)), str(config.abs_file(user.client_key))
+            )
+    return ctx
+
+
+def _auth(config: SingleConfig) -> httpx.Auth | None:
+    user = config.user
+    if user is None:
+        return None
+    if user.token_file:
+        return _TokenFile(str(config.abs_file(user.token_file)), user.token)
+    if user.token:
+        return _BearerToken(user.token)
+    if user.username and user.password:
+        return httpx.BasicAuth(user.username, user.password)
+    if user.exec or user.auth_provider:
+        raise KubeconfigError("exec and auth-provider credentials are not supported")
+    return None  # client certificates only: they live in the TLS context
+
+
+def http_client(config: SingleConfig, timeout: httpx.Timeout = DEFAULT_TIMEOUT) -> httpx.Client:
+    """An httpx client for the apiserver ``config`` names, with its credentials."""
+    return httpx.Client(
+        base_url=config.cluster.server,
+        verify=_ssl_context(config),
+        auth=_auth(config),
+        timeout=timeout,
+        headers={"Accept": "application/json", "User-Agent": "ptah"},
+        trust_env=False,
+    )
+
+
+# --- the port ----------------------------------------------------------------------
+
+
+def _error(resp: httpx.Response) -> ApiError:
+    """The port error for a failed response, from the Status body when there is one."""
+    message, reason = resp.text.strip()[:500], ""
+    try:
+        body = resp.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and body.get("kind") == "Status":
+        message = str(body.get("message") or message)
+        reason = str(body.get("reason") or "")
+    err = from_status(resp.status_code, message or resp.reason_phrase, reason)
+    if reason and type(err) is ApiError:
+        err.reason = reason
+    return err
+
+
+def _missing_object(resp: httpx.Response, name: str) -> bool:
+    """A 404 about *this object*, not about the resource type or the path.
+
+    A GET on a kind whose CRD is absent is also a 404; that must not read as
+    "the object does not exist".
+    """
+    try:
+        body = resp.json()
+    except ValueError:
+        return False
+    if not isinstance(body, dict):
+        return False
+    details = body.get("details")
+    return (
+        body.get("reason") == "NotFound"
+        and isinstance(details, dict)
+        and details.get("name") == name
+    )
+
+
+class RealCluster:
+    """The ``Cluster`` port over a kube-apiserver (see the module docstring)."""
+
+    def __init__(self, http: httpx.Client, *, clock: Clock | None = None) -> None:
+        self._http = http
+        self._clock: Clock = clock if clock is not None else WallClock()
+
+    @classmethod
+    def from_kubeconfig(
+        cls, path: str | os.PathLike[str] | None = None, *, context: str | None = None
+    ) -> RealCluster:
+        """From a kubeconfig file (default: ``$KUBECONFIG``, else ``~/.kube/config``)."""
+        if path is None:
+            path = os.environ.get("KUBECONFIG") or "~/.kube/config"
+        config = KubeConfig.from_file(path).get(context)
+        if config is None:
+            raise KubeconfigError(f"no context {context!r} in {path}")
+        return cls(http_client(config))
+
+    @classmethod
+    def in_cluster(cls) -> RealCluster:
+        """From the Pod's service account (token, CA, KUBERNETES_SERVICE_HOST/PORT)."""
+        config = KubeConfig.from_service_account().get()
+        if config is None:
+            raise KubeconfigError("no in-cluster configuration")
+        return cls(http_client(config))
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> RealCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reads --
+
+    def get(self, kind: Kind, namespace: str, name: str) -> Obj | None:
+        resp = self._send("GET", self._path(kind, namespace, name), ok_404=True)
+        if resp.status_code == 404:
+            if _missing_object(resp, name):
+                return None
+            raise _error(resp)
+        return self._typed(kind, resp.json())
+
+    def list(self, kind: Kind, namespace: str, labels: dict[str, str] | None = None) -> ObjList:
+        params: dict[str, str | int] = {"limit": _LIST_PAGE}
+        if labels:
+            params["labelSelector"] = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        out: ObjList = []
+        while True:
+            body = self._send("GET", self._path(kind, namespace), params=params).json()
+            out.extend(self._typed(kind, item) for item in body.get("items") or [])
+            cont = (body.get("metadata") or {}).get("continue")
+            if not cont:
+                return out
+            params["continue"] = cont
+
+    def read_log(self, namespace: str, pod: str, container: str) -> str:
+        path = f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(pod, safe='')}/log"
+        return self._send("GET", path, params={"container": container}).text
+
+    # -- writes --
+
+    def create(self, kind: Kind, obj: Obj) -> Obj:
+        body = {"apiVersion": kind.api_version, "kind": kind.kind, **obj}
+        meta = body.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
+        if kind.namespaced and not namespace:
+            raise Invalid(f"{kind.kind} is namespaced: metadata.namespace is required")
+        resp = self._send("POST", self._path(kind, namespace), body=body)
+        return self._typed(kind, resp.json())
+
+    def patch(
+        self, kind: Kind, namespace: str, name: str, patch: Obj, subresource: Subresource = None
+    ) -> Obj:
+        path = self._path(kind, namespace, name)
+        if subresource is not None:
+            path += f"/{subresource}"
+        resp = self._send("PATCH", path, body=patch, content_type=MERGE_PATCH)
+        return self._typed(kind, resp.json())
+
+    def delete(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        propagation: Propagation = "Background",
+    ) -> None:
+        """Delete; raises NotFound when the object is missing (callers may ignore it)."""
+        options: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "propagationPolicy": propagation,
+        }
+        if uid is not None:
+            options["preconditions"] = {"uid": uid}
+        self._send("DELETE", self._path(kind, namespace, name), body=options)
+
+    def now(self) -> datetime:
+        return self._clock.now()
+
+    # -- plumbing --
+
+    @staticmethod
+    def _path(kind: Kind, namespace: str, name: str | None = None) -> str:
+        base = f"/apis/{kind.group}/{kind.version}" if kind.group else f"/api/{kind.version}"
+        if kind.namespaced and namespace:
+            base += f"/namespaces/{quote(namespace, safe='')}"
+        elif kind.namespaced and name is not None:
+            raise Invalid(f"{kind.kind} is namespaced: a namespace is required")
+        path = f"{base}/{kind.plural}"
+        return path if name is None else f"{path}/{quote(name, safe='')}"
+
+    @staticmethod
+    def _typed(kind: Kind, obj: Obj) -> Obj:
+        """List items arrive without apiVersion/kind; put them back so both ports agree."""
+        obj.setdefault("apiVersion", kind.api_version)
+        obj.setdefault("kind", kind.kind)
+        return obj
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str | int] | None = None,
+        body: Obj | None = None,
+        content_type: str = "application/json",
+        ok_404: bool = False,
+    ) -> httpx.Response:
+        headers: dict[str, str] = {}
+        content: bytes | None = None
+        if body is not None:
+            content = json.dumps(body).encode()  # TypeError on non-JSON, as MemoryCluster
+            headers["Content-Type"] = content_type
+        try:
+            resp = self._http.request(method, path, params=params, content=content, headers=headers)
+        except httpx.TransportError as e:
+            # Connection reset, timeout, TLS failure: a write may or may not have landed.
+            raise Unavailable(f"{method} {path}: {e!r}", uncertain=True) from e
+        if resp.status_code >= 400 and not (ok_404 and resp.status_code == 404):
+            raise _error(resp)
+        return resp
