@@ -1,0 +1,114 @@
+"""`ptah plan` and `ptah apply` for people: the runner's engine code, without Kubernetes."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ptah.engines import planner
+from ptah.engines.base import EngineError
+from ptah.engines.connect import open_target
+from ptah.engines.model import Plan, PlanError
+from ptah.engines.urls import UrlError, parse_url, scrub
+
+_MARK = {
+    "destructive": "!! DESTRUCTIVE",
+    "data-dependent": "! data-dependent",
+    "lock-heavy": "! lock-heavy",
+}
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser("plan", help="plan a desired schema against a database")
+    p.add_argument(
+        "--url", required=True, help="database URL (postgresql://, mysql://, sqlite:///)"
+    )
+    p.add_argument("--desired", required=True, help="file with the desired SQL DDL")
+    p.add_argument("--dev-url", default=None, help="empty scratch/dev database URL")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.add_argument("--cache-dir", default=None)
+    p.set_defaults(func=cmd_plan)
+    a = subparsers.add_parser("apply", help="plan, show, and apply (fingerprint-checked)")
+    a.add_argument("--url", required=True)
+    a.add_argument("--desired", required=True)
+    a.add_argument("--dev-url", default=None)
+    a.add_argument("--yes", action="store_true", help="apply without asking (allows destructive)")
+    a.set_defaults(func=cmd_apply)
+
+
+def _plan(args: argparse.Namespace) -> tuple[Any, Plan]:
+    target = open_target(args.url)
+    dev = parse_url(args.dev_url) if args.dev_url else None
+    desired = Path(args.desired).read_text()
+    return target, planner.plan(
+        target, desired, dev_url=dev, cache_dir=getattr(args, "cache_dir", None)
+    )
+
+
+def render(plan: Plan) -> str:
+    if not plan.statements:
+        return f"No changes. Schema fingerprint {plan.fingerprint_before}\n"
+    lines = [f"-- from {plan.fingerprint_before}", f"-- to   {plan.fingerprint_after}"]
+    for i, stmt in enumerate(plan.statements, 1):
+        marks = ", ".join(_MARK.get(h, h) for h in stmt.hazards)
+        lines.append(f"\n-- [{i}] {marks}" if marks else f"\n-- [{i}]")
+        lines.append(stmt.sql + ";")
+    lines += [f"-- warning: {w}" for w in plan.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def _fail(exc: Exception, args: argparse.Namespace) -> int:
+    secrets = [u.password for u in (_safe(args.url), _safe(args.dev_url)) if u is not None]
+    sys.stderr.write("ptah: " + scrub(str(exc), *secrets) + "\n")
+    return 2
+
+
+def _safe(url: str | None) -> Any:
+    try:
+        return parse_url(url) if url else None
+    except UrlError:
+        return None
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    try:
+        target, plan = _plan(args)
+        target.close()
+    except (EngineError, PlanError, OSError) as exc:
+        return _fail(exc, args)
+    sys.stdout.write(json.dumps(plan.to_json(), indent=2) + "\n" if args.json else render(plan))
+    return 0
+
+
+def cmd_apply(args: argparse.Namespace) -> int:
+    try:
+        target, plan = _plan(args)
+    except (EngineError, PlanError, OSError) as exc:
+        return _fail(exc, args)
+    with target:
+        sys.stdout.write(render(plan))
+        if not plan.statements:
+            return 0
+        if not args.yes:
+            if not sys.stdin.isatty():
+                sys.stderr.write("ptah: not a terminal; pass --yes to apply\n")
+                return 2
+            if input("Apply these statements? [y/N] ").strip().lower() != "y":
+                return 1
+        result = planner.apply(
+            target,
+            plan.statements,
+            plan.fingerprint_before,
+            allow_destructive=True,  # the person has just seen and confirmed the plan
+            expected_after=plan.fingerprint_after,
+        )
+        sys.stdout.write(
+            json.dumps(
+                {"outcome": result.outcome, "reason": result.reason, **result.to_json()}, indent=2
+            )
+            + "\n"
+        )
+        return 0 if result.outcome == "succeeded" else 1
