@@ -139,11 +139,11 @@ def compare(
         if version is None:
             reading.missing_from_directory.append(str(row["version"]))
             continue
-        recorded.add(version)
         if row["kind"] == "baseline":
             reading.baseline = str(version)
             highest_so_far = max(highest_so_far or version, version)
             continue
+        recorded.add(version)
         if database_digest and row["database_digest"] != database_digest:
             reading.applied_elsewhere.append(str(version))
         if highest_so_far is not None and version < highest_so_far:
