@@ -1,0 +1,230 @@
+"""Types both resource families share: target, runner settings, conditions and the
+durable safety state of the mutation lifecycle.
+
+Field names are the wire names (camelCase), because these models are also the
+source of the CRD schemas: what a user writes in YAML is what is declared here.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+Engine = Literal["postgres", "mysql", "sqlite"]
+OperationType = Literal["Plan", "Apply", "History", "Migrate"]
+
+
+class Model(BaseModel):
+    """Wire models: camelCase on the wire, snake_case in Python, unknown fields refused."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", validate_default=True
+    )
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class SecretKeyRef(Model):
+    name: Annotated[str, Field(min_length=1, max_length=253)]
+    key: Annotated[str, Field(min_length=1)] = "url"
+
+
+class TargetSpec(Model):
+    """Where the schema lives. The connection URL (with credentials) stays in a Secret:
+    the operator reads only the Secret's metadata, and only the runner Pod sees the URL."""
+
+    engine: Engine
+    secret_ref: SecretKeyRef
+    dev_secret_ref: SecretKeyRef | None = Field(
+        default=None, description="Scratch database for normalising the desired schema."
+    )
+
+
+class RunnerSpec(Model):
+    """How runner Pods look. Every field ends up in the admission envelope."""
+
+    image: Annotated[str, Field(min_length=1)] = "ptah/ptah:dev"
+    service_account_name: str | None = None
+    resources: dict[str, dict[str, str]] | None = None
+    node_selector: dict[str, str] | None = None
+    tolerations: list[dict[str, str]] | None = None
+    active_deadline_seconds: Annotated[int, Field(ge=10, le=86400)] = 900
+    ttl_seconds_after_finished: Annotated[int, Field(ge=0, le=604800)] = 600
+
+
+class Condition(Model):
+    type: str
+    status: Literal["True", "False", "Unknown"]
+    reason: str
+    message: str = ""
+    observed_generation: int | None = None
+    last_transition_time: str
+
+
+class JobRef(Model):
+    name: str
+    uid: str | None = None
+
+
+class LeaseClaim(Model):
+    """The realm this claim binds: one Lease per coordination digest."""
+
+    coordination_digest: str
+    lease_name: str
+    holder: str
+    expected_epoch: int = Field(description="Persisted before acquisition.")
+    epoch: int | None = Field(default=None, description="Written after the Lease was taken.")
+
+
+class AdmissionSnapshot(Model):
+    """The Pod admission envelope: what the Job's Pod may look like, by digest."""
+
+    digest: str
+    image: str
+    service_account_name: str | None = None
+
+
+class RunnerMount(Model):
+    """A volume the runner reads its inputs from, persisted so a later pass rebuilds
+    exactly the Job this claim names."""
+
+    name: str
+    path: str
+    source: dict[str, Any] = Field(json_schema_extra={"x-kubernetes-preserve-unknown-fields": True})
+
+
+class ActiveOperation(Model):
+    """The claim: durable before the Job exists, carrying the Job's deterministic name."""
+
+    operation_id: str
+    type: OperationType
+    mutating: bool
+    job_name: str
+    attempt: int = 1
+    input_fingerprint: str
+    binding_epoch: int
+    plan_name: str | None = None
+    plan_digest: str | None = None
+    approval_name: str | None = None
+    expected_database: str | None = Field(
+        default=None, description="Identity digest of the database the work was computed for."
+    )
+    expected_after: str | None = Field(
+        default=None, description="The schema fingerprint the plan expects after it ran."
+    )
+    source: str | None = Field(default=None, description="Digest of the desired source read.")
+    generation: int = 1
+    claimed_at: str
+    lease: LeaseClaim | None = None
+    admission_snapshot: AdmissionSnapshot | None = None
+    args: list[str] = Field(default_factory=list)
+    input_config_map: str | None = None
+    mounts: list[RunnerMount] = Field(default_factory=list)
+    dispatch_started: str | None = None
+    job_uid: str | None = None
+
+
+class PodEvidence(Model):
+    uids: list[str] = Field(default_factory=list)
+    count: int = 0
+
+
+class UncertainRecord(Model):
+    """An unresolved mutating attempt: what may have run, where, and why we cannot tell.
+
+    Independent of phase and of every condition reason: it is cleared only by a
+    fresh read-only reading that settles it (or by the audited escape hatch).
+    """
+
+    operation_id: str
+    type: OperationType
+    job_name: str
+    job_uid: str | None = None
+    plan_name: str | None = None
+    plan_digest: str | None = None
+    database: str | None = Field(default=None, description="Identity digest to prove against.")
+    expected_after: str | None = None
+    reason: str
+    detail: str = ""
+    pods: PodEvidence = Field(default_factory=PodEvidence)
+    recorded_at: str
+
+
+class LockRelease(Model):
+    """A staged, credential-free release request, kept until an idempotent release succeeds."""
+
+    operation_id: str
+    lease_name: str
+    holder: str
+    epoch: int | None = None
+    job_name: str | None = None
+    job_uid: str | None = None
+    staged_at: str
+
+
+class ExecutionBinding(Model):
+    """The credentials generation a plan was computed under; a rotated Secret starts a new epoch."""
+
+    epoch: int = 0
+    secret_uid: str = ""
+    secret_resource_version: str = ""
+
+
+class LastMutation(Model):
+    """The last dispatched mutating operation: replay of it is refused at the claim."""
+
+    operation_id: str
+    plan_digest: str | None = None
+    outcome: str
+    at: str
+
+
+class TargetIdentityStatus(Model):
+    digest: str
+    engine: Engine
+    summary: str = ""
+
+
+class Policy(Model):
+    approval: Literal["Always", "Destructive", "Never"] = "Destructive"
+    allow_destructive: bool = False
+    verification_policy: str = Field(
+        default="ptah-verification-policy",
+        description="ConfigMap re-read uncached before every claim.",
+    )
+
+
+class PlanSummary(Model):
+    """The plan the resource currently acts on, with what it was computed under."""
+
+    name: str
+    digest: str
+    changes: bool
+    destructive: bool
+    statements: int
+    generation: int
+    binding_epoch: int
+    database: str
+    expected_after: str = ""
+
+
+class LifecycleStatus(Model):
+    """Status fields the lifecycle owns for both families."""
+
+    observed_generation: int | None = None
+    phase: str | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+    execution_binding: ExecutionBinding | None = None
+    target_identity: TargetIdentityStatus | None = None
+    active_operation: ActiveOperation | None = None
+    pending_lock_release: LockRelease | None = None
+    last_mutation: LastMutation | None = None
+    next_attempt: int | None = None
+    last_reading_at: str | None = None
+    waiting_for: str | None = None
+    current_plan: PlanSummary | None = None
+    applied_plan_digest: str | None = None
+    abandoned_proofs: list[str] = Field(default_factory=list)

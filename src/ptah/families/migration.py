@@ -1,0 +1,194 @@
+"""PtahMigration: a directory of versioned migrations, a History reading, an Apply of
+what is pending.
+
+Only what differs from PtahSchema lives here: the directory mounts, the runner's
+history and migrate subcommands, how a History reading becomes a plan (one
+statement per pending version) and which reading settles an uncertain run
+(a History of the same database with nothing pending and nothing dirty).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from ptah.api.common import UncertainRecord
+from ptah.api.digest import digest
+from ptah.api.resources import (
+    HistoryReading,
+    MigrationSpec,
+    MigrationStatus,
+    PlannedStatement,
+)
+from ptah.families.common import approval_gate, invalid_spec, plan_is_stale, replay_stall
+from ptah.kube.kinds import CONFIGMAP, MIGRATION
+from ptah.lifecycle.context import Pass
+from ptah.lifecycle.family import Observe, PlanDraft, Work
+from ptah.runner.frame import ResultFrame
+from ptah.workload.job import Mount
+
+MIGRATIONS_MOUNT = "/ptah/migrations"
+
+
+def _version_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) if x.isdigit() else 0 for x in v.replace("_", ".").split("."))
+
+
+class MigrationFamily:
+    kind = MIGRATION
+    reading_type = "History"
+    mutation_type = "Migrate"
+    record_field = "unresolved_run"
+
+    def status_of(self, obj: dict[str, Any]) -> MigrationStatus:
+        return MigrationStatus.model_validate(obj.get("status") or {})
+
+    def _mounts(self, p: Pass) -> list[Mount]:
+        directory = p.spec.get("directory") or {}
+        if directory.get("volume"):
+            return [Mount("migrations-0", f"{MIGRATIONS_MOUNT}/0", dict(directory["volume"]))]
+        return [
+            Mount(f"migrations-{i}", f"{MIGRATIONS_MOUNT}/{i}", {"configMap": {"name": name}})
+            for i, name in enumerate(directory.get("configMaps") or [])
+        ]
+
+    def _dir_args(self, p: Pass) -> list[str]:
+        args: list[str] = []
+        for mount in self._mounts(p):
+            args += ["--dir", mount.path]
+        return args
+
+    def source_fingerprint(self, p: Pass) -> str | None:
+        directory = p.spec.get("directory") or {}
+        if directory.get("volume"):
+            return digest(directory["volume"])
+        parts = []
+        for name in directory.get("configMaps") or []:
+            cm = p.cluster.get(CONFIGMAP, p.namespace, name)
+            if cm is None:
+                return None
+            parts.append([name, cm["metadata"]["uid"], digest(cm.get("data") or {})])
+        return digest(parts)
+
+    def reading_work(self, p: Pass, expected_database: str | None) -> Work | Observe:
+        source = self.source_fingerprint(p)
+        if source is None:
+            return Observe(
+                "Blocked",
+                stalled_reason="DirectoryMissing",
+                message="a ConfigMap of spec.directory.configMaps does not exist",
+                waiting_for="the migration directory",
+            )
+        epoch = p.status.execution_binding.epoch if p.status.execution_binding else 0
+        return Work(
+            type="History",
+            mutating=False,
+            input_fingerprint=digest([source, p.generation, epoch]),
+            args=["history", *self._dir_args(p)],
+            mounts=self._mounts(p),
+            expected_database=expected_database,
+            source=source,
+        )
+
+    def _pending(self, spec: MigrationSpec, reading: HistoryReading) -> list[str]:
+        if spec.target_version is None:
+            return list(reading.pending)
+        limit = _version_key(spec.target_version)
+        return [v for v in reading.pending if _version_key(v) <= limit]
+
+    def decide(self, p: Pass) -> Work | Observe:
+        try:
+            spec = MigrationSpec.model_validate(p.spec)
+        except ValidationError as exc:
+            return invalid_spec(exc)
+        status = MigrationStatus.model_validate(p.obj.get("status") or {})
+        reading = status.history
+        if plan_is_stale(p, status) or reading is None:
+            known = status.target_identity.digest if status.target_identity else None
+            return self.reading_work(p, known)
+        plan = status.current_plan
+        assert plan is not None
+        if reading.dirty:
+            d = reading.dirty[0]
+            return Observe(
+                "Blocked",
+                stalled_reason="Dirty",
+                message=f"migration {d.version} stopped at statement {d.statement} of {d.total}: "
+                f"{d.error}"[:512] + "; repair the database and its history row by hand",
+                waiting_for="a person to resolve the partial migration",
+            )
+        if reading.mismatched:
+            m = reading.mismatched[0]
+            return Observe(
+                "Blocked",
+                stalled_reason="ChecksumMismatch",
+                message=f"applied migration {m.version} was edited (expected {m.expected[:12]}, "
+                f"found {m.actual[:12]}); nothing was run",
+                waiting_for="the directory restored",
+            )
+        if not plan.changes:
+            return Observe("Ready", ready=True)
+        stall = replay_stall(status, plan)
+        if stall is not None:
+            return stall
+        gate = approval_gate(p, plan, spec.policy.approval == "Always")
+        if isinstance(gate, Observe):
+            return gate
+        args = ["migrate", *self._dir_args(p)]
+        if spec.target_version:
+            args += ["--to", spec.target_version]
+        if spec.baseline_version:
+            args += ["--baseline", spec.baseline_version]
+        return Work(
+            type="Migrate",
+            mutating=True,
+            input_fingerprint=plan.digest,
+            args=args,
+            mounts=self._mounts(p),
+            plan_name=plan.name,
+            plan_digest=plan.digest,
+            approval_name=gate,
+            expected_database=plan.database,
+            expected_after=plan.expected_after,
+            source=self.source_fingerprint(p),
+        )
+
+    def _reading(self, frame: ResultFrame) -> HistoryReading:
+        data = frame.data
+        return HistoryReading.model_validate(
+            {
+                "applied": data.get("applied", []),
+                "pending": data.get("pending", []),
+                "dirty": data.get("dirty", []),
+                "mismatched": data.get("mismatched", []),
+                "outOfOrder": data.get("outOfOrder", []),
+                "missingFromDirectory": data.get("missingFromDirectory", []),
+                "directoryHash": data.get("directoryHash", ""),
+                "database": frame.database.digest if frame.database else "",
+            }
+        )
+
+    def plan_from_reading(self, p: Pass, frame: ResultFrame) -> PlanDraft:
+        reading = self._reading(frame)
+        spec = MigrationSpec.model_validate(p.spec)
+        pending = self._pending(spec, reading)
+        return PlanDraft(
+            statements=[PlannedStatement(sql=f"-- migration {v}") for v in pending],
+            changes=bool(pending) and not reading.dirty and not reading.mismatched,
+            destructive=False,
+            target_schema=digest(reading.applied),
+            expected_after=digest([*reading.applied, *pending]),
+        )
+
+    def reading_status(self, p: Pass, frame: ResultFrame) -> dict[str, Any]:
+        reading = self._reading(frame).model_copy(update={"read_at": p.now_iso()})
+        spec = MigrationSpec.model_validate(p.spec)
+        return {"history": reading.wire(), "pendingVersions": self._pending(spec, reading)}
+
+    def settles(self, record: UncertainRecord, frame: ResultFrame) -> bool:
+        reading = self._reading(frame)
+        if reading.dirty or reading.mismatched:
+            return False
+        reached = bool(record.expected_after) and digest(reading.applied) == record.expected_after
+        return reached or not reading.pending

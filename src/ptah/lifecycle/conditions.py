@@ -1,0 +1,62 @@
+"""kstatus conditions (Ready, Reconciling, Stalled) from one observation.
+
+Conditions are derived, never authoritative: the safety state lives in its own
+fields, because a later refusal rewrites a reason and a record must outlive that.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ptah.lifecycle.context import Pass
+from ptah.lifecycle.family import Observe
+
+
+def _condition(p: Pass, type_: str, true: bool, reason: str, message: str) -> dict[str, Any]:
+    status = "True" if true else "False"
+    previous = next((c for c in p.status.conditions if c.type == type_), None)
+    since = (
+        previous.last_transition_time
+        if previous is not None and previous.status == status
+        else p.now_iso()
+    )
+    return {
+        "type": type_,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": p.generation,
+        "lastTransitionTime": since,
+    }
+
+
+def observation(p: Pass, obs: Observe) -> dict[str, Any]:
+    """Status fields for ``obs`` (wire names)."""
+    stalled = obs.stalled_reason is not None
+    reason = obs.stalled_reason or obs.phase
+    conditions = [
+        _condition(p, "Ready", obs.ready, reason, obs.message if not obs.ready else "up to date"),
+        _condition(p, "Reconciling", not obs.ready and not stalled, obs.phase, obs.message),
+        _condition(p, "Stalled", stalled, reason, obs.message if stalled else ""),
+    ]
+    return {
+        "phase": obs.phase,
+        "waitingFor": obs.waiting_for,
+        "observedGeneration": p.generation,
+        "conditions": conditions,
+    }
+
+
+def differs(p: Pass, fields: dict[str, Any]) -> bool:
+    """Whether writing ``fields`` would change anything the status already says."""
+    current = p.obj.get("status") or {}
+    for key, value in fields.items():
+        if key == "conditions":
+            def strip(cs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+                return [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in cs]
+
+            if strip(current.get("conditions") or []) != strip(value):
+                return True
+        elif current.get(key) != value:
+            return True
+    return False

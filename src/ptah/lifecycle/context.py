@@ -1,0 +1,93 @@
+"""One reconcile pass: the resource as read at its start, and where things live."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ptah.api.common import LifecycleStatus
+from ptah.kube.port import Cluster
+from ptah.targetlock import ExpiryObserver
+
+if TYPE_CHECKING:
+    from ptah.lifecycle.family import Family
+
+FINALIZER = "ptah.io/mutation-lifecycle"
+ABANDON_ANNOTATION = "ptah.io/abandon-proof"
+
+# A hook called around each durable write; the simulation and the crash tests
+# raise from it to stop the controller exactly there.
+WriteHook = Callable[[str, str], None]
+
+
+def _no_hook(_: str, __: str) -> None:
+    return None
+
+
+@dataclass
+class Env:
+    """What a controller process brings to every pass. ``observer`` is the only
+    state kept between passes, and the seed requires it: a Lease's expiry is
+    measured from this process's own first observation."""
+
+    cluster: Cluster
+    lock_namespace: str = "ptah-system"
+    controller: str = "ptah-controller"
+    observer: ExpiryObserver = field(default_factory=ExpiryObserver)
+    hook: WriteHook = _no_hook
+    lease_duration: int = 120
+    poll_seconds: float = 5.0
+    proof_retry_seconds: float = 300.0
+
+
+@dataclass
+class Pass:
+    env: Env
+    family: Family
+    obj: dict[str, Any]
+
+    @property
+    def cluster(self) -> Cluster:
+        return self.env.cluster
+
+    @property
+    def namespace(self) -> str:
+        return str(self.obj["metadata"]["namespace"])
+
+    @property
+    def name(self) -> str:
+        return str(self.obj["metadata"]["name"])
+
+    @property
+    def uid(self) -> str:
+        return str(self.obj["metadata"]["uid"])
+
+    @property
+    def generation(self) -> int:
+        return int(self.obj["metadata"].get("generation") or 1)
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        spec = self.obj.get("spec") or {}
+        assert isinstance(spec, dict)
+        return spec
+
+    @property
+    def status(self) -> LifecycleStatus:
+        return self.family.status_of(self.obj)
+
+    @property
+    def deleting(self) -> bool:
+        return bool(self.obj["metadata"].get("deletionTimestamp"))
+
+    @property
+    def finalizers(self) -> list[str]:
+        return list(self.obj["metadata"].get("finalizers") or [])
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return dict(self.obj["metadata"].get("annotations") or {})
+
+    def now_iso(self) -> str:
+        return self.cluster.now().strftime("%Y-%m-%dT%H:%M:%SZ")

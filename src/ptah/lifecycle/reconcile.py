@@ -1,0 +1,695 @@
+"""The reconcile pass: read fresh state, take one step, write it, return.
+
+The steps run in a fixed priority, and the order is itself part of the contract:
+
+1. a staged Lease release is retried before anything else (withheld while the
+   executor may still write);
+2. a finalizer with nothing owed is removed;
+3. a live claim is supervised (suspension never discards a dispatched claim);
+4. an uncertainty record is proved by a fresh read-only reading, before
+   suspension, deletion, generation gates and anything else;
+5. deletion, the execution binding, suspension, and finally the family's own
+   decision, which may lead to a new claim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ptah import podintent
+from ptah.api.common import (
+    ActiveOperation,
+    LastMutation,
+    LeaseClaim,
+    LockRelease,
+    PlanSummary,
+    PodEvidence,
+    RunnerMount,
+    RunnerSpec,
+    SecretKeyRef,
+    TargetIdentityStatus,
+    UncertainRecord,
+)
+from ptah.api.digest import digest
+from ptah.api.resources import PlanFingerprints, PlanSpec
+from ptah.kube import errors
+from ptah.kube.kinds import JOB, POD
+from ptah.lifecycle import writes
+from ptah.lifecycle.account import account, job_terminal
+from ptah.lifecycle.authorize import (
+    Refusal,
+    authorize,
+    current_binding,
+    plan_digest,
+    verification_policy,
+)
+from ptah.lifecycle.conditions import differs, observation
+from ptah.lifecycle.context import ABANDON_ANNOTATION, FINALIZER, Env, Pass
+from ptah.lifecycle.family import Family, Observe, Work
+from ptah.runner.frame import ResultFrame
+from ptah.targetlock import expected_epoch, renew
+from ptah.workload import names
+from ptah.workload.job import LABEL_OPERATION, JobRequest, Mount, Owner, build_job, intent_drift
+
+
+@dataclass(frozen=True)
+class Result:
+    """When to run the next pass: now (0), after a delay, or on the next event (None)."""
+
+    requeue_after: float | None = None
+
+
+AGAIN = Result(0.0)
+
+
+def reconcile(env: Env, family: Family, namespace: str, name: str) -> Result:
+    obj = env.cluster.get(family.kind, namespace, name)
+    if obj is None:
+        return Result()
+    p = Pass(env, family, obj)
+    steps: tuple[Callable[[Pass], Result | None], ...] = (
+        _release_step,
+        _orphan_finalizer_step,
+        _supervise_step,
+        _prove_step,
+        _deletion_step,
+        _binding_step,
+        _suspend_step,
+        _decide_step,
+    )
+    for step in steps:
+        result = step(p)
+        if result is not None:
+            return result
+    return Result()
+
+
+# ------------------------------------------------------------------ release
+
+
+def may_still_write(p: Pass, staged: LockRelease) -> bool:
+    """A Job that is not terminal, a Pod that has not stopped, and a read that could
+    not say are all "may still be writing"."""
+    if staged.job_name is None:
+        return False
+    try:
+        job = p.cluster.get(JOB, p.namespace, staged.job_name)
+        pods = p.cluster.list(POD, p.namespace, {LABEL_OPERATION: staged.operation_id})
+    except errors.ApiError:
+        return True
+    if job is not None and staged.job_uid in (None, job["metadata"]["uid"]) and not job_terminal(
+        job
+    ):
+        return True
+    return any((pod.get("status") or {}).get("phase") not in {"Succeeded", "Failed"} for pod in pods)
+
+
+def _release_step(p: Pass) -> Result | None:
+    staged = p.status.pending_lock_release
+    if staged is None:
+        return None
+    if may_still_write(p, staged):
+        return _observe(
+            p,
+            Observe(
+                "ReleasePending",
+                message="the executor may still be writing; the Lease is held",
+                waiting_for="the runner to stop",
+                requeue_after=p.env.poll_seconds,
+            ),
+        )
+    writes.release_lease(p, staged)
+    writes.clear_lock_release(p)
+    return AGAIN
+
+
+# ---------------------------------------------------------------- finalizer
+
+
+def _owes_nothing(p: Pass) -> bool:
+    s = p.status
+    record = getattr(s, p.family.record_field)
+    return s.active_operation is None and record is None and s.pending_lock_release is None
+
+
+def _orphan_finalizer_step(p: Pass) -> Result | None:
+    if FINALIZER in p.finalizers and _owes_nothing(p):
+        writes.remove_finalizer(p)
+        return Result() if p.deleting else AGAIN
+    return None
+
+
+# ---------------------------------------------------------------- supervise
+
+
+def _supervise_step(p: Pass) -> Result | None:
+    op = p.status.active_operation
+    if op is None:
+        return None
+    if op.mutating and op.lease is not None and op.lease.epoch is None:
+        return _bind_realm(p, op)
+    if op.admission_snapshot is None:
+        return _resolve_envelope(p, op)
+    if op.dispatch_started is None:
+        return _dispatch(p, op)
+    if op.job_uid is None:
+        return _adopt(p, op)
+    return _watch(p, op)
+
+
+def _bind_realm(p: Pass, op: ActiveOperation) -> Result:
+    assert op.lease is not None
+    outcome = writes.acquire_lease(p, op.lease)
+    if outcome.acquired:
+        assert outcome.epoch is not None
+        writes.write_lease_epoch(p, op, outcome.epoch)
+        return AGAIN
+    if outcome.next_epoch is not None:
+        # The Lease moved under a claim that has not dispatched: nothing ran, so the
+        # stale expectation is replaced and acquisition tried again.
+        lease = op.lease.model_copy(update={"expected_epoch": outcome.next_epoch})
+        writes.write_lease_expectation(p, op, lease)
+        return AGAIN
+    return _observe(
+        p,
+        Observe(
+            "WaitingForTarget",
+            message="another operation holds this database's Lease",
+            waiting_for=f"Lease {op.lease.lease_name}",
+            requeue_after=p.env.poll_seconds,
+        ),
+    )
+
+
+def job_request(p: Pass, op: ActiveOperation) -> JobRequest:
+    target = p.spec["target"]
+    dev = target.get("devSecretRef")
+    return JobRequest(
+        namespace=p.namespace,
+        name=op.job_name,
+        owner=Owner(p.family.kind.api_version, p.family.kind.kind, p.name, p.uid),
+        operation_id=op.operation_id,
+        operation_type=op.type,
+        input_fingerprint=op.input_fingerprint,
+        runner=RunnerSpec.model_validate(p.spec.get("runner") or {}),
+        args=list(op.args),
+        secret_ref=SecretKeyRef.model_validate(target["secretRef"]),
+        dev_secret_ref=SecretKeyRef.model_validate(dev) if dev else None,
+        input_configmap=op.input_config_map,
+        mounts=[Mount(m.name, m.path, m.source) for m in op.mounts],
+    )
+
+
+def _resolve_envelope(p: Pass, op: ActiveOperation) -> Result:
+    """The snapshot is its own boundary: this pass writes it and returns."""
+    snapshot = podintent.resolve(job_request(p, op))
+    writes.write_admission_snapshot(p, op, snapshot)
+    return AGAIN
+
+
+def _dispatch(p: Pass, op: ActiveOperation) -> Result:
+    assert op.admission_snapshot is not None
+    req = job_request(p, op)
+    if not podintent.template_matches(op.admission_snapshot, req):
+        return _drop(p, op, "AdmissionEnvelopeChanged", "the runner Pod template changed")
+    approval: dict[str, Any] | None = None
+    if op.mutating:
+        assert op.plan_name and op.plan_digest and op.lease and op.lease.epoch is not None
+        if not renew(
+            p.cluster,
+            namespace=p.env.lock_namespace,
+            name=op.lease.lease_name,
+            holder=op.lease.holder,
+            epoch=op.lease.epoch,
+        ):
+            # Lost before dispatch: nothing ran, so take the realm again.
+            lease = op.lease.model_copy(
+                update={
+                    "epoch": None,
+                    "expected_epoch": expected_epoch(
+                        p.cluster, p.env.lock_namespace, op.lease.lease_name
+                    ),
+                }
+            )
+            writes.write_lease_expectation(p, op, lease)
+            return AGAIN
+        verdict = authorize(
+            p,
+            plan_name=op.plan_name,
+            expected_digest=op.plan_digest,
+            approval_name=op.approval_name,
+            policy_name=_policy_name(p),
+        )
+        if isinstance(verdict, Refusal):
+            return _drop(p, op, verdict.reason, verdict.message, discard_plan=True)
+        approval = verdict[1]
+    if approval is not None:
+        writes.consume_approval(p, approval, op.operation_id)
+    op = writes.write_dispatch_started(p, op)
+    try:
+        writes.create_job(p, build_job(req))
+    except errors.ApiError as exc:
+        # Any create error, AlreadyExists included, is uncertain: the next pass adopts
+        # the Job it finds under the reserved name, or declares the outcome unknown.
+        writes.emit_event(p, "DispatchUncertain", f"creating Job {op.job_name}: {exc.reason}", True)
+        return AGAIN
+    return _adopt(p, op)
+
+
+def _adopt(p: Pass, op: ActiveOperation) -> Result:
+    """Read the Job back under the reserved name; adopt it only if it is exactly ours."""
+    live = p.cluster.get(JOB, p.namespace, op.job_name)
+    if live is None:
+        return _lost(p, op, "JobMissing", "no Job under the reserved name after dispatch")
+    drift = intent_drift(live, job_request(p, op))
+    if drift is not None:
+        return _lost(p, op, "JobIntentDrift", drift)
+    writes.write_job_uid(p, op, live["metadata"]["uid"])
+    writes.emit_event(p, "Dispatched", f"{op.type} Job {op.job_name} is running")
+    return Result(p.env.poll_seconds)
+
+
+def _watch(p: Pass, op: ActiveOperation) -> Result:
+    live = p.cluster.get(JOB, p.namespace, op.job_name)
+    if live is None or live["metadata"]["uid"] != op.job_uid:
+        return _lost(p, op, "JobGone", "the claimed Job is gone")
+    drift = intent_drift(live, job_request(p, op))
+    if drift is not None:
+        return _lost(p, op, "JobIntentDrift", drift)
+    if op.mutating:
+        assert op.lease is not None and op.lease.epoch is not None
+        if not renew(
+            p.cluster,
+            namespace=p.env.lock_namespace,
+            name=op.lease.lease_name,
+            holder=op.lease.holder,
+            epoch=op.lease.epoch,
+        ):
+            return _lost(p, op, "ContinuityLost", "the Lease epoch changed under a dispatched claim")
+    if not job_terminal(live):
+        phase = "Applying" if op.mutating else "Reading"
+        return _observe(
+            p,
+            Observe(phase, message=f"Job {op.job_name} is running", requeue_after=p.env.poll_seconds),
+        )
+    acc = account(p, op)
+    if acc.waiting:
+        return Result(p.env.poll_seconds)
+    runner = RunnerSpec.model_validate(p.spec.get("runner") or {})
+    writes.write_job_ttl(p, live, runner.ttl_seconds_after_finished)
+    if acc.frame is None:
+        return _lost(p, op, acc.reason, acc.detail, acc.pods)
+    return _finish(p, op, acc.frame, acc.pods)
+
+
+# --------------------------------------------------------------- outcomes
+
+
+def _next_attempt(p: Pass) -> int:
+    return (p.status.next_attempt or 1) + 1
+
+
+def _staged_release(p: Pass, op: ActiveOperation) -> LockRelease | None:
+    if op.lease is None:
+        return None
+    return LockRelease(
+        operation_id=op.operation_id,
+        lease_name=op.lease.lease_name,
+        holder=op.lease.holder,
+        epoch=op.lease.epoch,
+        job_name=op.job_name if op.dispatch_started else None,
+        job_uid=op.job_uid,
+        staged_at=p.now_iso(),
+    )
+
+
+def _lost(
+    p: Pass, op: ActiveOperation, reason: str, detail: str, pods: PodEvidence | None = None
+) -> Result:
+    """No account: uncertain for a mutating claim, a retry for a reading."""
+    if not op.mutating:
+        return _drop(p, op, reason, detail, retry=True)
+    record = UncertainRecord(
+        operation_id=op.operation_id,
+        type=op.type,
+        job_name=op.job_name,
+        job_uid=op.job_uid,
+        plan_name=op.plan_name,
+        plan_digest=op.plan_digest,
+        database=op.expected_database,
+        expected_after=op.expected_after,
+        reason=reason,
+        detail=detail,
+        pods=pods or PodEvidence(),
+        recorded_at=p.now_iso(),
+    )
+    extra = {
+        "lastMutation": LastMutation(
+            operation_id=op.operation_id, plan_digest=op.plan_digest, outcome="Uncertain", at=p.now_iso()
+        ).wire(),
+        "currentPlan": None,
+        "nextAttempt": _next_attempt(p),
+        **observation(
+            p,
+            Observe(
+                "ProofOwed",
+                message=f"{op.type} outcome unknown ({reason}); a fresh reading must prove it",
+                waiting_for="a read-only reading of the target",
+            ),
+        ),
+    }
+    writes.write_outcome(p, record=record, settle=False, release=_staged_release(p, op), extra=extra)
+    writes.emit_event(p, "OutcomeUncertain", f"{op.type} {op.operation_id}: {reason}. {detail}", True)
+    return AGAIN
+
+
+def _drop(
+    p: Pass,
+    op: ActiveOperation,
+    reason: str,
+    message: str,
+    *,
+    discard_plan: bool = False,
+    retry: bool = False,
+) -> Result:
+    """Give up a claim that has not dispatched (or a reading): nothing is owed."""
+    extra: dict[str, Any] = {"nextAttempt": _next_attempt(p)}
+    if discard_plan:
+        extra["currentPlan"] = None
+    phase = "Retrying" if retry else "Replanning"
+    extra.update(observation(p, Observe(phase, message=f"{reason}: {message}")))
+    writes.write_outcome(p, record=None, settle=False, release=_staged_release(p, op), extra=extra)
+    writes.emit_event(p, reason, message, warning=True)
+    return Result(p.env.poll_seconds if retry else 0.0)
+
+
+def _finish(p: Pass, op: ActiveOperation, frame: ResultFrame, pods: PodEvidence) -> Result:
+    if op.mutating:
+        return _finish_mutation(p, op, frame)
+    return _finish_reading(p, op, frame)
+
+
+def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
+    outcome = {"succeeded": "Succeeded", "failed": "Failed", "refused": "Refused"}[frame.outcome]
+    extra: dict[str, Any] = {
+        "lastMutation": LastMutation(
+            operation_id=op.operation_id, plan_digest=op.plan_digest, outcome=outcome, at=p.now_iso()
+        ).wire(),
+        "nextAttempt": _next_attempt(p),
+    }
+    if frame.outcome == "succeeded":
+        extra["appliedPlanDigest"] = op.plan_digest
+        extra["currentPlan"] = None
+        extra.update(observation(p, Observe("Verifying", message="applied; reading to verify")))
+    elif frame.outcome == "refused":
+        extra["currentPlan"] = None
+        extra.update(observation(p, Observe("Replanning", message=f"refused: {frame.reason}")))
+    else:
+        extra.update(
+            observation(
+                p,
+                Observe(
+                    "Failed",
+                    stalled_reason=f"{op.type}Failed",
+                    message=f"{frame.reason}"[:512] + "; change the spec to plan again",
+                ),
+            )
+        )
+    writes.write_outcome(p, record=None, settle=False, release=_staged_release(p, op), extra=extra)
+    writes.emit_event(p, f"{op.type}{outcome}", f"{op.type} {op.operation_id} {outcome.lower()}")
+    return AGAIN
+
+
+def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
+    record: UncertainRecord | None = getattr(p.status, p.family.record_field)
+    if frame.outcome != "succeeded" or frame.database is None:
+        return _drop(p, op, "ReadingFailed", frame.reason or frame.outcome, retry=True)
+    settle = (
+        record is not None
+        and record.database == frame.database.digest
+        and p.family.settles(record, frame)
+    )
+    draft = p.family.plan_from_reading(p, frame)
+    policy = verification_policy(p, _policy_name(p))
+    spec = PlanSpec(
+        owner_kind=p.family.kind.kind,
+        owner_name=p.name,
+        owner_uid=p.uid,
+        engine=frame.database.engine,
+        statements=draft.statements,
+        destructive=draft.destructive,
+        changes=draft.changes,
+        computed_under=PlanFingerprints(
+            source=op.source or "",
+            target_schema=draft.target_schema,
+            expected_after=draft.expected_after,
+            policy=policy.fingerprint,
+            binding_epoch=op.binding_epoch,
+            database=frame.database.digest,
+            generation=op.generation,
+        ),
+        operation_id=op.operation_id,
+    )
+    digest_ = plan_digest(spec)
+    plan_name = names.plan_name(p.name, digest_)
+    writes.create_plan(
+        p,
+        {
+            "apiVersion": "ptah.io/v1alpha1",
+            "kind": "PtahPlan",
+            "metadata": {
+                "name": plan_name,
+                "namespace": p.namespace,
+                "labels": {"ptah.io/owner-uid": p.uid, "app.kubernetes.io/managed-by": "ptah"},
+                "annotations": {"ptah.io/plan-digest": digest_},
+                "ownerReferences": [writes.owner_ref(p)],
+            },
+            "spec": spec.wire(),
+        },
+    )
+    summary = PlanSummary(
+        name=plan_name,
+        digest=digest_,
+        changes=draft.changes,
+        destructive=draft.destructive,
+        statements=len(draft.statements),
+        generation=op.generation,
+        binding_epoch=spec.computed_under.binding_epoch,
+        database=frame.database.digest,
+        expected_after=draft.expected_after,
+    )
+    extra: dict[str, Any] = {
+        "currentPlan": summary.wire(),
+        "targetIdentity": TargetIdentityStatus(
+            digest=frame.database.digest,
+            engine=frame.database.engine,
+            summary=_identity_summary(frame),
+        ).wire(),
+        "lastReadingAt": p.now_iso(),
+        "nextAttempt": _next_attempt(p),
+        **p.family.reading_status(p, frame),
+    }
+    if settle:
+        # Convergence is not attribution: the reading proves the database matches,
+        # not what changed it, so no Apply is credited.
+        extra["lastMutation"] = None
+    writes.write_outcome(p, record=None, settle=settle, release=None, extra=extra)
+    if settle:
+        assert record is not None
+        writes.emit_event(
+            p,
+            "ProofSettled",
+            f"a fresh reading settled {record.operation_id}: converged, no Apply attributed",
+        )
+    return AGAIN
+
+
+def _identity_summary(frame: ResultFrame) -> str:
+    assert frame.database is not None
+    d = frame.database.details
+    keys = ("database", "schema", "path", "host", "port")
+    return " ".join(f"{k}={d[k]}" for k in keys if k in d)[:200]
+
+
+# ------------------------------------------------------------------- proof
+
+
+def _prove_step(p: Pass) -> Result | None:
+    record: UncertainRecord | None = getattr(p.status, p.family.record_field)
+    if record is None:
+        return None
+    if p.annotations.get(ABANDON_ANNOTATION) == record.operation_id:
+        writes.abandon_proof(p, record)
+        writes.emit_event(
+            p,
+            "ProofAbandoned",
+            f"proof of {record.operation_id} abandoned by annotation; what it did is unknown",
+            warning=True,
+        )
+        return AGAIN
+    waited = _since(p, p.status.last_reading_at, record.recorded_at)
+    if waited is not None and waited < p.env.proof_retry_seconds:
+        # A reading already ran after the record and did not settle it. Another one
+        # runs after a pause; meanwhile the resource says exactly what it waits for.
+        return _observe(
+            p,
+            Observe(
+                "ProofNotSettled",
+                stalled_reason="ProofNotSettled",
+                message=(
+                    f"the last reading did not settle {record.operation_id} ({record.reason}); "
+                    f"inspect the database, or annotate {ABANDON_ANNOTATION}="
+                    f"{record.operation_id} to abandon the proof"
+                ),
+                waiting_for="a reading that settles the uncertain run",
+                requeue_after=p.env.proof_retry_seconds - waited,
+            ),
+        )
+    work = p.family.reading_work(p, record.database)
+    if isinstance(work, Observe):
+        return _observe(p, work)
+    return _claim(p, work)
+
+
+# --------------------------------------------------------------- the rest
+
+
+def _since(p: Pass, reading_at: str | None, recorded_at: str) -> float | None:
+    """Seconds since a reading that came after ``recorded_at``, or None."""
+    if not reading_at or reading_at < recorded_at:
+        return None
+    then = datetime.strptime(reading_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    return (p.cluster.now() - then).total_seconds()
+
+
+def _deletion_step(p: Pass) -> Result | None:
+    return Result() if p.deleting else None
+
+
+def _binding_step(p: Pass) -> Result | None:
+    binding = current_binding(p)
+    if isinstance(binding, Refusal):
+        return _observe(
+            p,
+            Observe(
+                "Blocked",
+                stalled_reason=binding.reason,
+                message=binding.message,
+                waiting_for="the connection Secret",
+            ),
+        )
+    if binding != p.status.execution_binding:
+        writes.write_execution_binding(p, binding)
+        return AGAIN
+    return None
+
+
+def _suspend_step(p: Pass) -> Result | None:
+    if p.spec.get("suspend"):
+        return _observe(p, Observe("Suspended", message="spec.suspend is true"))
+    return None
+
+
+def _decide_step(p: Pass) -> Result | None:
+    decision = p.family.decide(p)
+    if isinstance(decision, Observe):
+        return _observe(p, decision)
+    return _claim(p, decision)
+
+
+def _policy_name(p: Pass) -> str:
+    return str((p.spec.get("policy") or {}).get("verificationPolicy", "ptah-verification-policy"))
+
+
+def _claim(p: Pass, work: Work) -> Result:
+    """Persist the claim: the finalizer, then the claim naming the Job to be."""
+    s = p.status
+    if work.mutating:
+        if getattr(s, p.family.record_field) is not None:
+            return _observe(p, Observe("ProofOwed", message="a mutating claim is refused while proof is owed"))
+        if s.last_mutation is not None and s.last_mutation.plan_digest == work.plan_digest:
+            return _observe(
+                p,
+                Observe(
+                    "Blocked",
+                    stalled_reason="ReplayRefused",
+                    message=f"plan {work.plan_digest} was already dispatched once",
+                ),
+            )
+        assert work.plan_name and work.plan_digest and work.expected_database
+        verdict = authorize(
+            p,
+            plan_name=work.plan_name,
+            expected_digest=work.plan_digest,
+            approval_name=work.approval_name,
+            policy_name=_policy_name(p),
+        )
+        if isinstance(verdict, Refusal):
+            writes.write_observation(
+                p,
+                {"currentPlan": None, **observation(p, Observe("Replanning", message=verdict.message))},
+            )
+            writes.emit_event(p, verdict.reason, f"plan discarded: {verdict.message}", warning=True)
+            return AGAIN
+    attempt = s.next_attempt or 1
+    op_id = names.operation_id(p.uid, work.type, work.input_fingerprint, attempt)
+    binding = s.execution_binding
+    epoch = binding.epoch if binding else 0
+    lease: LeaseClaim | None = None
+    if work.mutating:
+        assert work.expected_database
+        lease_name = names.lease_name(work.expected_database)
+        lease = LeaseClaim(
+            coordination_digest=work.expected_database,
+            lease_name=lease_name,
+            holder=f"{p.uid}/{op_id}",
+            expected_epoch=expected_epoch(p.cluster, p.env.lock_namespace, lease_name),
+        )
+    input_cm = None
+    if work.inputs:
+        input_cm = names.input_configmap_name(digest(work.inputs))
+    op = ActiveOperation(
+        operation_id=op_id,
+        type=work.type,
+        mutating=work.mutating,
+        job_name=names.job_name(
+            resource_name=p.name,
+            resource_uid=p.uid,
+            op_type=work.type,
+            operation_id=op_id,
+            binding_epoch=epoch,
+            input_fingerprint=work.input_fingerprint,
+            attempt=attempt,
+        ),
+        attempt=attempt,
+        input_fingerprint=work.input_fingerprint,
+        binding_epoch=epoch,
+        plan_name=work.plan_name,
+        plan_digest=work.plan_digest,
+        approval_name=work.approval_name,
+        expected_database=work.expected_database,
+        expected_after=work.expected_after,
+        source=work.source,
+        generation=p.generation,
+        claimed_at=p.now_iso(),
+        lease=lease,
+        args=work.args,
+        input_config_map=input_cm,
+        mounts=[RunnerMount(name=m.name, path=m.path, source=m.source) for m in work.mounts],
+    )
+    writes.add_finalizer(p)
+    if input_cm is not None:
+        writes.create_inputs(p, input_cm, work.inputs)
+    writes.write_claim(p, op)
+    return AGAIN
+
+
+def _observe(p: Pass, obs: Observe) -> Result:
+    """Publish ``obs``; a pass that changes nothing writes nothing."""
+    fields = observation(p, obs)
+    if differs(p, fields):
+        writes.write_observation(p, fields)
+    return Result(obs.requeue_after)

@@ -1,0 +1,332 @@
+"""Every durable write of the mutation lifecycle, one function each, through one choke point.
+
+The order of these writes is the contract (docs/mutation-lifecycle.md, "Every
+durable write, and what follows it"). Each function passes through
+:func:`_commit`, which calls the environment's hook before and after the write:
+the simulation and the crash tests raise there to stop the controller exactly
+between two writes and start a fresh one on what was left.
+
+Status writes carry the resourceVersion the pass last saw, so two controllers
+(or a stale pass) can never both believe they wrote.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from ptah.api.common import (
+    ActiveOperation,
+    AdmissionSnapshot,
+    ExecutionBinding,
+    LeaseClaim,
+    LockRelease,
+    UncertainRecord,
+)
+from ptah.kube import errors
+from ptah.kube.kinds import APPROVAL, CONFIGMAP, EVENT, JOB, PLAN, Kind
+from ptah.lifecycle.context import FINALIZER, Pass
+from ptah.targetlock import Outcome, acquire, release
+
+T = TypeVar("T")
+
+# The durable writes, in lifecycle order. The simulation reports coverage against this.
+DURABLE_WRITES = (
+    "add_finalizer",
+    "write_claim",
+    "write_lease_expectation",
+    "acquire_lease",
+    "write_lease_epoch",
+    "create_inputs",
+    "write_admission_snapshot",
+    "consume_approval",
+    "write_dispatch_started",
+    "create_job",
+    "write_job_uid",
+    "write_job_ttl",
+    "create_plan",
+    "write_outcome",
+    "release_lease",
+    "clear_lock_release",
+    "remove_finalizer",
+    "write_execution_binding",
+    "write_observation",
+    "abandon_proof",
+)
+
+
+def _commit(p: Pass, name: str, write: Callable[[], T]) -> T:
+    p.env.hook("before", name)
+    result = write()
+    p.env.hook("after", name)
+    return result
+
+
+def _status(p: Pass, name: str, fields: dict[str, Any]) -> None:
+    """A status patch with the resourceVersion precondition; updates the pass's copy."""
+    patch = {"metadata": {"resourceVersion": p.obj["metadata"]["resourceVersion"]}, "status": fields}
+    p.obj = _commit(
+        p, name, lambda: p.cluster.patch(p.family.kind, p.namespace, p.name, patch, "status")
+    )
+
+
+def _claim_fields(op: ActiveOperation) -> dict[str, Any]:
+    # A merge patch replaces nothing it does not name; the whole claim is sent each time
+    # so a field the claim no longer carries cannot survive from an earlier write.
+    return {"activeOperation": op.wire()}
+
+
+def add_finalizer(p: Pass) -> None:
+    if FINALIZER in p.finalizers:
+        return
+    patch = {
+        "metadata": {
+            "resourceVersion": p.obj["metadata"]["resourceVersion"],
+            "finalizers": [*p.finalizers, FINALIZER],
+        }
+    }
+    p.obj = _commit(
+        p, "add_finalizer", lambda: p.cluster.patch(p.family.kind, p.namespace, p.name, patch)
+    )
+
+
+def remove_finalizer(p: Pass) -> None:
+    if FINALIZER not in p.finalizers:
+        return
+    patch = {
+        "metadata": {
+            "resourceVersion": p.obj["metadata"]["resourceVersion"],
+            "finalizers": [f for f in p.finalizers if f != FINALIZER] or None,
+        }
+    }
+    p.obj = _commit(
+        p, "remove_finalizer", lambda: p.cluster.patch(p.family.kind, p.namespace, p.name, patch)
+    )
+
+
+def write_claim(p: Pass, op: ActiveOperation) -> None:
+    _status(p, "write_claim", _claim_fields(op))
+
+
+def write_lease_expectation(p: Pass, op: ActiveOperation, lease: LeaseClaim) -> None:
+    _status(p, "write_lease_expectation", _claim_fields(op.model_copy(update={"lease": lease})))
+
+
+def acquire_lease(p: Pass, lease: LeaseClaim) -> Outcome:
+    return _commit(
+        p,
+        "acquire_lease",
+        lambda: acquire(
+            p.cluster,
+            p.env.observer,
+            namespace=p.env.lock_namespace,
+            name=lease.lease_name,
+            holder=lease.holder,
+            expected=lease.expected_epoch,
+            duration=p.env.lease_duration,
+        ),
+    )
+
+
+def write_lease_epoch(p: Pass, op: ActiveOperation, epoch: int) -> None:
+    assert op.lease is not None
+    lease = op.lease.model_copy(update={"epoch": epoch})
+    _status(p, "write_lease_epoch", _claim_fields(op.model_copy(update={"lease": lease})))
+
+
+def create_inputs(p: Pass, name: str, data: dict[str, str]) -> None:
+    """The runner's inputs, content-addressed and immutable, owned by the resource."""
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": p.namespace,
+            "labels": {"app.kubernetes.io/managed-by": "ptah"},
+            "ownerReferences": [_owner_ref(p)],
+        },
+        "immutable": True,
+        "data": data,
+    }
+
+    def create() -> None:
+        try:
+            p.cluster.create(CONFIGMAP, body)
+        except errors.AlreadyExists:
+            existing = p.cluster.get(CONFIGMAP, p.namespace, name)
+            if existing is None or existing.get("data") != data:
+                raise
+    _commit(p, "create_inputs", create)
+
+
+def write_admission_snapshot(p: Pass, op: ActiveOperation, snap: AdmissionSnapshot) -> None:
+    _status(
+        p, "write_admission_snapshot", _claim_fields(op.model_copy(update={"admission_snapshot": snap}))
+    )
+
+
+def consume_approval(p: Pass, approval: dict[str, Any], operation_id: str) -> None:
+    """Spend the approval. Consumption is evidence that a decision was spent, not
+    permission: a consumed approval is skipped by every later search."""
+    conditions = [
+        c for c in (approval.get("status") or {}).get("conditions", []) if c.get("type") != "Consumed"
+    ]
+    conditions.append(
+        {
+            "type": "Consumed",
+            "status": "True",
+            "reason": "Dispatched",
+            "message": f"spent by operation {operation_id}",
+            "lastTransitionTime": p.now_iso(),
+        }
+    )
+    patch = {
+        "metadata": {"resourceVersion": approval["metadata"]["resourceVersion"]},
+        "status": {"conditions": conditions, "consumedByOperation": operation_id},
+    }
+    name = approval["metadata"]["name"]
+    _commit(
+        p, "consume_approval", lambda: p.cluster.patch(APPROVAL, p.namespace, name, patch, "status")
+    )
+
+
+def write_dispatch_started(p: Pass, op: ActiveOperation) -> ActiveOperation:
+    op = op.model_copy(update={"dispatch_started": p.now_iso()})
+    _status(p, "write_dispatch_started", _claim_fields(op))
+    return op
+
+
+def create_job(p: Pass, job: dict[str, Any]) -> dict[str, Any]:
+    """The one create a claim is allowed. Its caller treats any error as uncertain."""
+    return _commit(p, "create_job", lambda: p.cluster.create(JOB, job))
+
+
+def write_job_uid(p: Pass, op: ActiveOperation, uid: str) -> ActiveOperation:
+    op = op.model_copy(update={"job_uid": uid})
+    _status(p, "write_job_uid", _claim_fields(op))
+    return op
+
+
+def write_job_ttl(p: Pass, job: dict[str, Any], ttl: int) -> None:
+    if job.get("spec", {}).get("ttlSecondsAfterFinished") is not None:
+        return
+    patch = {
+        "metadata": {"uid": job["metadata"]["uid"]},
+        "spec": {"ttlSecondsAfterFinished": ttl},
+    }
+    name = job["metadata"]["name"]
+    _commit(p, "write_job_ttl", lambda: p.cluster.patch(JOB, p.namespace, name, patch))
+
+
+def create_plan(p: Pass, plan: dict[str, Any]) -> None:
+    """A PtahPlan is immutable and named by digest: finding it already there is success."""
+
+    def create() -> None:
+        try:
+            p.cluster.create(PLAN, plan)
+        except errors.AlreadyExists:
+            existing = p.cluster.get(PLAN, p.namespace, plan["metadata"]["name"])
+            if existing is None or existing.get("spec") != plan["spec"]:
+                raise
+    _commit(p, "create_plan", create)
+
+
+def write_outcome(
+    p: Pass,
+    *,
+    record: UncertainRecord | None,
+    settle: bool,
+    release: LockRelease | None,
+    extra: dict[str, Any],
+) -> None:
+    """The claim cleared, the uncertainty record written (or, for a settling
+    reading, cleared) and the Lease release staged: one status patch, so a crash
+    on either side leaves a live claim or a retained record, never both or neither."""
+    fields: dict[str, Any] = {"activeOperation": None, **extra}
+    if record is not None:
+        fields[p.family.record_field] = record.wire()
+    elif settle:
+        fields[p.family.record_field] = None
+    if release is not None:
+        fields["pendingLockRelease"] = release.wire()
+    _status(p, "write_outcome", fields)
+
+
+def release_lease(p: Pass, staged: LockRelease) -> None:
+    _commit(
+        p,
+        "release_lease",
+        lambda: release(
+            p.cluster, namespace=p.env.lock_namespace, name=staged.lease_name, holder=staged.holder
+        ),
+    )
+
+
+def clear_lock_release(p: Pass) -> None:
+    _status(p, "clear_lock_release", {"pendingLockRelease": None})
+
+
+def write_execution_binding(p: Pass, binding: ExecutionBinding) -> None:
+    _status(p, "write_execution_binding", {"executionBinding": binding.wire()})
+
+
+def write_observation(p: Pass, fields: dict[str, Any]) -> None:
+    """Phase, conditions and what the resource waits for: never safety state."""
+    _status(p, "write_observation", fields)
+
+
+def abandon_proof(p: Pass, record: UncertainRecord) -> None:
+    """The audited escape hatch: a person chose to stop proving ``record``."""
+    abandoned = [*p.status.abandoned_proofs, record.operation_id][-20:]
+    _status(
+        p,
+        "abandon_proof",
+        {p.family.record_field: None, "abandonedProofs": abandoned},
+    )
+
+
+def emit_event(p: Pass, reason: str, message: str, warning: bool = False) -> None:
+    """Best effort: an Event is telemetry, not a durable record."""
+    now = p.now_iso()
+    body = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{p.name}.", "namespace": p.namespace},
+        "involvedObject": {
+            "apiVersion": p.obj.get("apiVersion"),
+            "kind": p.obj.get("kind"),
+            "name": p.name,
+            "namespace": p.namespace,
+            "uid": p.uid,
+        },
+        "reason": reason,
+        "message": message[:1024],
+        "type": "Warning" if warning else "Normal",
+        "source": {"component": p.env.controller},
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+    try:
+        p.cluster.create(EVENT, body)
+    except errors.ApiError:
+        return
+
+
+def _owner_ref(p: Pass) -> dict[str, Any]:
+    return {
+        "apiVersion": p.obj.get("apiVersion", p.family.kind.api_version),
+        "kind": p.family.kind.kind,
+        "name": p.name,
+        "uid": p.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def owner_ref(p: Pass) -> dict[str, Any]:
+    return _owner_ref(p)
+
+
+def kind_of(p: Pass) -> Kind:
+    return p.family.kind

@@ -1,0 +1,48 @@
+"""Deterministic names. A Job's name folds everything that identifies its claim, so no
+other claim can produce it and a restarted controller can tell its own Job apart."""
+
+from __future__ import annotations
+
+import re
+
+from ptah.api.digest import digest
+
+_DNS = re.compile(r"[^a-z0-9-]+")
+
+
+def _label_safe(text: str, limit: int) -> str:
+    return _DNS.sub("-", text.lower()).strip("-")[:limit].rstrip("-") or "x"
+
+
+def operation_id(resource_uid: str, op_type: str, input_fingerprint: str, attempt: int) -> str:
+    """The operation's identity, bound into the Job name and into the result frame."""
+    return f"{op_type.lower()}-{digest([resource_uid, op_type, input_fingerprint, attempt], 20)}"
+
+
+def job_name(
+    *,
+    resource_name: str,
+    resource_uid: str,
+    op_type: str,
+    operation_id: str,
+    binding_epoch: int,
+    input_fingerprint: str,
+    attempt: int,
+) -> str:
+    """``ptah-<op>-<resource>-<hash>``, at most 63 characters (a label value)."""
+    folded = digest(
+        [resource_uid, op_type, operation_id, binding_epoch, input_fingerprint, attempt], 12
+    )
+    return f"ptah-{op_type.lower()}-{_label_safe(resource_name, 36)}-{folded}"
+
+
+def lease_name(coordination_digest: str) -> str:
+    return f"ptah-realm-{coordination_digest[:40]}"
+
+
+def input_configmap_name(content_digest: str) -> str:
+    return f"ptah-input-{content_digest[:20]}"
+
+
+def plan_name(owner_name: str, plan_digest: str) -> str:
+    return f"{_label_safe(owner_name, 40)}-{plan_digest[:16]}"
