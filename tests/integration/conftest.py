@@ -1,0 +1,148 @@
+"""Integration fixtures: a real local Kubernetes control plane (``ptah dev up``).
+
+* ``cluster`` (session): starts etcd, kube-apiserver, kube-controller-manager and the
+  node agent once per test session in a temporary state dir (or reuses the cluster in
+  ``$PTAH_TEST_STATE_DIR`` if set, leaving it running afterwards), and stops what it
+  started at the end.
+* ``namespace`` (function): a fresh namespace per test, with its ``default``
+  ServiceAccount present, deleted afterwards.
+
+If a control-plane binary is missing the fixture fails naming it (never skips under
+``CI``); outside CI it skips with the same message and the build command.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lightkube import Client, KubeConfig
+
+from ptah.devcluster import cluster as devcluster
+from ptah.devcluster import paths
+from ptah.devcluster.apiclient import ApiClient, ApiError, Credentials
+
+
+@dataclass
+class Cluster:
+    """A ready local cluster: kubeconfig, kubectl, clients."""
+
+    info: devcluster.ClusterInfo
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.info.kubeconfig
+
+    @property
+    def state_dir(self) -> Path:
+        return self.info.config.state_dir
+
+    @property
+    def kubectl_path(self) -> Path:
+        return self.info.binaries.kubectl
+
+    def kubectl(
+        self,
+        *args: str,
+        namespace: str | None = None,
+        check: bool = True,
+        stdin: str | None = None,
+        timeout: float = 120.0,
+    ) -> subprocess.CompletedProcess[str]:
+        argv = [str(self.kubectl_path), f"--kubeconfig={self.kubeconfig}"]
+        if namespace:
+            argv.append(f"--namespace={namespace}")
+        argv += list(args)
+        proc = subprocess.run(
+            argv, input=stdin, capture_output=True, text=True, timeout=timeout, check=False
+        )
+        if check and proc.returncode != 0:
+            raise AssertionError(
+                f"kubectl {' '.join(args)} failed ({proc.returncode}):\n"
+                f"{proc.stdout}\n{proc.stderr}"
+            )
+        return proc
+
+    def client(self, namespace: str | None = None) -> Client:
+        """A lightkube client (admin) for this cluster."""
+        return Client(config=KubeConfig.from_file(str(self.kubeconfig)), namespace=namespace)
+
+    @staticmethod
+    def wait_for(
+        what: str, probe: Callable[[], Any], timeout: float = 60.0, interval: float = 0.2
+    ) -> Any:
+        return wait_for(what, probe, timeout, interval)
+
+    def api(self) -> ApiClient:
+        """A raw JSON client (admin), for checking exact HTTP status codes."""
+        p = self.info.config.pki
+        return ApiClient(Credentials(self.info.server, p.ca_crt, p.crt("admin"), p.key("admin")))
+
+
+def wait_for(
+    what: str, probe: Callable[[], Any], timeout: float = 60.0, interval: float = 0.2
+) -> Any:
+    """Poll ``probe`` until it returns something truthy; fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def _missing(message: str) -> None:
+    if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    try:
+        binaries = paths.Binaries.locate()
+    except paths.MissingComponentError as err:
+        _missing(str(err))
+        raise
+    reuse = os.environ.get("PTAH_TEST_STATE_DIR")
+    state_dir = Path(reuse) if reuse else tmp_path_factory.mktemp("ptah-dev")
+    info = devcluster.up(state_dir, timeout=180.0, binaries=binaries)
+    try:
+        yield Cluster(info)
+    finally:
+        if not reuse:
+            devcluster.down(state_dir)
+
+
+def _ns_name(nodeid: str) -> str:
+    base = re.sub(r"[^a-z0-9-]+", "-", nodeid.split("::")[-1].lower()).strip("-")[:40]
+    return f"{base.strip('-') or 't'}-{uuid.uuid4().hex[:5]}"
+
+
+@pytest.fixture
+def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    name = _ns_name(request.node.nodeid)
+    api = cluster.api()
+    try:
+        api.post("/api/v1/namespaces", {"metadata": {"name": name}})
+        wait_for(
+            f"serviceaccount default in {name}",
+            lambda: api.get_or_none(f"/api/v1/namespaces/{name}/serviceaccounts/default"),
+            timeout=30,
+        )
+        yield name
+    finally:
+        with contextlib.suppress(ApiError):
+            api.delete(f"/api/v1/namespaces/{name}")
+        api.close()
