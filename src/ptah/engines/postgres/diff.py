@@ -200,8 +200,8 @@ class _Diff:
             self.columns(name, cur[name]["columns"], want[name]["columns"])
 
     def columns(self, table: str, cur: dict[str, Any], want: dict[str, Any]) -> None:
+        # A dropped column cannot be used by a kept view (the view would have changed too).
         for col in sorted(cur.keys() - want.keys()):
-            self.rewritten.add(table)
             self.drop(4, f"ALTER TABLE {table} DROP COLUMN {col}", DESTRUCTIVE)
         for col in sorted(want.keys() - cur.keys(), key=lambda c: want[c]["_n"]):
             d = want[col]
