@@ -1,0 +1,358 @@
+"""Both cluster ports agree on the semantics Ptah's safety argument rests on.
+
+Each test runs against MemoryCluster and against RealCluster on the local
+control plane (``ptah dev up``, via the ``cluster``/``namespace`` fixtures).
+Garbage collection is immediate in memory and asynchronous on a real cluster
+(kube-controller-manager's garbage collector), so checks of what GC does poll
+through ``Env.eventually`` with a bounded timeout.
+
+The status-subresource tests need a custom resource; a small test-only CRD
+(``widgets.test.ptah.io``) is installed through the real port itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import pytest
+
+from ptah.kube import kinds
+from ptah.kube.errors import AlreadyExists, Conflict, Invalid, NotFound
+from ptah.kube.kinds import Kind
+from ptah.kube.memory import MemoryCluster
+from ptah.kube.port import Cluster, Obj
+
+T = TypeVar("T")
+
+WIDGET = Kind("test.ptah.io", "v1", "Widget", "widgets")
+CRD = Kind(
+    "apiextensions.k8s.io",
+    "v1",
+    "CustomResourceDefinition",
+    "customresourcedefinitions",
+    namespaced=False,
+)
+_OPEN_OBJECT = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+WIDGET_CRD: Obj = {
+    "metadata": {"name": "widgets.test.ptah.io"},
+    "spec": {
+        "group": "test.ptah.io",
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {"spec": _OPEN_OBJECT, "status": _OPEN_OBJECT},
+                    }
+                },
+            }
+        ],
+    },
+}
+HOLD = "test.ptah.io/hold"
+
+
+@dataclass
+class Env:
+    port: Cluster
+    ns: str
+    timeout: float  # how long asynchronous cluster machinery (GC) may take
+
+    def eventually(self, what: str, probe: Callable[[], T]) -> T:
+        """``probe()`` once it is truthy; immediately on the memory port."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            got = probe()
+            if got or time.monotonic() >= deadline:
+                break
+            time.sleep(0.2)
+        assert got, f"timed out after {self.timeout}s waiting for {what} (last: {got!r})"
+        return got
+
+    def gone(self, kind: Kind, name: str) -> bool:
+        return self.port.get(kind, self.ns, name) is None
+
+
+def _crd_established(port: Cluster) -> bool:
+    crd = port.get(CRD, "", WIDGET_CRD["metadata"]["name"])
+    conditions = ((crd or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+def _served(port: Cluster, ns: str) -> bool:
+    try:
+        port.list(WIDGET, ns)
+    except NotFound:
+        return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def widget_crd(cluster: Any) -> None:
+    """Install the test CRD once per session and wait until widgets are served."""
+    from ptah.kube.real import RealCluster
+
+    with RealCluster.from_kubeconfig(cluster.kubeconfig) as port:
+        with contextlib.suppress(AlreadyExists):  # left by an earlier session on a reused cluster
+            port.create(CRD, WIDGET_CRD)
+        env = Env(port, "default", timeout=60.0)
+        env.eventually("widgets CRD Established", lambda: _crd_established(port))
+        env.eventually("widgets served", lambda: _served(port, "default"))
+
+
+@pytest.fixture(params=["memory", pytest.param("real", marks=pytest.mark.integration)])
+def env(request: pytest.FixtureRequest) -> Iterator[Env]:
+    if request.param == "memory":
+        yield Env(MemoryCluster(seed=11), "conformance", timeout=0.0)
+        return
+    from ptah.kube.real import RealCluster
+
+    cluster = request.getfixturevalue("cluster")
+    request.getfixturevalue("widget_crd")
+    ns = request.getfixturevalue("namespace")
+    with RealCluster.from_kubeconfig(cluster.kubeconfig) as port:
+        yield Env(port, ns, timeout=60.0)
+
+
+def widget(env: Env, name: str = "w", **meta: Any) -> Obj:
+    return {
+        "apiVersion": WIDGET.api_version,
+        "kind": WIDGET.kind,
+        "metadata": {"name": name, "namespace": env.ns, **meta},
+        "spec": {"size": 1},
+    }
+
+
+def configmap(env: Env, name: str, **meta: Any) -> Obj:
+    return {"metadata": {"name": name, "namespace": env.ns, **meta}, "data": {"k": "v"}}
+
+
+def owned_by(owner: Obj, block: bool = False) -> list[dict[str, Any]]:
+    ref: dict[str, Any] = {
+        "apiVersion": owner["apiVersion"],
+        "kind": owner["kind"],
+        "name": owner["metadata"]["name"],
+        "uid": owner["metadata"]["uid"],
+    }
+    if block:
+        ref["blockOwnerDeletion"] = True
+    return [ref]
+
+
+def rv(obj: Obj) -> str:
+    return str(obj["metadata"]["resourceVersion"])
+
+
+# --- create and read ----------------------------------------------------------------------
+
+
+def test_create_sets_server_fields_and_drops_status(env: Env) -> None:
+    body = widget(env)
+    body["status"] = {"phase": "made-up"}
+    out = env.port.create(WIDGET, body)
+    meta = out["metadata"]
+    assert meta["uid"] and meta["resourceVersion"] and meta["creationTimestamp"]
+    assert meta["generation"] == 1
+    assert "status" not in out
+    assert env.port.get(WIDGET, env.ns, "w") == out
+
+
+def test_create_already_exists(env: Env) -> None:
+    env.port.create(WIDGET, widget(env))
+    with pytest.raises(AlreadyExists):
+        env.port.create(WIDGET, widget(env))
+
+
+def test_generate_name(env: Env) -> None:
+    body = configmap(env, "")
+    del body["metadata"]["name"]
+    body["metadata"]["generateName"] = "gen-"
+    out = env.port.create(kinds.CONFIGMAP, body)
+    assert out["metadata"]["name"].startswith("gen-") and len(out["metadata"]["name"]) == 9
+
+
+def test_missing_object(env: Env) -> None:
+    assert env.port.get(WIDGET, env.ns, "nope") is None
+    with pytest.raises(NotFound):
+        env.port.patch(WIDGET, env.ns, "nope", {"spec": {"size": 2}})
+    with pytest.raises(NotFound):
+        env.port.delete(WIDGET, env.ns, "nope")
+
+
+def test_list_by_label_selector(env: Env) -> None:
+    env.port.create(kinds.CONFIGMAP, configmap(env, "b", labels={"app": "ptah", "op": "plan"}))
+    env.port.create(kinds.CONFIGMAP, configmap(env, "a", labels={"app": "ptah", "op": "apply"}))
+    env.port.create(kinds.CONFIGMAP, configmap(env, "c", labels={"app": "other"}))
+
+    def names(labels: dict[str, str]) -> list[str]:
+        return [o["metadata"]["name"] for o in env.port.list(kinds.CONFIGMAP, env.ns, labels)]
+
+    assert names({"app": "ptah"}) == ["a", "b"]
+    assert names({"app": "ptah", "op": "plan"}) == ["b"]
+    assert names({"app": "none"}) == []
+    listed = env.port.list(kinds.CONFIGMAP, env.ns, {"op": "plan"})
+    assert listed[0]["kind"] == "ConfigMap" and listed[0]["apiVersion"] == "v1"
+
+
+# --- patch: preconditions, status subresource, generation ----------------------------------
+
+
+def test_stale_resource_version_on_status_patch_conflicts(env: Env) -> None:
+    created = env.port.create(WIDGET, widget(env))
+    env.port.patch(WIDGET, env.ns, "w", {"spec": {"size": 2}})
+    stale = {"metadata": {"resourceVersion": rv(created)}, "status": {"phase": "claimed"}}
+    with pytest.raises(Conflict):
+        env.port.patch(WIDGET, env.ns, "w", stale, subresource="status")
+    cur = env.port.get(WIDGET, env.ns, "w")
+    assert cur is not None and "status" not in cur
+    fresh = {"metadata": {"resourceVersion": rv(cur)}, "status": {"phase": "claimed"}}
+    out = env.port.patch(WIDGET, env.ns, "w", fresh, subresource="status")
+    assert out["status"] == {"phase": "claimed"}
+    assert int(rv(out)) > int(rv(cur))
+
+
+def test_stale_resource_version_on_lease_conflicts(env: Env) -> None:
+    lease = env.port.create(
+        kinds.LEASE,
+        {
+            "metadata": {"name": "lock", "namespace": env.ns},
+            "spec": {"holderIdentity": "a", "leaseDurationSeconds": 30},
+        },
+    )
+    env.port.patch(kinds.LEASE, env.ns, "lock", {"spec": {"holderIdentity": "b"}})
+    with pytest.raises(Conflict):
+        env.port.patch(
+            kinds.LEASE,
+            env.ns,
+            "lock",
+            {"metadata": {"resourceVersion": rv(lease)}, "spec": {"holderIdentity": "c"}},
+        )
+    cur = env.port.get(kinds.LEASE, env.ns, "lock")
+    assert cur is not None and cur["spec"]["holderIdentity"] == "b"
+
+
+def test_status_ignored_on_main_resource(env: Env) -> None:
+    env.port.create(WIDGET, widget(env))
+    env.port.patch(WIDGET, env.ns, "w", {"status": {"phase": "real"}}, subresource="status")
+    out = env.port.patch(WIDGET, env.ns, "w", {"spec": {"size": 3}, "status": {"phase": "fake"}})
+    assert out["spec"]["size"] == 3
+    assert out["status"] == {"phase": "real"}
+
+
+def test_spec_and_metadata_ignored_on_status_patch(env: Env) -> None:
+    env.port.create(WIDGET, widget(env))
+    out = env.port.patch(
+        WIDGET,
+        env.ns,
+        "w",
+        {"metadata": {"labels": {"sneaky": "yes"}}, "spec": {"size": 9}, "status": {"phase": "p"}},
+        subresource="status",
+    )
+    assert out["status"] == {"phase": "p"}
+    assert out["spec"]["size"] == 1
+    assert "sneaky" not in (out["metadata"].get("labels") or {})
+
+
+def test_generation_bumps_on_spec_change_only(env: Env) -> None:
+    env.port.create(WIDGET, widget(env))
+    out = env.port.patch(WIDGET, env.ns, "w", {"metadata": {"labels": {"a": "b"}}})
+    assert out["metadata"]["generation"] == 1
+    out = env.port.patch(WIDGET, env.ns, "w", {"status": {"phase": "x"}}, subresource="status")
+    assert out["metadata"]["generation"] == 1
+    out = env.port.patch(WIDGET, env.ns, "w", {"spec": {"size": 2}})
+    assert out["metadata"]["generation"] == 2
+
+
+def test_noop_patch_keeps_resource_version(env: Env) -> None:
+    created = env.port.create(WIDGET, widget(env, labels={"a": "b"}))
+    out = env.port.patch(WIDGET, env.ns, "w", {"metadata": {"labels": {"a": "b"}}})
+    assert rv(out) == rv(created)
+
+
+# --- finalizers and deletion ----------------------------------------------------------------
+
+
+def test_finalizer_holds_deletion_and_removing_it_deletes(env: Env) -> None:
+    env.port.create(WIDGET, widget(env, finalizers=[HOLD]))
+    env.port.delete(WIDGET, env.ns, "w")
+    held = env.port.get(WIDGET, env.ns, "w")
+    assert held is not None
+    assert held["metadata"]["deletionTimestamp"]
+    assert held["metadata"]["finalizers"] == [HOLD]
+    # deleting again changes nothing
+    env.port.delete(WIDGET, env.ns, "w")
+    again = env.port.get(WIDGET, env.ns, "w")
+    assert again is not None
+    assert again["metadata"]["deletionTimestamp"] == held["metadata"]["deletionTimestamp"]
+    # no new finalizer on an object being deleted
+    with pytest.raises(Invalid):
+        env.port.patch(WIDGET, env.ns, "w", {"metadata": {"finalizers": [HOLD, "b.test/x"]}})
+    env.port.patch(WIDGET, env.ns, "w", {"metadata": {"finalizers": None}})
+    env.eventually("widget gone", lambda: env.gone(WIDGET, "w"))
+
+
+def test_delete_uid_precondition(env: Env) -> None:
+    first = env.port.create(WIDGET, widget(env))
+    env.port.delete(WIDGET, env.ns, "w")
+    env.eventually("widget gone", lambda: env.gone(WIDGET, "w"))
+    second = env.port.create(WIDGET, widget(env))
+    with pytest.raises(Conflict):
+        env.port.delete(WIDGET, env.ns, "w", uid=first["metadata"]["uid"])
+    assert env.port.get(WIDGET, env.ns, "w") is not None
+    env.port.delete(WIDGET, env.ns, "w", uid=second["metadata"]["uid"])
+    env.eventually("widget gone", lambda: env.gone(WIDGET, "w"))
+
+
+# --- owner references ------------------------------------------------------------------------
+
+
+def test_owner_gone_collects_dependent(env: Env) -> None:
+    owner = env.port.create(WIDGET, widget(env))
+    env.port.create(kinds.CONFIGMAP, configmap(env, "dep", ownerReferences=owned_by(owner)))
+    env.port.delete(WIDGET, env.ns, "w", propagation="Background")
+    env.eventually("dependent collected", lambda: env.gone(kinds.CONFIGMAP, "dep"))
+
+
+def test_orphan_keeps_dependent_and_drops_reference(env: Env) -> None:
+    owner = env.port.create(WIDGET, widget(env))
+    env.port.create(kinds.CONFIGMAP, configmap(env, "dep", ownerReferences=owned_by(owner)))
+    env.port.delete(WIDGET, env.ns, "w", propagation="Orphan")
+    env.eventually("owner gone", lambda: env.gone(WIDGET, "w"))
+
+    def orphaned() -> bool:
+        dep = env.port.get(kinds.CONFIGMAP, env.ns, "dep")
+        assert dep is not None, "an orphaned dependent must survive"
+        return not dep["metadata"].get("ownerReferences")
+
+    env.eventually("ownerReference removed", orphaned)
+
+
+def test_foreground_waits_for_blocking_dependent(env: Env) -> None:
+    owner = env.port.create(WIDGET, widget(env))
+    env.port.create(
+        kinds.CONFIGMAP,
+        configmap(env, "dep", ownerReferences=owned_by(owner, block=True), finalizers=[HOLD]),
+    )
+    env.port.delete(WIDGET, env.ns, "w", propagation="Foreground")
+
+    def dependent_deleting() -> bool:
+        dep = env.port.get(kinds.CONFIGMAP, env.ns, "dep")
+        return dep is not None and "deletionTimestamp" in dep["metadata"]
+
+    env.eventually("dependent marked for deletion", dependent_deleting)
+    held = env.port.get(WIDGET, env.ns, "w")
+    assert held is not None
+    assert "foregroundDeletion" in held["metadata"]["finalizers"]
+    env.port.patch(kinds.CONFIGMAP, env.ns, "dep", {"metadata": {"finalizers": None}})
+    env.eventually("dependent gone", lambda: env.gone(kinds.CONFIGMAP, "dep"))
+    env.eventually("owner gone", lambda: env.gone(WIDGET, "w"))
