@@ -28,13 +28,13 @@ go="${GO:-go}"
 command -v "$go" >/dev/null || go=/usr/local/go/bin/go
 mkdir -p "$bin"
 
-# stamp: the wrapper go.mod/go.sum contents plus the Go version. A binary is reused
-# when its stamp matches; anything else rebuilds it.
-stamp_of() { cat "$here/$1/go.mod" "$here/$1/go.sum"; "$go" env GOVERSION; }
+# stamp: the wrapper go.mod/go.sum contents, the Go version, the package and the
+# ldflags. A binary is reused when its stamp matches; anything else rebuilds it.
+stamp_of() { cat "$here/$1/go.mod" "$here/$1/go.sum"; "$go" env GOVERSION; echo "$2 $3"; }
 
 build_one() { # <wrapper-dir> <package> <name> [extra ldflags]
   local dir="$1" pkg="$2" name="$3" extra="${4:-}" want have=""
-  want="$(stamp_of "$dir" | sha256sum | cut -d' ' -f1)"
+  want="$(stamp_of "$dir" "$pkg" "-s -w $extra" | sha256sum | cut -d' ' -f1)"
   [[ -f "$bin/.$name.stamp" ]] && have="$(cat "$bin/.$name.stamp")"
   if [[ $force -eq 0 && -x "$bin/$name" && "$have" == "$want" ]]; then
     echo "reuse  $name ($bin/$name)"
