@@ -356,3 +356,61 @@ def test_foreground_waits_for_blocking_dependent(env: Env) -> None:
     env.port.patch(kinds.CONFIGMAP, env.ns, "dep", {"metadata": {"finalizers": None}})
     env.eventually("dependent gone", lambda: env.gone(kinds.CONFIGMAP, "dep"))
     env.eventually("owner gone", lambda: env.gone(WIDGET, "w"))
+
+
+# --- finer points the simulation relies on ---------------------------------------------------
+
+
+def test_empty_finalizer_list_vanishes(env: Env) -> None:
+    env.port.create(WIDGET, widget(env, finalizers=[HOLD]))
+    out = env.port.patch(WIDGET, env.ns, "w", {"metadata": {"finalizers": []}})
+    assert "finalizers" not in out["metadata"]
+
+
+def test_deletion_start_bumps_generation(env: Env) -> None:
+    env.port.create(WIDGET, widget(env, finalizers=[HOLD]))
+    env.port.delete(WIDGET, env.ns, "w")
+    held = env.port.get(WIDGET, env.ns, "w")
+    assert held is not None and held["metadata"]["generation"] == 2
+    env.port.patch(WIDGET, env.ns, "w", {"metadata": {"finalizers": None}})
+
+
+def test_no_status_subresource_on_plain_kinds(env: Env) -> None:
+    env.port.create(kinds.LEASE, {"metadata": {"name": "l", "namespace": env.ns}, "spec": {}})
+    with pytest.raises(NotFound):
+        env.port.patch(kinds.LEASE, env.ns, "l", {"status": {"x": 1}}, subresource="status")
+
+
+def test_uid_in_patch_is_immutable(env: Env) -> None:
+    """A merge patch cannot act on a different object's uid: the server rejects it."""
+    env.port.create(WIDGET, widget(env))
+    with pytest.raises(Invalid):
+        env.port.patch(WIDGET, env.ns, "w", {"metadata": {"uid": "0" * 8}, "spec": {"size": 5}})
+
+
+def test_label_value_too_long_is_invalid(env: Env) -> None:
+    with pytest.raises(Invalid):
+        env.port.create(WIDGET, widget(env, labels={"test.ptah.io/digest": "a" * 64}))
+
+
+def test_dependent_of_a_gone_owner_is_collected(env: Env) -> None:
+    owner = env.port.create(WIDGET, widget(env))
+    env.port.delete(WIDGET, env.ns, "w")
+    env.eventually("owner gone", lambda: env.gone(WIDGET, "w"))
+    env.port.create(kinds.CONFIGMAP, configmap(env, "late", ownerReferences=owned_by(owner)))
+    env.eventually("late dependent collected", lambda: env.gone(kinds.CONFIGMAP, "late"))
+
+
+def test_dependent_with_a_remaining_owner_loses_only_the_dangling_reference(env: Env) -> None:
+    a = env.port.create(WIDGET, widget(env, "a"))
+    b = env.port.create(WIDGET, widget(env, "b"))
+    refs = owned_by(a) + owned_by(b)
+    env.port.create(kinds.CONFIGMAP, configmap(env, "dep", ownerReferences=refs))
+    env.port.delete(WIDGET, env.ns, "a")
+
+    def only_b() -> bool:
+        dep = env.port.get(kinds.CONFIGMAP, env.ns, "dep")
+        assert dep is not None, "a dependent with a live owner must survive"
+        return [r["name"] for r in dep["metadata"]["ownerReferences"]] == ["b"]
+
+    env.eventually("dangling reference removed", only_b)

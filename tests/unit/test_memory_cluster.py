@@ -204,9 +204,9 @@ def test_current_resource_version_passes(c: MemoryCluster) -> None:
     assert rv(out) > rv(created)
 
 
-def test_uid_in_patch_is_a_precondition(c: MemoryCluster) -> None:
+def test_uid_in_patch_is_immutable(c: MemoryCluster) -> None:
     c.create(kinds.SCHEMA, schema())
-    with pytest.raises(Conflict):
+    with pytest.raises(Invalid):
         c.patch(kinds.SCHEMA, NS, "s", {"metadata": {"uid": "other"}, "spec": {"x": 1}})
 
 

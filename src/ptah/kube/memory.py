@@ -624,10 +624,8 @@ class MemoryCluster:
                 )
             uid = pmeta.get("uid")
             if uid is not None and uid != old_meta["uid"]:
-                raise Conflict(
-                    f"Precondition failed: UID in precondition: {uid}, "
-                    f"UID in object meta: {old_meta['uid']}"
-                )
+                # Not a precondition on a merge patch: the server rejects the change itself.
+                raise Invalid(f'metadata.uid: Invalid value: "{uid}": field is immutable')
             for ident in ("name", "namespace"):
                 v = pmeta.get(ident)
                 if v is not None and v != old_meta.get(ident, ""):
