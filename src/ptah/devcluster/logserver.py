@@ -56,12 +56,13 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         previous = query.get("previous", "false").lower() in ("1", "true")
         source = self.server.lookup(ns, pod, container, previous)
-        if source is None or not source.path.exists():
-            self._send(404, f"no log for {ns}/{pod}/{container}\n".encode())
+        if source is None:
+            self._send(404, f"no container {container} in pod {ns}/{pod}\n".encode())
             return
         follow = query.get("follow", "false").lower() in ("1", "true")
         limit = int(query["limitBytes"]) if "limitBytes" in query else None
-        data = source.path.read_bytes()
+        # a container that never started has an empty log, as with a kubelet
+        data = source.path.read_bytes() if source.path.exists() else b""
         if "tailLines" in query:
             data = _tail(data, int(query["tailLines"]))
         if limit is not None:
@@ -82,6 +83,8 @@ class _Handler(BaseHTTPRequestHandler):
         with contextlib.suppress(BrokenPipeError, ConnectionResetError, ssl.SSLError):
             self.wfile.write(first)
             self.wfile.flush()
+            if not source.path.exists():
+                return
             with open(source.path, "rb") as fh:
                 fh.seek(0, 2)
                 offset = fh.tell()

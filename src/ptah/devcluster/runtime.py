@@ -141,6 +141,10 @@ class ContainerRun:
         self.proc = None
 
     def fail_to_start(self, reason: str, message: str, no_restart: bool) -> None:
+        if self.ever_ran:
+            self.restart_count += 1
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path.write_bytes(b"")
         now = now_rfc3339()
         self.state = "terminated"
         self.exit_code = 128
@@ -250,19 +254,13 @@ class PodRun:
         return self.policy == "Always" or (self.policy == "OnFailure" and c.exit_code != 0)
 
     def _maybe_restart(self, c: ContainerRun, now: float) -> None:
-        if c.next_start == 0.0:
-            c.next_start = now + c.backoff
-            c.backoff = min(c.backoff * 2, 10.0)
-            return
-        if now < c.next_start:
-            return
+        """A container that just exited waits out its back-off (CrashLoopBackOff)."""
         c.last_terminated = c.terminated_state()
-        c.restart_count += 1
-        c.next_start = 0.0
-        with contextlib.suppress(OSError):
-            c.log_path.replace(c.previous_log_path)
         c.state = "waiting"
-        self._start(c, now)
+        c.waiting_reason = "CrashLoopBackOff"
+        c.waiting_message = f"back-off {c.backoff:.0f}s restarting failed container"
+        c.next_start = now + c.backoff
+        c.backoff = min(c.backoff * 2, 10.0)
 
     def _start(self, c: ContainerRun, now: float) -> None:
         assert self.volumes is not None
@@ -291,6 +289,10 @@ class PodRun:
             c.fail_to_start("StartError", str(err), no_restart=False)
             return
         c.log_dir.mkdir(parents=True, exist_ok=True)
+        if c.ever_ran:  # a restart: the previous run's log becomes --previous
+            c.restart_count += 1
+            with contextlib.suppress(OSError):
+                c.log_path.replace(c.previous_log_path)
         try:
             with open(c.log_path, "ab") as log:
                 proc = subprocess.Popen(
