@@ -26,6 +26,11 @@ class Model(BaseModel):
     def wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
+    def replacing(self) -> dict[str, Any]:
+        """The value for a merge patch that replaces this whole object: absent fields are
+        sent as null, so nothing from an earlier write survives in the merge."""
+        return self.model_dump(mode="json", by_alias=True)
+
 
 class SecretKeyRef(Model):
     name: Annotated[str, Field(min_length=1, max_length=253)]

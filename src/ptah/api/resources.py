@@ -152,7 +152,6 @@ class PlanSpec(Model):
     destructive: bool = False
     changes: bool = False
     computed_under: PlanFingerprints
-    operation_id: str
 
 
 class PtahPlan(Model):

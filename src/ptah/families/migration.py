@@ -184,7 +184,7 @@ class MigrationFamily:
     def reading_status(self, p: Pass, frame: ResultFrame) -> dict[str, Any]:
         reading = self._reading(frame).model_copy(update={"read_at": p.now_iso()})
         spec = MigrationSpec.model_validate(p.spec)
-        return {"history": reading.wire(), "pendingVersions": self._pending(spec, reading)}
+        return {"history": reading.replacing(), "pendingVersions": self._pending(spec, reading)}
 
     def settles(self, record: UncertainRecord, frame: ResultFrame) -> bool:
         reading = self._reading(frame)

@@ -73,9 +73,7 @@ def current_binding(p: Pass) -> ExecutionBinding | Refusal:
 
 
 def plan_digest(spec: PlanSpec) -> str:
-    body = spec.wire()
-    body.pop("operationId", None)
-    return digest(body, 40)
+    return digest(spec.wire(), 40)
 
 
 def read_plan(p: Pass, name: str, expected_digest: str) -> PlanSpec | Refusal:

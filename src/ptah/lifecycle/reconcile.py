@@ -349,7 +349,7 @@ def _lost(
     extra = {
         "lastMutation": LastMutation(
             operation_id=op.operation_id, plan_digest=op.plan_digest, outcome="Uncertain", at=p.now_iso()
-        ).wire(),
+        ).replacing(),
         "currentPlan": None,
         "nextAttempt": _next_attempt(p),
         **observation(
@@ -397,7 +397,7 @@ def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result
     extra: dict[str, Any] = {
         "lastMutation": LastMutation(
             operation_id=op.operation_id, plan_digest=op.plan_digest, outcome=outcome, at=p.now_iso()
-        ).wire(),
+        ).replacing(),
         "nextAttempt": _next_attempt(p),
     }
     if frame.outcome == "succeeded":
@@ -451,7 +451,6 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
             database=frame.database.digest,
             generation=op.generation,
         ),
-        operation_id=op.operation_id,
     )
     digest_ = plan_digest(spec)
     plan_name = names.plan_name(p.name, digest_)
@@ -464,7 +463,10 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
                 "name": plan_name,
                 "namespace": p.namespace,
                 "labels": {"ptah.io/owner-uid": p.uid, "app.kubernetes.io/managed-by": "ptah"},
-                "annotations": {"ptah.io/plan-digest": digest_},
+                "annotations": {
+                    "ptah.io/plan-digest": digest_,
+                    "ptah.io/computed-by": op.operation_id,
+                },
                 "ownerReferences": [writes.owner_ref(p)],
             },
             "spec": spec.wire(),
@@ -482,12 +484,12 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
         expected_after=draft.expected_after,
     )
     extra: dict[str, Any] = {
-        "currentPlan": summary.wire(),
+        "currentPlan": summary.replacing(),
         "targetIdentity": TargetIdentityStatus(
             digest=frame.database.digest,
             engine=frame.database.engine,
             summary=_identity_summary(frame),
-        ).wire(),
+        ).replacing(),
         "lastReadingAt": p.now_iso(),
         "nextAttempt": _next_attempt(p),
         **p.family.reading_status(p, frame),

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from pydantic.alias_generators import to_camel
+
 from ptah.api.common import (
     ActiveOperation,
     AdmissionSnapshot,
@@ -70,10 +72,15 @@ def _status(p: Pass, name: str, fields: dict[str, Any]) -> None:
     )
 
 
+def _record_key(p: Pass) -> str:
+    """The uncertainty record's wire name: pendingObservation or unresolvedRun."""
+    return to_camel(p.family.record_field)
+
+
 def _claim_fields(op: ActiveOperation) -> dict[str, Any]:
     # A merge patch replaces nothing it does not name; the whole claim is sent each time
     # so a field the claim no longer carries cannot survive from an earlier write.
-    return {"activeOperation": op.wire()}
+    return {"activeOperation": op.replacing()}
 
 
 def add_finalizer(p: Pass) -> None:
@@ -244,11 +251,11 @@ def write_outcome(
     on either side leaves a live claim or a retained record, never both or neither."""
     fields: dict[str, Any] = {"activeOperation": None, **extra}
     if record is not None:
-        fields[p.family.record_field] = record.wire()
+        fields[_record_key(p)] = record.replacing()
     elif settle:
-        fields[p.family.record_field] = None
+        fields[_record_key(p)] = None
     if release is not None:
-        fields["pendingLockRelease"] = release.wire()
+        fields["pendingLockRelease"] = release.replacing()
     _status(p, "write_outcome", fields)
 
 
@@ -267,7 +274,7 @@ def clear_lock_release(p: Pass) -> None:
 
 
 def write_execution_binding(p: Pass, binding: ExecutionBinding) -> None:
-    _status(p, "write_execution_binding", {"executionBinding": binding.wire()})
+    _status(p, "write_execution_binding", {"executionBinding": binding.replacing()})
 
 
 def write_observation(p: Pass, fields: dict[str, Any]) -> None:
@@ -281,7 +288,7 @@ def abandon_proof(p: Pass, record: UncertainRecord) -> None:
     _status(
         p,
         "abandon_proof",
-        {p.family.record_field: None, "abandonedProofs": abandoned},
+        {_record_key(p): None, "abandonedProofs": abandoned},
     )
 
 

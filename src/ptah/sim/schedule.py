@@ -1,0 +1,106 @@
+"""One seeded fault schedule: a fault phase, then quiet until everything is at rest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ptah.kube import errors
+from ptah.kube.memory import PROCEED, ApplyThenFail, FailBefore, FaultDecision, WriteRequest
+from ptah.lifecycle.writes import DURABLE_WRITES
+from ptah.sim.invariants import Invariants
+from ptah.sim.world import World
+
+FAULT_STEPS = 120
+QUIET_STEPS = 500
+
+
+@dataclass(frozen=True)
+class ScheduleResult:
+    seed: int
+    crashes: list[str]
+    violations: list[str]
+    steps: int
+
+
+def crash_point(seed: int) -> tuple[str, str, int]:
+    """Each schedule aims one stop at one durable write, round-robin, so N schedules
+    cover every write both before and after it."""
+    write = DURABLE_WRITES[seed % len(DURABLE_WRITES)]
+    when = "after" if (seed // len(DURABLE_WRITES)) % 2 == 0 else "before"
+    return write, when, 1 + (seed // (2 * len(DURABLE_WRITES))) % 3
+
+
+def run_schedule(seed: int) -> ScheduleResult:
+    world = World.build(seed)
+    inv = Invariants(world)
+    rng = world.rng
+    api_faults = {"on": True}
+
+    def faults(req: WriteRequest) -> FaultDecision:
+        if not api_faults["on"] or rng.random() >= 0.04:
+            return PROCEED
+        roll = rng.random()
+        if roll < 0.4:
+            return ApplyThenFail()
+        if roll < 0.7:
+            return FailBefore(errors.Unavailable("injected", uncertain=True))
+        return FailBefore(errors.Conflict("injected conflict"))
+
+    world.cluster.faults = inv.write_hook(faults)
+    world.crash = crash_point(seed)
+    steps = 0
+    for i in range(FAULT_STEPS):
+        _step(world, quiet=False)
+        inv.after_step(check_secrets=i % 20 == 0)
+        steps += 1
+        if world.crash is None and rng.random() < 0.02:
+            world.crash = crash_point(rng.randrange(10**6))
+    world.crash = None
+    api_faults["on"] = False
+    world.kubelet.faults_on = False
+    for i in range(QUIET_STEPS):
+        _step(world, quiet=True)
+        inv.after_step(check_secrets=i % 50 == 0)
+        steps += 1
+    _drain(world, inv)
+    inv.after_step(check_secrets=True)
+    inv.at_rest()
+    return ScheduleResult(seed, world.crashes, inv.violations, steps)
+
+
+def _busy(world: World) -> bool:
+    if world.kubelet.runs:
+        return True
+    for res in world.resources:
+        obj = world.cluster.system.get(res.family.kind, "default", res.name)
+        status = (obj or {}).get("status") or {}
+        if status.get("activeOperation") or status.get("pendingLockRelease"):
+            return True
+    return False
+
+
+def _drain(world: World, inv: Invariants, rounds: int = 300) -> None:
+    """Let every started operation finish: round-robin passes, the kubelet, a poll's
+    worth of time; people only approve and abandon proofs."""
+    for _ in range(rounds):
+        before = world.cluster.requests.effective_writes
+        for res in world.resources:
+            world.reconcile_one(res)
+            inv.after_step(check_secrets=False)
+        world.kubelet.step()
+        world.clock.advance(5)
+        inv.after_step(check_secrets=False)
+        if not _busy(world) and world.cluster.requests.effective_writes == before:
+            return
+
+
+def _step(world: World, quiet: bool) -> None:
+    roll = world.rng.random()
+    if roll < 0.55:
+        world.reconcile_one()
+    elif roll < 0.8:
+        world.kubelet.step()
+    elif roll < 0.9:
+        world.clock.advance(world.rng.choice([1, 5, 30, 130 if not quiet else 60]))
+    else:
+        world.person_acts(quiet)
