@@ -174,3 +174,19 @@ def test_missing_sum_file_is_refused(db_url: str, tmp_path: Path) -> None:
     r = run(db_url, "migrate", d)
     assert (r.frame.outcome, r.frame.reason) == ("refused", "SumFileMissing")
     assert not history_table_exists(db_url)
+
+
+def test_transaction_control_in_a_file_is_refused_before_anything_runs(
+    db_url: str, tmp_path: Path
+) -> None:
+    d = write_dir(
+        tmp_path / "t",
+        {
+            "1_a.sql": "CREATE TABLE a (id INTEGER);",
+            "2_b.sql": "BEGIN;\nCREATE TABLE b (id INTEGER);\nCOMMIT;",
+        },
+    )
+    r = run(db_url, "migrate", d)
+    assert (r.frame.outcome, r.frame.reason) == ("refused", "InvalidMigration")
+    assert "2_b.sql line 1" in r.data["message"]
+    assert not history_table_exists(db_url)

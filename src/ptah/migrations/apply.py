@@ -25,6 +25,7 @@ two runners interleave file by file and still apply each file exactly once.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -38,6 +39,14 @@ from ptah.migrations.splitter import SplitError, Statement, split_statements
 from ptah.runner.frame import DatabaseIdentity, Outcome
 
 Progress = Callable[[str], None]
+# BEGIN/COMMIT/ROLLBACK/END/START TRANSACTION as whole statements (BEGIN ATOMIC bodies
+# and "BEGIN NOT ATOMIC" compound statements are not transaction control).
+_TX_CONTROL = re.compile(
+    r"^\s*(BEGIN(\s+(WORK|TRANSACTION|ISOLATION|READ|DEFERRED|IMMEDIATE|EXCLUSIVE)\b.*)?"
+    r"|COMMIT\b.*|ROLLBACK\b.*|END(\s+(WORK|TRANSACTION))?|START\s+TRANSACTION\b.*"
+    r"|SAVEPOINT\b.*|RELEASE\b.*)\s*$",
+    re.IGNORECASE | re.DOTALL,
+)
 MAX_ERROR = 4000
 
 
@@ -102,7 +111,23 @@ def split_directory(directory: Directory, dialect: Any) -> dict[Version, list[St
             out[f.version] = split_statements(f.text, dialect)
         except SplitError as exc:
             raise _Refused("InvalidMigration", f"{f.name}: {exc}") from None
+        # A -- ptah:no-transaction file on PostgreSQL/SQLite runs in autocommit and may
+        # manage its own transactions; everywhere else the runner owns them.
+        if f.transactional or dialect == "mysql":
+            _refuse_tx_control(f, out[f.version])
     return out
+
+
+def _refuse_tx_control(f: MigrationFile, stmts: list[Statement]) -> None:
+    for stmt in stmts:
+        if _TX_CONTROL.match(stmt.text):
+            raise _Refused(
+                "InvalidMigration",
+                f"{f.name} line {stmt.line}: transaction control ({stmt.text[:20]!r}) "
+                "would end the runner's own transaction and split the file from its "
+                "history row; remove it (each file already runs in one transaction "
+                "where the engine allows)",
+            )
 
 
 def _refusal(reading: Reading, baseline: Version | None, empty: Callable[[], bool]) -> None:
