@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import pytest
 
 from ptah.kube import kinds
-from ptah.kube.errors import AlreadyExists, Conflict, Invalid, NotFound
+from ptah.kube.errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound
 from ptah.kube.kinds import Kind
 from ptah.kube.memory import MemoryCluster
 from ptah.kube.port import Cluster, Obj
@@ -414,3 +414,54 @@ def test_dependent_with_a_remaining_owner_loses_only_the_dangling_reference(env:
         return [r["name"] for r in dep["metadata"]["ownerReferences"]] == ["b"]
 
     env.eventually("dangling reference removed", only_b)
+
+
+# --- pod logs ------------------------------------------------------------------------------
+
+
+def test_read_log(env: Env) -> None:
+    with pytest.raises(NotFound):
+        env.port.read_log(env.ns, "absent", "main")
+    pod = {
+        "metadata": {"name": "talker", "namespace": env.ns},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {"name": "main", "image": "busybox", "command": ["sh", "-c", "echo hello"]}
+            ],
+        },
+    }
+    env.port.create(kinds.POD, pod)
+    if isinstance(env.port, MemoryCluster):  # the simulation's kubelet writes the log
+        env.port.set_log(env.ns, "talker", "main", "hello\n")
+
+    def log() -> str:
+        try:
+            return env.port.read_log(env.ns, "talker", "main")
+        except NotFound:
+            return ""
+
+    assert env.eventually("the pod's log", log) == "hello\n"
+    with pytest.raises(NotFound):
+        env.port.read_log(env.ns, "talker", "no-such-container")
+    env.port.delete(kinds.POD, env.ns, "talker")
+    env.eventually("pod gone", lambda: env.gone(kinds.POD, "talker"))
+    with pytest.raises(NotFound):
+        env.port.read_log(env.ns, "talker", "main")
+
+
+# --- caller mistakes read the same on both ports -----------------------------------------------
+
+
+def test_caller_mistakes(env: Env) -> None:
+    with pytest.raises(Invalid):
+        env.port.create(WIDGET, widget(env, resourceVersion="5"))
+    env.port.create(WIDGET, widget(env))
+    with pytest.raises(ApiError) as info:
+        env.port.patch(WIDGET, env.ns, "w", {"metadata": {"name": "other"}})
+    assert info.value.status == 400
+    with pytest.raises(Invalid):
+        env.port.patch(WIDGET, env.ns, "w", {"kind": "Gadget"})
+    out = env.port.patch(WIDGET, env.ns, "w", {"metadata": {"generation": 9}})
+    assert out["metadata"]["generation"] == 1
+    assert "managedFields" not in out["metadata"]

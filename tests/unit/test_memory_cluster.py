@@ -698,3 +698,15 @@ def test_system_client_skips_faults_and_counters(c: MemoryCluster) -> None:
     got = c.system.get(kinds.POD, NS, "p")
     assert got is not None and got["status"]["phase"] == "Succeeded"
     assert c.requests.total == 0
+
+
+def test_patch_cannot_change_kind_or_drop_metadata(c: MemoryCluster) -> None:
+    c.create(kinds.SCHEMA, schema())
+    with pytest.raises(Invalid):
+        c.patch(kinds.SCHEMA, NS, "s", {"kind": "PtahMigration"})
+    with pytest.raises(ApiError) as info:
+        c.patch(kinds.SCHEMA, NS, "s", {"metadata": None})
+    assert info.value.status == 400
+    with pytest.raises(ApiError) as info:
+        c.patch(kinds.SCHEMA, NS, "s", {"metadata": {"name": "other"}})
+    assert info.value.status == 400

@@ -612,9 +612,14 @@ class MemoryCluster:
         if type(patch) is not dict:
             raise _bad_request("a merge patch must be a JSON object")
         old_meta: dict[str, Any] = old["metadata"]
-        pmeta = patch.get("metadata")
-        if pmeta is not None and type(pmeta) is not dict:
+        pmeta = patch.get("metadata", {})
+        if type(pmeta) is not dict:
             raise _bad_request("metadata must be an object")
+        if subresource is None:
+            for type_field in ("apiVersion", "kind"):
+                v = patch.get(type_field)
+                if v is not None and v != old[type_field]:
+                    raise Invalid(f'{type_field}: Invalid value: "{v}": must be {old[type_field]}')
         if pmeta:
             rv = pmeta.get("resourceVersion")
             if rv is not None and rv != old_meta["resourceVersion"]:

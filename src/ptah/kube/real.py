@@ -30,7 +30,7 @@ import httpx
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 
 from ptah.kube.clock import Clock, WallClock
-from ptah.kube.errors import ApiError, Invalid, Unavailable, from_status
+from ptah.kube.errors import ApiError, Invalid, NotFound, Unavailable, from_status
 from ptah.kube.kinds import Kind
 from ptah.kube.port import Obj, Subresource
 
@@ -245,14 +245,25 @@ class RealCluster:
             params["continue"] = cont
 
     def read_log(self, namespace: str, pod: str, container: str) -> str:
+        """The container's log. NotFound when the Pod is gone, and also when the server
+        answers 400 (no such container, or it has not started yet): there is no log."""
         path = f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(pod, safe='')}/log"
-        return self._send("GET", path, params={"container": container}).text
+        try:
+            return self._send("GET", path, params={"container": container}).text
+        except ApiError as err:
+            if err.status == 400:
+                raise NotFound(str(err)) from err
+            raise
 
     # -- writes --
 
     def create(self, kind: Kind, obj: Obj) -> Obj:
         body = {"apiVersion": kind.api_version, "kind": kind.kind, **obj}
         meta = body.get("metadata") or {}
+        if meta.get("resourceVersion"):
+            # The server answers 500 (which reads as an uncertain Unavailable); it is a
+            # caller bug, so say so plainly, the same way MemoryCluster does.
+            raise Invalid("metadata.resourceVersion: must be empty on create")
         namespace = str(meta.get("namespace") or "")
         if kind.namespaced and not namespace:
             raise Invalid(f"{kind.kind} is namespaced: metadata.namespace is required")
@@ -304,9 +315,14 @@ class RealCluster:
 
     @staticmethod
     def _typed(kind: Kind, obj: Obj) -> Obj:
-        """List items arrive without apiVersion/kind; put them back so both ports agree."""
+        """Make what the server returned look like what MemoryCluster returns: list items
+        arrive without apiVersion/kind (put back), and ``managedFields`` (server-side apply
+        bookkeeping Ptah never reads or writes) is dropped."""
         obj.setdefault("apiVersion", kind.api_version)
         obj.setdefault("kind", kind.kind)
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            meta.pop("managedFields", None)
         return obj
 
     def _send(
