@@ -465,3 +465,36 @@ def test_caller_mistakes(env: Env) -> None:
     out = env.port.patch(WIDGET, env.ns, "w", {"metadata": {"generation": 9}})
     assert out["metadata"]["generation"] == 1
     assert "managedFields" not in out["metadata"]
+
+
+def test_events_and_leases_round_trip(env: Env) -> None:
+    event = env.port.create(
+        kinds.EVENT,
+        {
+            "metadata": {"generateName": "w.", "namespace": env.ns},
+            "involvedObject": {
+                "apiVersion": WIDGET.api_version,
+                "kind": WIDGET.kind,
+                "name": "w",
+                "namespace": env.ns,
+            },
+            "reason": "Claimed",
+            "message": "operation claimed",
+            "type": "Normal",
+            "source": {"component": "ptah"},
+        },
+    )
+    assert event["metadata"]["name"].startswith("w.")
+    assert [e["reason"] for e in env.port.list(kinds.EVENT, env.ns)] == ["Claimed"]
+    spec = {
+        "holderIdentity": "ptah-0",
+        "leaseDurationSeconds": 30,
+        "acquireTime": "2026-11-30T00:00:00.000000Z",
+        "renewTime": "2026-11-30T00:00:05.000000Z",
+        "leaseTransitions": 1,
+    }
+    lease = env.port.create(
+        kinds.LEASE, {"metadata": {"name": "t", "namespace": env.ns}, "spec": spec}
+    )
+    assert lease["spec"] == spec
+    assert "generation" not in lease["metadata"]
