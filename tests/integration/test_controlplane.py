@@ -13,6 +13,7 @@ import pytest
 from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
 from lightkube.resources.core_v1 import ConfigMap
 
+from ptah.devcluster import images, podspec
 from ptah.devcluster.apiclient import ApiClient, ApiError
 
 if TYPE_CHECKING:  # conftest is not importable as a package module at run time
@@ -408,3 +409,143 @@ def test_unmappable_image_without_command_fails_with_reason(
     terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
     assert terminated["reason"] == "ImageNotMappable"
     assert terminated["exitCode"] == 128
+
+
+def _run_pod(cluster: Cluster, namespace: str, name: str, spec: JSON, timeout: float = 60) -> JSON:
+    """Create a Pod and wait for a terminal phase; returns the Pod."""
+    api = cluster.api()
+    api.post(f"/api/v1/namespaces/{namespace}/pods", {"metadata": {"name": name}, "spec": spec})
+    path = f"/api/v1/namespaces/{namespace}/pods/{name}"
+    pod: JSON = cluster.wait_for(
+        f"pod {name} to finish",
+        lambda: (p := api.get(path))["status"].get("phase") in ("Succeeded", "Failed") and p,
+        timeout=timeout,
+    )
+    return pod
+
+
+def test_runner_image_without_command_runs_installed_ptah_runner(
+    cluster: Cluster, namespace: str
+) -> None:
+    pod = _run_pod(
+        cluster,
+        namespace,
+        "runner",
+        {
+            "restartPolicy": "Never",
+            "containers": [{"name": "runner", "image": "ptah/ptah:dev", "args": ["--help"]}],
+        },
+    )
+    assert pod["status"]["phase"] == "Succeeded"
+    logs = cluster.kubectl("logs", "runner", namespace=namespace).stdout
+    assert logs.startswith("usage: ptah-runner")
+
+
+def test_init_containers_run_first_and_share_empty_dir(cluster: Cluster, namespace: str) -> None:
+    mount = [{"name": "work", "mountPath": "/work"}]
+    pod = _run_pod(
+        cluster,
+        namespace,
+        "inits",
+        {
+            "restartPolicy": "Never",
+            "volumes": [{"name": "work", "emptyDir": {}}],
+            "initContainers": [
+                {
+                    "name": "first",
+                    "image": "busybox",
+                    "command": ["sh", "-c", "echo one > /work/order"],
+                    "volumeMounts": mount,
+                },
+                {
+                    "name": "second",
+                    "image": "busybox",
+                    "command": ["sh", "-c", "echo two >> /work/order"],
+                    "volumeMounts": mount,
+                },
+            ],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "command": ["cat", "/work/order"],
+                    "volumeMounts": mount,
+                }
+            ],
+        },
+    )
+    assert pod["status"]["phase"] == "Succeeded"
+    assert [
+        c["state"]["terminated"]["exitCode"] for c in pod["status"]["initContainerStatuses"]
+    ] == [0, 0]
+    assert cluster.kubectl("logs", "inits", namespace=namespace).stdout == "one\ntwo\n"
+
+
+def test_active_deadline_seconds_kills_the_pod(cluster: Cluster, namespace: str) -> None:
+    t0 = time.monotonic()
+    pod = _run_pod(
+        cluster,
+        namespace,
+        "deadline",
+        {
+            "restartPolicy": "Never",
+            "activeDeadlineSeconds": 1,
+            "containers": [{"name": "main", "image": "busybox", "command": ["sleep", "300"]}],
+        },
+    )
+    assert time.monotonic() - t0 < 30
+    assert pod["status"]["phase"] == "Failed"
+    assert pod["status"]["reason"] == "DeadlineExceeded"
+    assert pod["status"]["containerStatuses"][0]["state"]["terminated"]["signal"] == 9
+    assert _pod_processes(pod["metadata"]["uid"]) == []
+
+
+# -- the mapping rules, without a cluster -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("image", "runner"),
+    [
+        ("ptah/ptah:dev", True),
+        ("ptah", True),
+        ("ghcr.io/acme/ptah@sha256:" + "0" * 64, True),
+        ("localhost:5000/ptah:1.0", True),
+        ("busybox", False),
+        ("ptah/other:dev", False),
+        ("registry:5000/ptahx", False),
+    ],
+)
+def test_runner_image_rule(image: str, runner: bool) -> None:
+    assert images.is_runner_image(image) is runner
+
+
+def test_configured_runner_repositories(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PTAH_RUNNER_IMAGES", "acme/migrator:1, other")
+    repos = images.configured_runner_repositories(["x/y:2"])
+    assert images.is_runner_image("acme/migrator:7", repos)
+    assert images.is_runner_image("other", repos)
+    assert images.is_runner_image("x/y", repos)
+    assert not images.is_runner_image("acme/other", repos)
+
+
+def test_entrypoint_rules(tmp_path: Path) -> None:
+    assert images.entrypoint("busybox", ["sh", "-c"], ["echo"], (), tmp_path) == [
+        "sh",
+        "-c",
+        "echo",
+    ]
+    assert images.entrypoint("ptah/ptah:dev", [], ["plan"], (), tmp_path) == [
+        str(tmp_path / "ptah-runner"),
+        "plan",
+    ]
+    with pytest.raises(images.ImageNotMappableError):
+        images.entrypoint("nginx", [], ["x"], (), tmp_path)
+
+
+def test_path_rewriting_and_expansion() -> None:
+    mounts = {"/etc/app": Path("/s/root/c/etc/app"), "/etc/app/sub": Path("/s/sub")}
+    text = "--config=/etc/app/x.yaml /etc/apps /etc/app /etc/app/sub/y a:/etc/app"
+    assert podspec.rewrite_paths(text, mounts) == (
+        "--config=/s/root/c/etc/app/x.yaml /etc/apps /s/root/c/etc/app /s/sub/y a:/s/root/c/etc/app"
+    )
+    assert podspec.expand("$(A)-$$(A)-$(B)", {"A": "1"}) == "1-$(A)-$(B)"

@@ -238,6 +238,9 @@ class Agent:
                     listing = self.watch_api.get("/api/v1/pods")
                     for pod in listing.get("items", []):
                         self.events.put(("pod", pod))
+                    # Pods deleted while no watch ran get no DELETED event: resync.
+                    uids = [str(p["metadata"]["uid"]) for p in listing.get("items", [])]
+                    self.events.put(("resync", {"uids": uids}))
                     rv = str(listing["metadata"]["resourceVersion"])
                 for event in self.watch_api.watch("/api/v1/pods", rv, timeout_seconds=240):
                     kind = event.get("type")
@@ -437,6 +440,11 @@ class Agent:
                         self.handle_pod(obj)
                     elif kind == "deleted":
                         self.forget(str(obj["metadata"]["uid"]), obj)
+                    elif kind == "resync":
+                        live = set(obj["uids"])
+                        for uid, run in list(self.runs.items()):
+                            if uid not in live:
+                                self.forget(uid, run.pod)
                     if kind == "tick" or self.events.empty():
                         for run in list(self.runs.values()):
                             self.sync(run)

@@ -187,9 +187,18 @@ def _agent_argv(cfg: ClusterConfig) -> list[str]:
     return [sys.executable, "-m", "ptah.devcluster.agent", f"--state-dir={cfg.state_dir}"]
 
 
-def _wait(what: str, probe: Callable[[], bool], deadline: float, log: Path | None) -> None:
+def _wait(
+    what: str,
+    probe: Callable[[], bool],
+    deadline: float,
+    log: Path | None,
+    proc: Proc | None = None,
+) -> None:
     last: Exception | None = None
     while time.monotonic() < deadline:
+        if proc is not None and not proc.alive():
+            last = RuntimeError(f"{proc.name} exited")
+            break
         try:
             if probe():
                 return
@@ -199,7 +208,7 @@ def _wait(what: str, probe: Callable[[], bool], deadline: float, log: Path | Non
     tail = ""
     if log is not None and log.exists():
         tail = "\n".join(log.read_text(errors="replace").splitlines()[-30:])
-    raise NotReadyError(f"{what} not ready in time (last error: {last}); log tail:\n{tail}")
+    raise NotReadyError(f"{what} not ready (last error: {last}); {log} ends:\n{tail}")
 
 
 def up(
@@ -208,10 +217,28 @@ def up(
     runner_images: list[str] | None = None,
     binaries: paths.Binaries | None = None,
 ) -> ClusterInfo:
-    """Start (or reuse) the dev cluster in ``state_dir`` and wait until it is ready."""
-    t0 = time.monotonic()
+    """Start (or reuse) the dev cluster in ``state_dir`` and wait until it is ready.
+
+    Ports are picked free but only bound later by the components; if another process
+    took one in between, a fresh cluster is stopped and started once more on new ports.
+    """
     state_dir = (state_dir or paths.default_state_dir()).resolve()
     b = binaries or paths.Binaries.locate()
+    fresh = not any(p.alive() for p in procs(state_dir).values())
+    try:
+        return _up(state_dir, timeout, runner_images, b)
+    except NotReadyError as err:
+        if not (fresh and "address already in use" in str(err).lower()):
+            raise
+        down(state_dir)
+        (state_dir / "cluster.json").unlink(missing_ok=True)
+        return _up(state_dir, timeout, runner_images, b)
+
+
+def _up(
+    state_dir: Path, timeout: float, runner_images: list[str] | None, b: paths.Binaries
+) -> ClusterInfo:
+    t0 = time.monotonic()
     deadline = t0 + timeout
     logs = state_dir / "logs"
     with _locked(state_dir):
@@ -243,6 +270,7 @@ def up(
                 lambda: httpx.get(etcd_url, timeout=2).json().get("health") == "true",
                 deadline,
                 logs / "etcd.log",
+                ps["etcd"],
             )
             ensure("kube-apiserver", _apiserver_argv(b, cfg))
             _wait(
@@ -250,6 +278,7 @@ def up(
                 lambda: admin.get(f"{cfg.server}/readyz").status_code == 200,
                 deadline,
                 logs / "kube-apiserver.log",
+                ps["kube-apiserver"],
             )
             ensure("kube-controller-manager", _controller_manager_argv(b, cfg))
             env = dict(os.environ)
@@ -263,12 +292,14 @@ def up(
                 lambda: httpx.get(kcm, verify=False, timeout=2).status_code == 200,
                 deadline,
                 logs / "kube-controller-manager.log",
+                ps["kube-controller-manager"],
             )
             _wait(
                 "node-agent (Node Ready)",
                 lambda: _node_ready(admin, cfg),
                 deadline,
                 logs / "node-agent.log",
+                ps["node-agent"],
             )
             _wait(
                 "service accounts (token controller)",

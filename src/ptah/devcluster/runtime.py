@@ -198,6 +198,8 @@ class PodRun:
         self.policy = str(spec.get("restartPolicy") or "Always")
         self.volumes: dict[str, Path] | None = None
         self.start_time = now_rfc3339()
+        self.started_mono = time.monotonic()
+        self.deadline_exceeded = False
         self.terminating = False
         self.kill_deadline: float | None = None
         self.frozen_phase: str | None = None
@@ -217,6 +219,11 @@ class PodRun:
         if self.terminating or self.frozen_phase is not None:
             return
         now = time.monotonic()
+        deadline = self.pod["spec"].get("activeDeadlineSeconds")
+        if deadline is not None and now - self.started_mono > float(deadline):
+            self.deadline_exceeded = True
+            self.kill_now()
+            return
         if self.volumes is None:
             if now < self.next_volume_try:
                 return
@@ -369,7 +376,7 @@ class PodRun:
         return phase
 
     def _phase(self) -> str:
-        if self.init_failed:
+        if self.init_failed or self.deadline_exceeded:
             return "Failed"
         if self.terminating and self.all_stopped():
             codes = [c.exit_code for c in self.app if c.ever_ran]
@@ -421,4 +428,7 @@ class PodRun:
         }
         if self.init:
             status["initContainerStatuses"] = [c.status() for c in self.init]
+        if self.deadline_exceeded:
+            status["reason"] = "DeadlineExceeded"
+            status["message"] = "Pod was active on the node longer than activeDeadlineSeconds"
         return status
