@@ -53,6 +53,7 @@ def _assert_partial_then_refused(url: str, d: Path) -> None:
     assert (again.frame.outcome, again.frame.reason) == ("refused", "Dirty")
     assert again.data["applied"] == [] and again.data["statementsExecuted"] == 0
     assert "statement 2 of 3" in again.data["message"]
+    assert again.data["partial"]["statement"] == 2
 
 
 def _resolve(url: str, version: str, how: str) -> None:

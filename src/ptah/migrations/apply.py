@@ -408,6 +408,8 @@ def migrate(
         result = run.result
         result.outcome, result.reason, result.message = "refused", exc.reason, str(exc)
         result.details = exc.details
+        if exc.reason == "Dirty" and result.reading is not None and result.reading.dirty:
+            result.partial = result.reading.dirty[0]  # where the earlier run stopped
         return result
     if result.outcome == "succeeded":
         try:
