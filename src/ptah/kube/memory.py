@@ -18,7 +18,7 @@ Deliberate simplifications, each chosen to keep runs deterministic:
 - Validation covers what a Ptah bug could trip on (names, label values,
   metadata shapes, finalizers on a deleting object), not every field schema.
 - Setting ``metadata.resourceVersion`` on create is rejected as Invalid (the
-  real server answers 500); it is always a caller bug.
+  real server answers 500; RealCluster refuses it before sending, the same way).
 
 Objects go in and come out as deep copies; the store itself is never handed
 out, and stored objects are never mutated in place (each write builds a new
