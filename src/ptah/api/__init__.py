@@ -1,1 +1,1 @@
-"""Resource models (pydantic) for the ptah.io/v1alpha1 API and the CRD manifests generated from them."""
+"""Resource models (pydantic) for ptah.io/v1alpha1, and the CRDs generated from them."""

@@ -167,6 +167,14 @@ class LockRelease(Model):
     epoch: int | None = None
     job_name: str | None = None
     job_uid: str | None = None
+    executor_stopped: bool = Field(
+        default=False, description="The account saw the runner terminate: release at once."
+    )
+    hold_until: str | None = Field(
+        default=None,
+        description="While the executor may still write, the Lease is renewed until then "
+        "(dispatch plus the Job's active deadline), and afterwards left to expire.",
+    )
     staged_at: str
 
 
@@ -233,3 +241,5 @@ class LifecycleStatus(Model):
     current_plan: PlanSummary | None = None
     applied_plan_digest: str | None = None
     abandoned_proofs: list[str] = Field(default_factory=list)
+    reading_failures: int | None = None
+    next_reading_after: str | None = None

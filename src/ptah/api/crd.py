@@ -98,8 +98,10 @@ def _structural(node: Any, defs: dict[str, Schema], titles: dict[str, type[BaseM
         out[key] = _structural(value, defs, titles)
     if "enum" in out and "type" not in out:
         out["type"] = "string"
-    if out.get("type") == "object" and "properties" not in out and (
-        "additionalProperties" not in out
+    if (
+        out.get("type") == "object"
+        and "properties" not in out
+        and ("additionalProperties" not in out)
     ):
         out["x-kubernetes-preserve-unknown-fields"] = True
     title = node.get("title")

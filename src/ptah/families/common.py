@@ -50,7 +50,7 @@ def replay_stall(status: LifecycleStatus, plan: PlanSummary) -> Observe | None:
     )
 
 
-def approval_gate(p: Pass, plan: PlanSummary, required: bool) -> str | None | Observe:
+def approval_gate(p: Pass, plan: PlanSummary, required: bool) -> str | Observe | None:
     """The approval to consume, None when none is required, or what to wait for."""
     if not required:
         return None

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ptah.api.common import UncertainRecord
+from ptah.api.common import OperationType, UncertainRecord
 from ptah.api.digest import digest
 from ptah.api.resources import (
     HistoryReading,
@@ -37,8 +37,8 @@ def _version_key(v: str) -> tuple[int, ...]:
 
 class MigrationFamily:
     kind = MIGRATION
-    reading_type = "History"
-    mutation_type = "Migrate"
+    reading_type: OperationType = "History"
+    mutation_type: OperationType = "Migrate"
     record_field = "unresolved_run"
 
     def status_of(self, obj: dict[str, Any]) -> MigrationStatus:
@@ -105,8 +105,7 @@ class MigrationFamily:
         status = MigrationStatus.model_validate(p.obj.get("status") or {})
         reading = status.history
         if plan_is_stale(p, status) or reading is None:
-            known = status.target_identity.digest if status.target_identity else None
-            return self.reading_work(p, known)
+            return self.reading_work(p, None)
         plan = status.current_plan
         assert plan is not None
         if reading.dirty:
@@ -115,7 +114,8 @@ class MigrationFamily:
                 "Blocked",
                 stalled_reason="Dirty",
                 message=f"migration {d.version} stopped at statement {d.statement} of {d.total}: "
-                f"{d.error}"[:512] + "; repair the database and its history row by hand",
+                f"{d.error}"[:512]
+                + "; repair the database and its history row by hand",
                 waiting_for="a person to resolve the partial migration",
             )
         if reading.mismatched:

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ptah.api.common import UncertainRecord
+from ptah.api.common import OperationType, UncertainRecord
 from ptah.api.digest import digest
 from ptah.api.resources import PlannedStatement, PlanSpec, SchemaSpec, SchemaStatus
 from ptah.families.common import (
@@ -32,8 +32,8 @@ from ptah.workload.job import INPUT_MOUNT
 
 class SchemaFamily:
     kind = SCHEMA
-    reading_type = "Plan"
-    mutation_type = "Apply"
+    reading_type: OperationType = "Plan"
+    mutation_type: OperationType = "Apply"
     record_field = "pending_observation"
 
     def status_of(self, obj: dict[str, Any]) -> SchemaStatus:
@@ -96,14 +96,14 @@ class SchemaFamily:
             return invalid_spec(exc)
         status = SchemaStatus.model_validate(p.obj.get("status") or {})
         if plan_is_stale(p, status):
-            return self.reading_work(p, status.target_identity.digest if status.target_identity else None)
+            return self.reading_work(p, None)
         plan = status.current_plan
         assert plan is not None
         if not plan.changes:
             interval = spec.drift_check_interval_seconds
             since = seconds_since(p, status.last_reading_at)
             if interval and since is not None and since >= interval:
-                return self.reading_work(p, plan.database)
+                return self.reading_work(p, None)
             remaining = None if not interval or since is None else interval - since
             return Observe("Ready", ready=True, requeue_after=remaining)
         stall = replay_stall(status, plan)
@@ -113,7 +113,8 @@ class SchemaFamily:
             return Observe(
                 "Blocked",
                 stalled_reason="DestructiveChangesNotAllowed",
-                message=f"plan {plan.name} drops data; set spec.policy.allowDestructive to apply it",
+                message=f"plan {plan.name} drops data; "
+                "set spec.policy.allowDestructive to apply it",
                 waiting_for="a spec change",
             )
         required = spec.policy.approval == "Always" or (
@@ -124,7 +125,7 @@ class SchemaFamily:
             return gate
         obj = p.cluster.get(PLAN, p.namespace, plan.name)
         if obj is None:
-            return self.reading_work(p, plan.database)
+            return self.reading_work(p, None)
         planned = PlanSpec.model_validate(obj["spec"])
         args = ["apply", "--plan", f"{INPUT_MOUNT}/plan.json"]
         if planned.destructive:
@@ -167,4 +168,6 @@ class SchemaFamily:
         data = frame.data
         if data.get("changes") is False:
             return True
-        return bool(record.expected_after) and data.get("fingerprintBefore") == record.expected_after
+        return (
+            bool(record.expected_after) and data.get("fingerprintBefore") == record.expected_after
+        )

@@ -65,7 +65,9 @@ def account(p: Pass, op: ActiveOperation) -> Account:
         return Account(None, reason, f"{len(pods)} Pods ran for the Job", pods=evidence)
     pod = pods[0]
     if not podintent.admits(op.admission_snapshot, pod, op.job_uid):
-        return Account(None, "PodNotAdmitted", "the Pod is outside the admission envelope", pods=evidence)
+        return Account(
+            None, "PodNotAdmitted", "the Pod is outside the admission envelope", pods=evidence
+        )
     if terminated_state(pod) is None:
         return Account(None, "ContainerRunning", "", waiting=True, pods=evidence)
     try:

@@ -61,8 +61,10 @@ def current_binding(p: Pass) -> ExecutionBinding | Refusal:
         return Refusal("SecretMissing", f"Secret {ref['name']!r} does not exist")
     meta = secret["metadata"]
     known = p.status.execution_binding
-    if known and known.secret_uid == meta["uid"] and (
-        known.secret_resource_version == meta["resourceVersion"]
+    if (
+        known
+        and known.secret_uid == meta["uid"]
+        and (known.secret_resource_version == meta["resourceVersion"])
     ):
         return known
     return ExecutionBinding(

@@ -52,6 +52,7 @@ def differs(p: Pass, fields: dict[str, Any]) -> bool:
     current = p.obj.get("status") or {}
     for key, value in fields.items():
         if key == "conditions":
+
             def strip(cs: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 return [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in cs]
 

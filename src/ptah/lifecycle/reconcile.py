@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ptah import podintent
@@ -91,20 +91,22 @@ def reconcile(env: Env, family: Family, namespace: str, name: str) -> Result:
 
 
 def may_still_write(p: Pass, staged: LockRelease) -> bool:
-    """A Job that is not terminal, a Pod that has not stopped, and a read that could
-    not say are all "may still be writing"."""
-    if staged.job_name is None:
+    """A Job that is not terminal, a Pod that has not stopped, a Job that vanished before
+    anyone saw it end, and a read that could not say are all "may still be writing"."""
+    if staged.job_name is None or staged.executor_stopped:
         return False
     try:
         job = p.cluster.get(JOB, p.namespace, staged.job_name)
         pods = p.cluster.list(POD, p.namespace, {LABEL_OPERATION: staged.operation_id})
     except errors.ApiError:
         return True
-    if job is not None and staged.job_uid in (None, job["metadata"]["uid"]) and not job_terminal(
-        job
-    ):
+    if job is None or staged.job_uid not in (None, job["metadata"]["uid"]):
         return True
-    return any((pod.get("status") or {}).get("phase") not in {"Succeeded", "Failed"} for pod in pods)
+    if not job_terminal(job):
+        return True
+    return any(
+        (pod.get("status") or {}).get("phase") not in {"Succeeded", "Failed"} for pod in pods
+    )
 
 
 def _release_step(p: Pass) -> Result | None:
@@ -112,15 +114,33 @@ def _release_step(p: Pass) -> Result | None:
     if staged is None:
         return None
     if may_still_write(p, staged):
-        return _observe(
-            p,
-            Observe(
-                "ReleasePending",
-                message="the executor may still be writing; the Lease is held",
-                waiting_for="the runner to stop",
-                requeue_after=p.env.poll_seconds,
-            ),
+        left = _since(p, staged.hold_until, "")
+        if left is None or left < 0:
+            # Keep the tenure while the executor may write; nobody else may take it.
+            if staged.epoch is not None:
+                renew(
+                    p.cluster,
+                    namespace=p.env.lock_namespace,
+                    name=staged.lease_name,
+                    holder=staged.holder,
+                    epoch=staged.epoch,
+                )
+            return _observe(
+                p,
+                Observe(
+                    "ReleasePending",
+                    message="the executor may still be writing; the Lease is held",
+                    waiting_for="the runner to stop",
+                    requeue_after=p.env.poll_seconds,
+                ),
+            )
+        # Past the Job's deadline and still no word: never hand the database back by a
+        # release; stop renewing and let the Lease expire.
+        writes.clear_lock_release(p)
+        writes.emit_event(
+            p, "LeaseLeftToExpire", f"{staged.lease_name} will expire; the runner never said", True
         )
+        return AGAIN
     writes.release_lease(p, staged)
     writes.clear_lock_release(p)
     return AGAIN
@@ -288,12 +308,16 @@ def _watch(p: Pass, op: ActiveOperation) -> Result:
             holder=op.lease.holder,
             epoch=op.lease.epoch,
         ):
-            return _lost(p, op, "ContinuityLost", "the Lease epoch changed under a dispatched claim")
+            return _lost(
+                p, op, "ContinuityLost", "the Lease epoch changed under a dispatched claim"
+            )
     if not job_terminal(live):
         phase = "Applying" if op.mutating else "Reading"
         return _observe(
             p,
-            Observe(phase, message=f"Job {op.job_name} is running", requeue_after=p.env.poll_seconds),
+            Observe(
+                phase, message=f"Job {op.job_name} is running", requeue_after=p.env.poll_seconds
+            ),
         )
     acc = account(p, op)
     if acc.waiting:
@@ -312,9 +336,16 @@ def _next_attempt(p: Pass) -> int:
     return (p.status.next_attempt or 1) + 1
 
 
-def _staged_release(p: Pass, op: ActiveOperation) -> LockRelease | None:
+def _staged_release(
+    p: Pass, op: ActiveOperation, executor_stopped: bool = False
+) -> LockRelease | None:
     if op.lease is None:
         return None
+    hold_until = None
+    if op.dispatch_started:
+        runner = RunnerSpec.model_validate(p.spec.get("runner") or {})
+        started = datetime.strptime(op.dispatch_started, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        hold_until = _iso(started + timedelta(seconds=runner.active_deadline_seconds + 60))
     return LockRelease(
         operation_id=op.operation_id,
         lease_name=op.lease.lease_name,
@@ -322,6 +353,8 @@ def _staged_release(p: Pass, op: ActiveOperation) -> LockRelease | None:
         epoch=op.lease.epoch,
         job_name=op.job_name if op.dispatch_started else None,
         job_uid=op.job_uid,
+        executor_stopped=executor_stopped,
+        hold_until=hold_until,
         staged_at=p.now_iso(),
     )
 
@@ -348,7 +381,10 @@ def _lost(
     )
     extra = {
         "lastMutation": LastMutation(
-            operation_id=op.operation_id, plan_digest=op.plan_digest, outcome="Uncertain", at=p.now_iso()
+            operation_id=op.operation_id,
+            plan_digest=op.plan_digest,
+            outcome="Uncertain",
+            at=p.now_iso(),
         ).replacing(),
         "currentPlan": None,
         "nextAttempt": _next_attempt(p),
@@ -361,8 +397,12 @@ def _lost(
             ),
         ),
     }
-    writes.write_outcome(p, record=record, settle=False, release=_staged_release(p, op), extra=extra)
-    writes.emit_event(p, "OutcomeUncertain", f"{op.type} {op.operation_id}: {reason}. {detail}", True)
+    writes.write_outcome(
+        p, record=record, settle=False, release=_staged_release(p, op), extra=extra
+    )
+    writes.emit_event(
+        p, "OutcomeUncertain", f"{op.type} {op.operation_id}: {reason}. {detail}", True
+    )
     return AGAIN
 
 
@@ -377,6 +417,12 @@ def _drop(
 ) -> Result:
     """Give up a claim that has not dispatched (or a reading): nothing is owed."""
     extra: dict[str, Any] = {"nextAttempt": _next_attempt(p)}
+    if retry:
+        # A failed reading is tried again after a growing pause, never in a tight loop.
+        failures = (p.status.reading_failures or 0) + 1
+        pause = min(p.env.proof_retry_seconds, p.env.poll_seconds * 2**failures)
+        extra["readingFailures"] = failures
+        extra["nextReadingAfter"] = _iso(p.cluster.now() + timedelta(seconds=pause))
     if discard_plan:
         extra["currentPlan"] = None
     phase = "Retrying" if retry else "Replanning"
@@ -396,7 +442,10 @@ def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result
     outcome = {"succeeded": "Succeeded", "failed": "Failed", "refused": "Refused"}[frame.outcome]
     extra: dict[str, Any] = {
         "lastMutation": LastMutation(
-            operation_id=op.operation_id, plan_digest=op.plan_digest, outcome=outcome, at=p.now_iso()
+            operation_id=op.operation_id,
+            plan_digest=op.plan_digest,
+            outcome=outcome,
+            at=p.now_iso(),
         ).replacing(),
         "nextAttempt": _next_attempt(p),
     }
@@ -418,7 +467,8 @@ def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result
                 ),
             )
         )
-    writes.write_outcome(p, record=None, settle=False, release=_staged_release(p, op), extra=extra)
+    release = _staged_release(p, op, executor_stopped=True)
+    writes.write_outcome(p, record=None, settle=False, release=release, extra=extra)
     writes.emit_event(p, f"{op.type}{outcome}", f"{op.type} {op.operation_id} {outcome.lower()}")
     return AGAIN
 
@@ -492,6 +542,8 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
         ).replacing(),
         "lastReadingAt": p.now_iso(),
         "nextAttempt": _next_attempt(p),
+        "readingFailures": None,
+        "nextReadingAfter": None,
         **p.family.reading_status(p, frame),
     }
     if settle:
@@ -559,11 +611,16 @@ def _prove_step(p: Pass) -> Result | None:
 # --------------------------------------------------------------- the rest
 
 
-def _since(p: Pass, reading_at: str | None, recorded_at: str) -> float | None:
-    """Seconds since a reading that came after ``recorded_at``, or None."""
-    if not reading_at or reading_at < recorded_at:
+def _iso(t: datetime) -> str:
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _since(p: Pass, stamp: str | None, not_before: str) -> float | None:
+    """Seconds since ``stamp`` (negative when it lies ahead), or None when there is no
+    stamp or it is older than ``not_before``."""
+    if not stamp or stamp < not_before:
         return None
-    then = datetime.strptime(reading_at, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    then = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     return (p.cluster.now() - then).total_seconds()
 
 
@@ -611,7 +668,9 @@ def _claim(p: Pass, work: Work) -> Result:
     s = p.status
     if work.mutating:
         if getattr(s, p.family.record_field) is not None:
-            return _observe(p, Observe("ProofOwed", message="a mutating claim is refused while proof is owed"))
+            return _observe(
+                p, Observe("ProofOwed", message="a mutating claim is refused while proof is owed")
+            )
         if s.last_mutation is not None and s.last_mutation.plan_digest == work.plan_digest:
             return _observe(
                 p,
@@ -632,10 +691,25 @@ def _claim(p: Pass, work: Work) -> Result:
         if isinstance(verdict, Refusal):
             writes.write_observation(
                 p,
-                {"currentPlan": None, **observation(p, Observe("Replanning", message=verdict.message))},
+                {
+                    "currentPlan": None,
+                    **observation(p, Observe("Replanning", message=verdict.message)),
+                },
             )
             writes.emit_event(p, verdict.reason, f"plan discarded: {verdict.message}", warning=True)
             return AGAIN
+    if not work.mutating and s.next_reading_after:
+        wait = _since(p, s.next_reading_after, "")
+        if wait is not None and wait < 0:
+            return _observe(
+                p,
+                Observe(
+                    "Retrying",
+                    message="the last reading failed; reading again after a pause",
+                    waiting_for="the next reading",
+                    requeue_after=-wait,
+                ),
+            )
     attempt = s.next_attempt or 1
     op_id = names.operation_id(p.uid, work.type, work.input_fingerprint, attempt)
     binding = s.execution_binding

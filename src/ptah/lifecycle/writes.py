@@ -66,7 +66,10 @@ def _commit(p: Pass, name: str, write: Callable[[], T]) -> T:
 
 def _status(p: Pass, name: str, fields: dict[str, Any]) -> None:
     """A status patch with the resourceVersion precondition; updates the pass's copy."""
-    patch = {"metadata": {"resourceVersion": p.obj["metadata"]["resourceVersion"]}, "status": fields}
+    patch = {
+        "metadata": {"resourceVersion": p.obj["metadata"]["resourceVersion"]},
+        "status": fields,
+    }
     p.obj = _commit(
         p, name, lambda: p.cluster.patch(p.family.kind, p.namespace, p.name, patch, "status")
     )
@@ -163,12 +166,15 @@ def create_inputs(p: Pass, name: str, data: dict[str, str]) -> None:
             existing = p.cluster.get(CONFIGMAP, p.namespace, name)
             if existing is None or existing.get("data") != data:
                 raise
+
     _commit(p, "create_inputs", create)
 
 
 def write_admission_snapshot(p: Pass, op: ActiveOperation, snap: AdmissionSnapshot) -> None:
     _status(
-        p, "write_admission_snapshot", _claim_fields(op.model_copy(update={"admission_snapshot": snap}))
+        p,
+        "write_admission_snapshot",
+        _claim_fields(op.model_copy(update={"admission_snapshot": snap})),
     )
 
 
@@ -176,7 +182,9 @@ def consume_approval(p: Pass, approval: dict[str, Any], operation_id: str) -> No
     """Spend the approval. Consumption is evidence that a decision was spent, not
     permission: a consumed approval is skipped by every later search."""
     conditions = [
-        c for c in (approval.get("status") or {}).get("conditions", []) if c.get("type") != "Consumed"
+        c
+        for c in (approval.get("status") or {}).get("conditions", [])
+        if c.get("type") != "Consumed"
     ]
     conditions.append(
         {
@@ -235,6 +243,7 @@ def create_plan(p: Pass, plan: dict[str, Any]) -> None:
             existing = p.cluster.get(PLAN, p.namespace, plan["metadata"]["name"])
             if existing is None or existing.get("spec") != plan["spec"]:
                 raise
+
     _commit(p, "create_plan", create)
 
 

@@ -33,6 +33,8 @@ def admits(snapshot: AdmissionSnapshot, pod: dict[str, Any], job_uid: str) -> bo
     if len(owners) != 1 or owners[0].get("uid") != job_uid:
         return False
     containers = pod.get("spec", {}).get("containers", [])
-    return len(containers) == 1 and containers[0].get("image") == snapshot.image and (
-        containers[0].get("name") == CONTAINER
+    return (
+        len(containers) == 1
+        and containers[0].get("image") == snapshot.image
+        and (containers[0].get("name") == CONTAINER)
     )

@@ -45,6 +45,11 @@ def report(results: list[ScheduleResult], seconds: float, verbose: bool) -> int:
     )
     if verbose:
         print("uncovered:", " ".join(sorted(points - covered)))
+        totals: dict[str, int] = {}
+        for r in results:
+            for reason, n in r.events.items():
+                totals[reason] = totals.get(reason, 0) + n
+        print("events:", " ".join(f"{k}={v}" for k, v in sorted(totals.items())))
     for r in failing[:10]:
         print(f"replay: python -m ptah.sim --schedules 1 --seed {r.seed}  # {r.violations[0]}")
     return 1 if failing else 0

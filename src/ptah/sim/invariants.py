@@ -90,12 +90,13 @@ class Invariants:
             "Failed",
             "Refused",
         }
-        retained = bool(record) and record.get("operationId") == old["operationId"]
+        retained = record is not None and record.get("operationId") == old["operationId"]
         if accounted == retained:
             self.fail(
                 f"{name}: dispatched claim {old['operationId']} left "
                 f"{'both an account and' if accounted else 'neither an account nor'} a record "
-                f"(last={last.get('operationId')}/{last.get('outcome')}, phase={status.get('phase')})"
+                f"(last={last.get('operationId')}/{last.get('outcome')}, "
+                f"phase={status.get('phase')})"
             )
 
     def _record_cleared(
@@ -141,13 +142,18 @@ class Invariants:
             if status.get("pendingLockRelease"):
                 self.fail(f"{res.name}: release still pending after faults stopped")
             ready = any(
-                c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions", [])
+                c.get("type") == "Ready" and c.get("status") == "True"
+                for c in status.get("conditions", [])
             )
             stalled = any(
-                c.get("type") == "Stalled" and c.get("status") == "True" for c in status.get("conditions", [])
+                c.get("type") == "Stalled" and c.get("status") == "True"
+                for c in status.get("conditions", [])
             )
-            if not (ready or record or stalled or obj["spec"].get("suspend")):
-                self.fail(f"{res.name}: neither terminal nor explicitly uncertain ({status.get('phase')})")
+            waiting = status.get("phase") == "WaitingForApproval"
+            if not (ready or record or stalled or waiting or obj["spec"].get("suspend")):
+                self.fail(
+                    f"{res.name}: neither terminal nor explicitly uncertain ({status.get('phase')})"
+                )
             alone = sum(r.db == res.db for r in self.world.resources) == 1
             if ready and alone and res.family is SCHEMA_FAMILY:
                 desired = obj["spec"]["source"]["inline"]

@@ -86,7 +86,9 @@ class Kubelet:
             "metadata": {
                 "name": name,
                 "namespace": NS,
-                "labels": dict(meta.get("labels", {}), **{"controller-uid": job["metadata"]["uid"]}),
+                "labels": dict(
+                    meta.get("labels", {}), **{"controller-uid": job["metadata"]["uid"]}
+                ),
                 "annotations": dict(meta.get("annotations", {})),
                 "ownerReferences": [
                     {
@@ -201,7 +203,9 @@ class Kubelet:
             log += render(frame.model_copy(update={"outcome": "succeeded"})) + "\n"
         if run.fault == "other-db":
             other = frame.model_copy(
-                update={"database": frame.database.model_copy(update={"key": {"system": "elsewhere"}})}
+                update={
+                    "database": frame.database.model_copy(update={"key": {"system": "elsewhere"}})
+                }
                 if frame.database
                 else {}
             )
@@ -236,7 +240,10 @@ class Kubelet:
             if body.get("fingerprintBefore") != db.fingerprint():
                 return frame("refused", {}, "TargetDrifted")
             self._effect(run, partial=False)
-            return frame("succeeded", {"executed": len(body["statements"]), "fingerprintAfter": db.fingerprint()})
+            return frame(
+                "succeeded",
+                {"executed": len(body["statements"]), "fingerprintAfter": db.fingerprint()},
+            )
         if run.op == "migrate":
             if db.dirty:
                 return frame("refused", {}, "Dirty")
@@ -295,9 +302,17 @@ class Kubelet:
             if not pods or any(_phase(p) in {"Pending", "Running"} for p in pods):
                 continue
             ok = any(_phase(p) == "Succeeded" for p in pods)
-            cond = {"type": "Complete" if ok else "Failed", "status": "True", "lastTransitionTime": now}
+            cond = {
+                "type": "Complete" if ok else "Failed",
+                "status": "True",
+                "lastTransitionTime": now,
+            }
             self.api.patch(
-                JOB, NS, job["metadata"]["name"], {"status": {"conditions": [cond], "completionTime": now}}, "status"
+                JOB,
+                NS,
+                job["metadata"]["name"],
+                {"status": {"conditions": [cond], "completionTime": now}},
+                "status",
             )
 
     def _ttl(self) -> None:

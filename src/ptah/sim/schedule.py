@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ptah.kube import errors
+from ptah.kube.kinds import EVENT
 from ptah.kube.memory import PROCEED, ApplyThenFail, FailBefore, FaultDecision, WriteRequest
 from ptah.lifecycle.writes import DURABLE_WRITES
 from ptah.sim.invariants import Invariants
@@ -20,6 +21,7 @@ class ScheduleResult:
     crashes: list[str]
     violations: list[str]
     steps: int
+    events: dict[str, int]
 
 
 def crash_point(seed: int) -> tuple[str, str, int]:
@@ -55,17 +57,20 @@ def run_schedule(seed: int) -> ScheduleResult:
         steps += 1
         if world.crash is None and rng.random() < 0.02:
             world.crash = crash_point(rng.randrange(10**6))
-    world.crash = None
     api_faults["on"] = False
     world.kubelet.faults_on = False
     for i in range(QUIET_STEPS):
         _step(world, quiet=True)
         inv.after_step(check_secrets=i % 50 == 0)
         steps += 1
+    world.crash = None
     _drain(world, inv)
     inv.after_step(check_secrets=True)
     inv.at_rest()
-    return ScheduleResult(seed, world.crashes, inv.violations, steps)
+    events: dict[str, int] = {}
+    for ev in world.cluster.system.list(EVENT, "default"):
+        events[ev["reason"]] = events.get(ev["reason"], 0) + 1
+    return ScheduleResult(seed, world.crashes, inv.violations, steps, events)
 
 
 def _busy(world: World) -> bool:

@@ -3,6 +3,7 @@ and the people who edit, approve, suspend, delete and rotate."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -97,7 +98,9 @@ class World:
         for i in range(count):
             family: Family = SCHEMA_FAMILY if self.rng.random() < 0.55 else MIGRATION_FAMILY
             shared = i > 0 and self.rng.random() < 0.6
-            url = (spellings[i % 2] if shared or i == 0 else "sim://u:{pw}@db2/app").replace("/app", "")
+            url = (spellings[i % 2] if shared or i == 0 else "sim://u:{pw}@db2/app").replace(
+                "/app", ""
+            )
             db = "db1" if shared or i == 0 else "db2"
             self._add_resource(family, f"r{i}", url, db)
         for i in range(self.rng.choice([1, 2])):
@@ -202,10 +205,11 @@ class World:
                 digest = "0" * 40  # an approval of a stale or foreign plan never authorizes
             self._approve(res, digest)
             return
+        if status.get("phase") in {"ProofNotSettled"} and roll < (0.3 if quiet else 0.1):
+            record = status.get("pendingObservation") or status.get("unresolvedRun") or {}
+            self._annotate(res, record.get("operationId", ""))
+            return
         if quiet:
-            if status.get("phase") in {"ProofNotSettled"} and roll < 0.3:
-                record = status.get("pendingObservation") or status.get("unresolvedRun") or {}
-                self._annotate(res, record.get("operationId", ""))
             if obj["spec"].get("suspend"):
                 api.patch(res.family.kind, NS, res.name, {"spec": {"suspend": False}})
             return
@@ -213,7 +217,9 @@ class World:
             text = "\n".join(self.rng.sample(TABLES, self.rng.randint(2, 4)))
             api.patch(SCHEMA, NS, res.name, {"spec": {"source": {"inline": text}}})
         elif roll < 0.12:
-            api.patch(res.family.kind, NS, res.name, {"spec": {"suspend": not obj["spec"].get("suspend")}})
+            api.patch(
+                res.family.kind, NS, res.name, {"spec": {"suspend": not obj["spec"].get("suspend")}}
+            )
         elif roll < 0.14:
             self._rotate(res)
         elif roll < 0.16:
@@ -225,14 +231,17 @@ class World:
             if cm is None:
                 api.create(CONFIGMAP, _policy_cm({"allowDestructive": "true"}))
             else:
-                api.patch(CONFIGMAP, NS, "ptah-verification-policy", {"data": {"edited": str(self.rng.random())}})
+                api.patch(
+                    CONFIGMAP,
+                    NS,
+                    "ptah-verification-policy",
+                    {"data": {"edited": str(self.rng.random())}},
+                )
         elif roll < 0.19 and res.family is MIGRATION_FAMILY:
             api.patch(CONFIGMAP, NS, f"{res.name}-dir", {"data": {f"{9}_later.sql": "SELECT 9;"}})
         elif roll < 0.20:
-            try:
+            with contextlib.suppress(errors.NotFound):
                 api.delete(res.family.kind, NS, res.name)
-            except errors.NotFound:
-                pass
 
     def _approve(self, res: SimResource, digest: str) -> None:
         name = f"{res.name}-approval-{self.rng.randint(0, 10**6)}"
@@ -242,13 +251,19 @@ class World:
                 "apiVersion": "ptah.io/v1alpha1",
                 "kind": "PtahApproval",
                 "metadata": {"name": name, "namespace": NS},
-                "spec": {"resourceRef": {"kind": res.family.kind.kind, "name": res.name}, "planDigest": digest},
+                "spec": {
+                    "resourceRef": {"kind": res.family.kind.kind, "name": res.name},
+                    "planDigest": digest,
+                },
             },
         )
 
     def _annotate(self, res: SimResource, operation_id: str) -> None:
         self.cluster.system.patch(
-            res.family.kind, NS, res.name, {"metadata": {"annotations": {ABANDON_ANNOTATION: operation_id}}}
+            res.family.kind,
+            NS,
+            res.name,
+            {"metadata": {"annotations": {ABANDON_ANNOTATION: operation_id}}},
         )
 
     def _rotate(self, res: SimResource) -> None:

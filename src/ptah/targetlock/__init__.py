@@ -155,9 +155,9 @@ def release(cluster: Cluster, *, namespace: str, name: str, holder: str) -> None
     cluster.patch(LEASE, namespace, name, patch)
 
 
-def _spec(holder: str, epoch: int, duration: int, acquired: datetime, renewed: datetime) -> dict[
-    str, Any
-]:
+def _spec(
+    holder: str, epoch: int, duration: int, acquired: datetime, renewed: datetime
+) -> dict[str, Any]:
     return {
         "holderIdentity": holder,
         "leaseDurationSeconds": duration,
