@@ -163,14 +163,14 @@ def test_ttl_seconds_after_finished_removes_job_and_pod(cluster: Cluster, namesp
     )
 
 
-WIDGET_CRD: JSON = {
+GADGET_CRD: JSON = {
     "apiVersion": "apiextensions.k8s.io/v1",
     "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.test.ptah.io"},
+    "metadata": {"name": "gadgets.controlplane.test.ptah.io"},
     "spec": {
-        "group": "test.ptah.io",
+        "group": "controlplane.test.ptah.io",
         "scope": "Namespaced",
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
         "versions": [
             {
                 "name": "v1",
@@ -200,48 +200,49 @@ WIDGET_CRD: JSON = {
 
 
 @pytest.fixture(scope="module")
-def widgets(cluster: Cluster) -> str:
+def gadgets(cluster: Cluster) -> str:
     api = cluster.api()
     try:
-        api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", WIDGET_CRD)
+        api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", GADGET_CRD)
     except ApiError as err:
         if err.status != 409:
             raise
 
     def established() -> bool:
         crd = api.get(
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.test.ptah.io"
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets.controlplane.test.ptah.io"
         )
         return any(
             c["type"] == "Established" and c["status"] == "True"
             for c in crd.get("status", {}).get("conditions") or []
         )
 
-    cluster.wait_for("CRD widgets established", established, timeout=30)
-    return "/apis/test.ptah.io/v1"
+    cluster.wait_for("CRD gadgets established", established, timeout=30)
+    return "/apis/controlplane.test.ptah.io/v1"
 
 
-def _create_widget(api: ApiClient, base: str, ns: str, name: str, size: Any) -> JSON:
-    body = {"apiVersion": "test.ptah.io/v1", "kind": "Widget", "metadata": {"name": name}}
+def _create_gadget(api: ApiClient, base: str, ns: str, name: str, size: Any) -> JSON:
+    body: JSON = {"apiVersion": "controlplane.test.ptah.io/v1", "kind": "Gadget"}
+    body["metadata"] = {"name": name}
     body["spec"] = {"size": size}
     # A CRD just established can briefly 404 on its first create; retry that only.
     for _ in range(50):
         try:
-            return api.post(f"{base}/namespaces/{ns}/widgets", body)
+            return api.post(f"{base}/namespaces/{ns}/gadgets", body)
         except ApiError as err:
             if err.status != 404:
                 raise
             time.sleep(0.1)
-    raise AssertionError("widgets endpoint never appeared")
+    raise AssertionError("gadgets endpoint never appeared")
 
 
 def test_status_patch_with_stale_resource_version_conflicts(
-    cluster: Cluster, namespace: str, widgets: str
+    cluster: Cluster, namespace: str, gadgets: str
 ) -> None:
     api = cluster.api()
-    created = _create_widget(api, widgets, namespace, "w1", 3)
+    created = _create_gadget(api, gadgets, namespace, "w1", 3)
     stale = created["metadata"]["resourceVersion"]
-    status_path = f"{widgets}/namespaces/{namespace}/widgets/w1/status"
+    status_path = f"{gadgets}/namespaces/{namespace}/gadgets/w1/status"
     fresh = api.patch(
         status_path,
         {"metadata": {"resourceVersion": stale}, "status": {"observed": 1}},
@@ -267,13 +268,13 @@ def test_status_patch_with_stale_resource_version_conflicts(
 
 
 def test_crd_structural_schema_rejects_invalid_object(
-    cluster: Cluster, namespace: str, widgets: str
+    cluster: Cluster, namespace: str, gadgets: str
 ) -> None:
     api = cluster.api()
-    _create_widget(api, widgets, namespace, "ok", 1)
+    _create_gadget(api, gadgets, namespace, "ok", 1)
     for bad in ("big", 0):
         with pytest.raises(ApiError) as excinfo:
-            _create_widget(api, widgets, namespace, f"bad-{bad}", bad)
+            _create_gadget(api, gadgets, namespace, f"bad-{bad}", bad)
         assert excinfo.value.status == 422
         assert json.loads(excinfo.value.body)["reason"] == "Invalid"
 
