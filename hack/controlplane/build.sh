@@ -22,7 +22,8 @@ for arg in "$@"; do
   esac
 done
 
-export GOFLAGS="${GOFLAGS:--mod=mod}"
+# go.mod/go.sum are complete (go mod tidy over tools.go): never rewrite them in CI.
+export GOFLAGS="${PTAH_GOFLAGS:--mod=readonly -buildvcs=false}"
 export CGO_ENABLED=0
 go="${GO:-go}"
 command -v "$go" >/dev/null || go=/usr/local/go/bin/go
