@@ -301,6 +301,37 @@ class RealCluster:
     def now(self) -> datetime:
         return self._clock.now()
 
+    # -- streaming (the operator's watches; not part of the Cluster port) --
+
+    @contextmanager
+    def stream(
+        self,
+        kind: Kind,
+        namespace: str,
+        params: dict[str, str | int],
+        *,
+        read_timeout: float | None = None,
+        accept: str | None = None,
+    ) -> Iterator[httpx.Response]:
+        """A streaming GET on ``kind``'s collection (all namespaces when ``namespace`` is
+        empty): a list or a watch, per ``params``. Failures map to ``ptah.kube.errors``
+        as every other call does. ``accept`` asks for another representation (the
+        operator watches Secrets as PartialObjectMetadata so it never receives their
+        data)."""
+        headers = {"Accept": accept} if accept else {}
+        timeout = httpx.Timeout(DEFAULT_TIMEOUT.connect or 10.0, read=read_timeout)
+        path = self._path(kind, namespace)
+        try:
+            with self._http.stream(
+                "GET", path, params=params, headers=headers, timeout=timeout
+            ) as resp:
+                if resp.status_code >= 400:
+                    resp.read()
+                    raise _error(resp)
+                yield resp
+        except httpx.TransportError as e:
+            raise Unavailable(f"GET {path} (stream): {e!r}", uncertain=True) from e
+
     # -- plumbing --
 
     @staticmethod

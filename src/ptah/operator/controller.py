@@ -1,0 +1,414 @@
+"""Workers that turn queued keys into lifecycle passes.
+
+A pass is ``ptah.lifecycle.reconcile.reconcile``: it reads fresh state, takes one
+step and returns when to look again. This module adds only what a running
+process needs around it: which family a key belongs to, back-off on API errors,
+leadership checked before every pass and before every durable write, metrics
+and logs per pass, and an Event whenever the published phase changes (so a
+person sees every transition and the next step they can take).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+import structlog
+
+from ptah.kube import errors
+from ptah.kube.kinds import EVENT, JOB, Kind
+from ptah.kube.port import Cluster, Obj, Subresource
+from ptah.kube.watch import WatchEvent
+from ptah.lifecycle.context import Env
+from ptah.lifecycle.family import Family
+from ptah.lifecycle.reconcile import reconcile
+from ptah.operator.mapping import PRIMARY_KINDS, Index, Key, keys_for
+from ptah.operator.metrics import Metrics
+from ptah.operator.queue import ShutDown, WorkQueue
+from ptah.targetlock import ExpiryObserver
+from ptah.workload.job import LABEL_OPERATION, LABEL_OPERATION_TYPE
+
+log = structlog.get_logger("ptah.operator")
+
+KILL_ENV = "PTAH_TEST_KILL_AT"
+
+
+class LeadershipLost(Exception):
+    """Raised before a durable write once this replica is no longer the leader."""
+
+
+# ------------------------------------------------------------ one pass's view
+
+
+class Recorder:
+    """The ``Cluster`` port for one worker, passing every call through and noting
+    what the pass saw of its own resource: the object as read first and as last
+    written, the operation type last claimed, and each Job created (logged, so an
+    audit of the log can show one create per claim across restarts)."""
+
+    def __init__(self, inner: Cluster, primary: Callable[[Kind], bool]) -> None:
+        self.inner = inner
+        self._primary = primary
+        self.reset()
+
+    def reset(self) -> None:
+        self.first: Obj | None = None
+        self.last: Obj | None = None
+        self.op_type: str | None = None
+        self.op_id: str | None = None
+
+    def _seen(self, kind: Kind, obj: Obj | None) -> None:
+        if obj is None or not self._primary(kind):
+            return
+        if self.first is None:
+            self.first = obj
+        self.last = obj
+        op = (obj.get("status") or {}).get("activeOperation")
+        if op:
+            self.op_type, self.op_id = op.get("type"), op.get("operationId")
+
+    def get(self, kind: Kind, namespace: str, name: str) -> Obj | None:
+        obj = self.inner.get(kind, namespace, name)
+        self._seen(kind, obj)
+        return obj
+
+    def list(self, kind: Kind, namespace: str, labels: dict[str, str] | None = None) -> list[Obj]:
+        return self.inner.list(kind, namespace, labels)
+
+    def create(self, kind: Kind, obj: Obj) -> Obj:
+        if kind != JOB:
+            return self.inner.create(kind, obj)
+        meta = obj.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        fields = {
+            "job": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "operation": labels.get(LABEL_OPERATION),
+            "type": labels.get(LABEL_OPERATION_TYPE),
+        }
+        try:
+            created = self.inner.create(kind, obj)
+        except errors.ApiError as exc:
+            log.warning("job_create_failed", reason=exc.reason, **fields)
+            raise
+        log.info("job_created", uid=created["metadata"]["uid"], **fields)
+        return created
+
+    def patch(
+        self, kind: Kind, namespace: str, name: str, patch: Obj, subresource: Subresource = None
+    ) -> Obj:
+        obj = self.inner.patch(kind, namespace, name, patch, subresource)
+        self._seen(kind, obj)
+        return obj
+
+    def delete(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        propagation: Literal["Background", "Foreground", "Orphan"] = "Background",
+    ) -> None:
+        self.inner.delete(kind, namespace, name, uid=uid, propagation=propagation)
+
+    def read_log(self, namespace: str, pod: str, container: str) -> str:
+        return self.inner.read_log(namespace, pod, container)
+
+    def now(self) -> datetime:
+        return self.inner.now()
+
+
+# ------------------------------------------------------------ the test hook
+
+
+@dataclass(frozen=True)
+class KillAt:
+    """``PTAH_TEST_KILL_AT=<before|after>:<durable write>[:<operation type>]``.
+
+    TEST HOOK ONLY: the process SIGKILLs itself at that point of the lifecycle (the
+    first time it is reached), so the end-to-end tests can stop the operator exactly
+    between two durable writes and start a fresh one on what was left.
+    """
+
+    when: str
+    write: str
+    op_type: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> KillAt | None:
+        parts = [p for p in text.strip().split(":") if p]
+        if len(parts) not in (2, 3) or parts[0] not in ("before", "after"):
+            return None
+        return cls(parts[0], parts[1], parts[2] if len(parts) == 3 else None)
+
+    def matches(self, when: str, write: str, op_type: str | None) -> bool:
+        return (
+            when == self.when
+            and write == self.write
+            and (self.op_type is None or self.op_type == op_type)
+        )
+
+
+# ------------------------------------------------------------ the controller
+
+
+@dataclass
+class Settings:
+    lock_namespace: str = "ptah-system"
+    identity: str = "ptah-operator"
+    workers: int = 2
+    lease_duration: int = 120
+    poll_seconds: float = 5.0
+    proof_retry_seconds: float = 300.0
+    resync_seconds: float = 300.0
+    kill_at: KillAt | None = None
+    namespaces: list[str] = field(default_factory=list)
+
+
+class Controller:
+    def __init__(
+        self,
+        cluster: Cluster,
+        families: dict[str, Family],
+        settings: Settings,
+        *,
+        metrics: Metrics | None = None,
+        is_leader: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.cluster = cluster
+        self.families = families
+        self.settings = settings
+        self.metrics = metrics or Metrics()
+        self.is_leader = is_leader
+        self.queue: WorkQueue[Key] = WorkQueue()
+        self.index = Index()
+        self.observer = ExpiryObserver()
+        self.stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._busy = 0
+        self._busy_lock = threading.Lock()
+        self.last_pass = time.monotonic()
+
+    # -- events in --
+
+    def handle(self, event: WatchEvent) -> None:
+        kind, obj = event.kind.kind, event.obj
+        if self.settings.namespaces:
+            ns = (obj.get("metadata") or {}).get("namespace")
+            if ns not in self.settings.namespaces and ns != self.settings.lock_namespace:
+                return
+        if kind in PRIMARY_KINDS:
+            if event.type == "DELETED":
+                key = self.index.remove(obj)
+                self.metrics.observe_status(key, None)
+            else:
+                self.index.upsert(obj)
+        for key in keys_for(kind, obj, self.index, self.settings.lock_namespace):
+            self.queue.add(key)
+
+    def resync(self) -> None:
+        """Every known resource once more: covers anything a watch gap lost."""
+        for key in self.index.all_keys():
+            self.queue.add(key)
+
+    # -- workers --
+
+    def start(self) -> None:
+        for i in range(self.settings.workers):
+            t = threading.Thread(target=self._work, args=(i,), name=f"worker-{i}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        t = threading.Thread(target=self._resync_loop, name="resync", daemon=True)
+        t.start()
+
+    def _resync_loop(self) -> None:
+        while not self.stop.wait(self.settings.resync_seconds):
+            self.resync()
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        """Stop taking keys; let passes in flight finish (each is one short step)."""
+        self.stop.set()
+        self.queue.shutdown()
+        deadline = time.monotonic() + timeout
+        for t in self._threads:
+            t.join(max(0.0, deadline - time.monotonic()))
+
+    def busy(self) -> int:
+        with self._busy_lock:
+            return self._busy
+
+    def _env(self, recorder: Recorder) -> Env:
+        s = self.settings
+
+        def hook(when: str, write: str) -> None:
+            if when == "before" and not self.is_leader():
+                raise LeadershipLost(write)
+            if s.kill_at is not None and s.kill_at.matches(when, write, recorder.op_type):
+                log.warning("test_kill", at=f"{when}:{write}", operation=recorder.op_id)
+                os.kill(os.getpid(), signal.SIGKILL)
+
+        return Env(
+            cluster=recorder,
+            lock_namespace=s.lock_namespace,
+            controller=s.identity,
+            observer=self.observer,
+            hook=hook,
+            lease_duration=s.lease_duration,
+            poll_seconds=s.poll_seconds,
+            proof_retry_seconds=s.proof_retry_seconds,
+        )
+
+    def _work(self, _: int) -> None:
+        recorder = Recorder(self.cluster, lambda k: k.kind in self.families)
+        env = self._env(recorder)
+        while True:
+            try:
+                key = self.queue.get()
+            except ShutDown:
+                return
+            if key is None:
+                continue
+            with self._busy_lock:
+                self._busy += 1
+            try:
+                if self.is_leader() and not self.stop.is_set():
+                    self.process(env, recorder, key)
+            finally:
+                with self._busy_lock:
+                    self._busy -= 1
+                self.queue.done(key)
+
+    def process(self, env: Env, recorder: Recorder, key: Key) -> None:
+        family = self.families.get(key.kind)
+        if family is None:
+            return
+        recorder.reset()
+        started = time.monotonic()
+        outcome = "ok"
+        try:
+            result = reconcile(env, family, key.namespace, key.name)
+        except LeadershipLost as exc:
+            log.warning("leadership_lost_mid_pass", resource=str(key), before=str(exc))
+            outcome = "lost"
+            return
+        except errors.ApiError as exc:
+            outcome = "conflict" if isinstance(exc, errors.Conflict) else "api_error"
+            delay = self.queue.add_rate_limited(key)
+            log.info(
+                "pass_retry",
+                resource=str(key),
+                operation=recorder.op_id,
+                reason=exc.reason,
+                message=str(exc)[:300],
+                retry_in=round(delay, 2),
+            )
+        except Exception as exc:  # a bug must not stop the other resources
+            outcome = "error"
+            delay = self.queue.add_rate_limited(key)
+            log.exception(
+                "pass_failed",
+                resource=str(key),
+                operation=recorder.op_id,
+                error=type(exc).__name__,
+                retry_in=round(delay, 2),
+            )
+        else:
+            self.queue.forget(key)
+            if result.requeue_after is not None:
+                self.queue.add_after(key, result.requeue_after)
+        finally:
+            self.last_pass = time.monotonic()
+            after = recorder.last
+            self.metrics.observe_pass(
+                key, recorder.first, after, time.monotonic() - started, outcome
+            )
+            if outcome in ("ok", "conflict", "api_error") and recorder.first is not None:
+                self._announce(key, recorder.first, after)
+
+    # -- telemetry --
+
+    def _announce(self, key: Key, before: Obj, after: Obj | None) -> None:
+        """Log the pass; on a phase change, an Event naming the next step."""
+        status = (after or before).get("status") or {}
+        old = (before.get("status") or {}).get("phase")
+        phase = status.get("phase")
+        if after is before or phase == old:
+            return
+        message = _next_step(status)
+        log.info(
+            "transition",
+            resource=str(key),
+            phase=phase,
+            previous=old,
+            operation=(status.get("activeOperation") or {}).get("operationId"),
+            plan=(status.get("currentPlan") or {}).get("name"),
+            waiting_for=status.get("waitingFor"),
+        )
+        assert after is not None
+        stalled = any(
+            c.get("type") == "Stalled" and c.get("status") == "True"
+            for c in status.get("conditions") or []
+        )
+        _event(
+            self.cluster,
+            after,
+            str(phase or "Unknown"),
+            message,
+            warning=stalled,
+            component=self.settings.identity,
+        )
+
+
+def _next_step(status: dict[str, Any]) -> str:
+    phase = status.get("phase")
+    conds = {c.get("type"): c for c in status.get("conditions") or []}
+    ready = conds.get("Ready") or {}
+    detail = ""
+    for name in ("Stalled", "Reconciling"):
+        c = conds.get(name) or {}
+        if c.get("status") == "True" and c.get("message"):
+            detail = str(c["message"])
+            break
+    if not detail and ready.get("status") == "True":
+        detail = "up to date"
+    waiting = status.get("waitingFor")
+    text = f"{phase}: {detail}" if detail else str(phase)
+    return f"{text} (waiting for {waiting})" if waiting else text
+
+
+def _event(
+    cluster: Cluster, obj: Obj, reason: str, message: str, *, warning: bool, component: str
+) -> None:
+    meta = obj["metadata"]
+    now = cluster.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+    body = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
+        "involvedObject": {
+            "apiVersion": obj.get("apiVersion"),
+            "kind": obj.get("kind"),
+            "name": meta["name"],
+            "namespace": meta["namespace"],
+            "uid": meta["uid"],
+            "resourceVersion": meta.get("resourceVersion"),
+        },
+        "reason": reason,
+        "message": message[:1024],
+        "type": "Warning" if warning else "Normal",
+        "source": {"component": component},
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+    try:
+        cluster.create(EVENT, body)
+    except errors.ApiError:
+        return

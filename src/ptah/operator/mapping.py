@@ -1,0 +1,168 @@
+"""Which resources an event concerns.
+
+An event is only a hint that something changed; the pass reads everything fresh.
+So the mapping may over-approximate (an extra pass that changes nothing writes
+nothing) but must never miss a resource whose next step the change unblocks:
+its Job or Pod moved, its plan appeared, an approval arrived, a Lease it waits
+on was released, or a ConfigMap or Secret it reads changed.
+
+The index of primaries is built from the PtahSchema and PtahMigration watches;
+it is used for mapping only, never for a decision.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, NamedTuple
+
+from ptah.kube.kinds import (
+    APPROVAL,
+    CONFIGMAP,
+    JOB,
+    LEASE,
+    MIGRATION,
+    PLAN,
+    POD,
+    SCHEMA,
+    SECRET,
+)
+from ptah.workload.job import LABEL_OWNER_UID
+from ptah.workload.names import lease_name
+
+PRIMARY_KINDS = (SCHEMA.kind, MIGRATION.kind)
+REALM_PREFIX = "ptah-realm-"
+DEFAULT_POLICY = "ptah-verification-policy"
+
+
+class Key(NamedTuple):
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}/{self.namespace}/{self.name}"
+
+
+def _meta(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    assert isinstance(meta, dict)
+    return meta
+
+
+def referenced_names(obj: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """(ConfigMap names, Secret names) a primary's spec reads."""
+    spec = obj.get("spec") or {}
+    target = spec.get("target") or {}
+    secrets = {
+        str(ref["name"])
+        for ref in (target.get("secretRef"), target.get("devSecretRef"))
+        if isinstance(ref, dict) and ref.get("name")
+    }
+    configmaps: set[str] = set()
+    source = spec.get("source") or {}
+    ref = source.get("configMapKeyRef") or {}
+    if ref.get("name"):
+        configmaps.add(str(ref["name"]))
+    directory = spec.get("directory") or {}
+    configmaps.update(str(n) for n in directory.get("configMaps") or [])
+    policy = spec.get("policy") or {}
+    configmaps.add(str(policy.get("verificationPolicy") or DEFAULT_POLICY))
+    return configmaps, secrets
+
+
+def realm_leases(obj: dict[str, Any]) -> set[str]:
+    """Lease names a primary holds, waits on, or will claim for its current plan."""
+    status = obj.get("status") or {}
+    names: set[str] = set()
+    lease = (status.get("activeOperation") or {}).get("lease") or {}
+    if lease.get("leaseName"):
+        names.add(str(lease["leaseName"]))
+    staged = status.get("pendingLockRelease") or {}
+    if staged.get("leaseName"):
+        names.add(str(staged["leaseName"]))
+    database = (status.get("currentPlan") or {}).get("database")
+    if database:
+        names.add(lease_name(str(database)))
+    return names
+
+
+class Index:
+    """The primaries last seen by the watches, by key and by uid."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._objs: dict[Key, dict[str, Any]] = {}
+        self._by_uid: dict[str, Key] = {}
+
+    def upsert(self, obj: dict[str, Any]) -> Key:
+        meta = _meta(obj)
+        key = Key(str(obj["kind"]), str(meta.get("namespace") or ""), str(meta["name"]))
+        with self._lock:
+            self._objs[key] = obj
+            if meta.get("uid"):
+                self._by_uid[str(meta["uid"])] = key
+        return key
+
+    def remove(self, obj: dict[str, Any]) -> Key:
+        meta = _meta(obj)
+        key = Key(str(obj["kind"]), str(meta.get("namespace") or ""), str(meta["name"]))
+        with self._lock:
+            self._objs.pop(key, None)
+            self._by_uid.pop(str(meta.get("uid") or ""), None)
+        return key
+
+    def by_uid(self, uid: str) -> Key | None:
+        with self._lock:
+            return self._by_uid.get(uid)
+
+    def all_keys(self) -> list[Key]:
+        with self._lock:
+            return list(self._objs)
+
+    def objects(self) -> list[tuple[Key, dict[str, Any]]]:
+        with self._lock:
+            return list(self._objs.items())
+
+
+def keys_for(kind: str, obj: dict[str, Any], index: Index, lock_namespace: str) -> set[Key]:
+    """The primaries an event on ``obj`` (of ``kind``) concerns."""
+    meta = _meta(obj)
+    namespace = str(meta.get("namespace") or "")
+    name = str(meta.get("name") or "")
+    if kind in PRIMARY_KINDS:
+        return {Key(kind, namespace, name)}
+    if kind in (JOB.kind, POD.kind, PLAN.kind):
+        return _owned(obj, index, namespace)
+    if kind == APPROVAL.kind:
+        ref = (obj.get("spec") or {}).get("resourceRef") or {}
+        if ref.get("kind") in PRIMARY_KINDS and ref.get("name"):
+            return {Key(str(ref["kind"]), namespace, str(ref["name"]))}
+        return set()
+    if kind == LEASE.kind:
+        if namespace != lock_namespace or not name.startswith(REALM_PREFIX):
+            return set()
+        return {key for key, o in index.objects() if name in realm_leases(o)}
+    if kind in (CONFIGMAP.kind, SECRET.kind):
+        found = _owned(obj, index, namespace)
+        which = 0 if kind == CONFIGMAP.kind else 1
+        for key, o in index.objects():
+            if key.namespace == namespace and name in referenced_names(o)[which]:
+                found.add(key)
+        return found
+    return set()
+
+
+def _owned(obj: dict[str, Any], index: Index, namespace: str) -> set[Key]:
+    """Owner references naming a primary, else the owner-uid label (a Pod's owner is
+    its Job; it carries the Job template's labels, ``ptah.io/owner-uid`` among them)."""
+    meta = _meta(obj)
+    found: set[Key] = set()
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("kind") in PRIMARY_KINDS and ref.get("name"):
+            found.add(Key(str(ref["kind"]), namespace, str(ref["name"])))
+    if not found:
+        uid = (meta.get("labels") or {}).get(LABEL_OWNER_UID)
+        key = index.by_uid(str(uid)) if uid else None
+        if key is not None:
+            found.add(key)
+    return found

@@ -1,0 +1,130 @@
+"""Prometheus metrics.
+
+Counters count what passes did; the gauges that describe safety state (open
+uncertainty records, proofs owed, Lease waits, approvals waiting) are computed
+from each resource's status as its pass last left it, so they can never drift
+from what the API says: a restarted operator rebuilds them on its first passes.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from ptah.operator.mapping import Key
+
+# status fields -> the gauge they feed
+RECORD_FIELDS = ("pendingObservation", "unresolvedRun")
+
+
+def _family(kind: str) -> str:
+    return "schema" if kind == "PtahSchema" else "migration"
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.reconciles = Counter(
+            "ptah_reconcile_total", "Reconcile passes", ["family", "result"], registry=r
+        )
+        self.duration = Histogram(
+            "ptah_reconcile_duration_seconds", "Duration of one pass", ["family"], registry=r
+        )
+        self.operations = Counter(
+            "ptah_operations_total",
+            "Operations that reached an outcome",
+            ["family", "type", "outcome"],
+            registry=r,
+        )
+        self.jobs_created = Counter(
+            "ptah_jobs_created_total",
+            "Jobs created (one per claim)",
+            ["family", "type"],
+            registry=r,
+        )
+        self.uncertain = Gauge(
+            "ptah_uncertainty_records_open", "Open uncertainty records", ["family"], registry=r
+        )
+        self.proofs_owed = Gauge(
+            "ptah_proofs_owed",
+            "Resources owing a proof (record open, not yet settled)",
+            ["family"],
+            registry=r,
+        )
+        self.lease_waits = Gauge(
+            "ptah_lease_waits", "Resources waiting for a database Lease", ["family"], registry=r
+        )
+        self.approvals_waiting = Gauge(
+            "ptah_approvals_waiting",
+            "Resources waiting for a PtahApproval",
+            ["family"],
+            registry=r,
+        )
+        self.leader = Gauge("ptah_leader", "1 while this replica is the leader", registry=r)
+        self._lock = threading.Lock()
+        self._state: dict[Key, tuple[bool, bool, bool, bool]] = {}
+
+    def serve(self, port: int, addr: str = "0.0.0.0") -> None:
+        start_http_server(port, addr=addr, registry=self.registry)
+
+    def observe_status(self, key: Key, obj: dict[str, Any] | None) -> None:
+        """Recompute the safety gauges from ``obj`` (None: the resource is gone)."""
+        with self._lock:
+            if obj is None:
+                self._state.pop(key, None)
+            else:
+                status = obj.get("status") or {}
+                phase = status.get("phase")
+                record = any(status.get(f) for f in RECORD_FIELDS)
+                self._state[key] = (
+                    record,
+                    record and phase in ("ProofOwed", "ProofNotSettled", "Reading"),
+                    phase == "WaitingForTarget",
+                    phase == "WaitingForApproval",
+                )
+            for family in ("schema", "migration"):
+                rows = [v for k, v in self._state.items() if _family(k.kind) == family]
+                self.uncertain.labels(family).set(sum(r[0] for r in rows))
+                self.proofs_owed.labels(family).set(sum(r[1] for r in rows))
+                self.lease_waits.labels(family).set(sum(r[2] for r in rows))
+                self.approvals_waiting.labels(family).set(sum(r[3] for r in rows))
+
+    def observe_pass(
+        self,
+        key: Key,
+        before: dict[str, Any] | None,
+        after: dict[str, Any] | None,
+        seconds: float,
+        result: str,
+    ) -> None:
+        family = _family(key.kind)
+        self.reconciles.labels(family, result).inc()
+        self.duration.labels(family).observe(seconds)
+        outcome = operation_outcome(before, after)
+        if outcome is not None:
+            self.operations.labels(family, outcome[0], outcome[1]).inc()
+        self.observe_status(key, after)
+
+
+def operation_outcome(
+    before: dict[str, Any] | None, after: dict[str, Any] | None
+) -> tuple[str, str] | None:
+    """(type, outcome) when a pass ended the operation ``before`` held, else None."""
+    if before is None or after is None:
+        return None
+    s0, s1 = before.get("status") or {}, after.get("status") or {}
+    op = s0.get("activeOperation")
+    if not op or s1.get("activeOperation"):
+        return None
+    type_ = str(op.get("type"))
+    if op.get("mutating"):
+        last = s1.get("lastMutation") or {}
+        if last.get("operationId") == op.get("operationId"):
+            return type_, str(last.get("outcome"))
+        return type_, "Dropped"
+    failures0 = int(s0.get("readingFailures") or 0)
+    failures1 = int(s1.get("readingFailures") or 0)
+    return type_, "Failed" if failures1 > failures0 else "Succeeded"

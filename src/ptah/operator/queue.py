@@ -1,0 +1,180 @@
+"""A deduplicating, rate-limited work queue keyed by resource.
+
+The semantics are client-go's workqueue, because the lifecycle depends on two
+of them: a key is never processed by two workers at once (a pass assumes it is
+the only writer of its resource in this process), and a key added while it is
+being processed runs again afterwards, so no event is lost. A key waiting in
+the queue absorbs further adds (a burst of events is one pass).
+
+Failed passes back off per key, exponentially; a global token bucket bounds
+the overall pass rate so a storm of events cannot hammer the apiserver.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass
+class RateLimiter(Generic[K]):
+    """Per-key exponential back-off (base * 2**failures, capped) combined with a
+    global token bucket (``qps``, ``burst``): the larger delay wins."""
+
+    base: float = 0.5
+    cap: float = 300.0
+    qps: float = 20.0
+    burst: int = 100
+    clock: Callable[[], float] = time.monotonic
+    _failures: dict[K, int] = field(default_factory=dict)
+    _tokens: float = -1.0
+    _last: float = 0.0
+
+    def when(self, key: K) -> float:
+        n = self._failures.get(key, 0)
+        self._failures[key] = n + 1
+        per_key = min(self.cap, self.base * (2**n))
+        return float(max(per_key, self._bucket()))
+
+    def _bucket(self) -> float:
+        now = self.clock()
+        if self._tokens < 0:
+            self._tokens, self._last = float(self.burst), now
+        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+        self._last = now
+        self._tokens -= 1.0
+        return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+
+    def failures(self, key: K) -> int:
+        return self._failures.get(key, 0)
+
+    def forget(self, key: K) -> None:
+        self._failures.pop(key, None)
+
+
+class ShutDown(Exception):
+    """The queue was shut down; workers return."""
+
+
+class WorkQueue(Generic[K]):
+    def __init__(
+        self,
+        limiter: RateLimiter[K] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._limiter: RateLimiter[K] = limiter or RateLimiter()
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._ready: list[K] = []
+        self._dirty: set[K] = set()
+        self._processing: set[K] = set()
+        self._delayed: list[tuple[float, int, K]] = []
+        self._due: dict[K, float] = {}
+        self._seq = itertools.count()
+        self._shutdown = False
+
+    # -- adding --
+
+    def add(self, key: K) -> None:
+        with self._cond:
+            self._add_locked(key)
+
+    def _add_locked(self, key: K) -> None:
+        if self._shutdown or key in self._dirty:
+            return
+        self._dirty.add(key)
+        if key not in self._processing:
+            self._ready.append(key)
+            self._cond.notify()
+
+    def add_after(self, key: K, delay: float) -> None:
+        """Add ``key`` after ``delay`` seconds; an earlier pending time for it wins."""
+        if delay <= 0:
+            self.add(key)
+            return
+        with self._cond:
+            if self._shutdown:
+                return
+            at = self._clock() + delay
+            if key in self._due and self._due[key] <= at:
+                return
+            self._due[key] = at
+            heapq.heappush(self._delayed, (at, next(self._seq), key))
+            self._cond.notify()
+
+    def add_rate_limited(self, key: K) -> float:
+        with self._cond:
+            delay = self._limiter.when(key)
+            self.add_after(key, delay)
+        return delay
+
+    def forget(self, key: K) -> None:
+        with self._cond:
+            self._limiter.forget(key)
+
+    def failures(self, key: K) -> int:
+        with self._cond:
+            return self._limiter.failures(key)
+
+    # -- taking --
+
+    def get(self, timeout: float | None = None) -> K | None:
+        """The next key to process (marked processing until ``done``), None on timeout.
+        Raises ShutDown once the queue is shut down."""
+        deadline = None if timeout is None else self._clock() + timeout
+        with self._cond:
+            while True:
+                if self._shutdown:
+                    raise ShutDown
+                self._promote_due()
+                if self._ready:
+                    key = self._ready.pop(0)
+                    self._dirty.discard(key)
+                    self._processing.add(key)
+                    return key
+                wait = None if deadline is None else deadline - self._clock()
+                if self._delayed:
+                    next_due = self._delayed[0][0] - self._clock()
+                    wait = next_due if wait is None else min(wait, next_due)
+                if wait is not None and wait <= 0:
+                    if deadline is not None and self._clock() >= deadline:
+                        return None
+                    continue
+                self._cond.wait(wait)
+
+    def _promote_due(self) -> None:
+        now = self._clock()
+        while self._delayed and self._delayed[0][0] <= now:
+            at, _, key = heapq.heappop(self._delayed)
+            if self._due.get(key) == at:
+                del self._due[key]
+                self._add_locked(key)
+
+    def done(self, key: K) -> None:
+        with self._cond:
+            self._processing.discard(key)
+            if key in self._dirty:
+                self._ready.append(key)
+                self._cond.notify()
+
+    # -- lifecycle --
+
+    def shutdown(self) -> None:
+        with self._cond:
+            self._shutdown = True
+            self._cond.notify_all()
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._ready) + len(self._delayed)
+
+    def processing(self) -> int:
+        with self._cond:
+            return len(self._processing)
