@@ -13,6 +13,8 @@ SUBCOMMAND_MODULES = (
     "ptah.cli.local",
     "ptah.cli.migrate",
     "ptah.cli.operate",
+    "ptah.cli.status",
+    "ptah.cli.approve",
 )
 
 
