@@ -1,0 +1,46 @@
+"""The import graph points one way: api <- lifecycle <- families <- operator/cli, and the
+in-Pod code (runner, engines, migrations) never reaches the operator's side."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "ptah"
+
+FORBIDDEN: dict[str, set[str]] = {
+    "api": {"lifecycle", "families", "operator", "cli", "sim", "runner", "engines", "devcluster"},
+    "kube": {"lifecycle", "families", "operator", "cli", "sim", "runner", "engines"},
+    "lifecycle": {"families", "operator", "cli", "sim", "engines", "migrations", "devcluster"},
+    "targetlock": {"lifecycle", "families", "operator", "cli", "sim"},
+    "podintent": {"lifecycle", "families", "operator", "cli", "sim"},
+    "workload": {"lifecycle", "families", "operator", "cli", "sim"},
+    "families": {"operator", "cli", "sim", "engines", "migrations", "devcluster"},
+    "runner": {"lifecycle", "families", "operator", "cli", "sim", "kube", "devcluster"},
+    "engines": {"lifecycle", "families", "operator", "cli", "sim", "kube", "devcluster"},
+    "migrations": {"lifecycle", "families", "operator", "sim", "kube", "devcluster"},
+    "operator": {"sim", "cli"},
+}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return {m.split(".")[1] for m in found if m.startswith("ptah.") and m.count(".") >= 1}
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_package_imports_point_one_way(package: str) -> None:
+    offending = []
+    for path in sorted((SRC / package).rglob("*.py")):
+        bad = _imports(path) & FORBIDDEN[package]
+        if bad:
+            offending.append(f"{path.relative_to(SRC)} imports {sorted(bad)}")
+    assert offending == []
