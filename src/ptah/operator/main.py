@@ -64,6 +64,8 @@ WATCHED: tuple[tuple[Kind, bool], ...] = (
 def configure_logging(level: str = "info") -> None:
     """One JSON object per line on stdout; flushed per line (the crash tests read it)."""
     logging.basicConfig(level=level.upper(), stream=sys.stderr, format="%(message)s")
+    # httpx logs every request at INFO; the operator's own lines say what matters.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
@@ -198,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
         w.start()
     controller.start()
     if elector is not None:
-        elector.start()
+        elector_thread = elector.start()
         threading.Thread(
             target=_on_elected, args=(elector, controller, metrics, stop), daemon=True
         ).start()
@@ -213,9 +215,9 @@ def run(args: argparse.Namespace) -> int:
     watch_stop.set()
     controller.shutdown(timeout=args.shutdown_timeout)
     if elector is not None:
+        # Its loop hands the Lease over on the way out (unless leadership was lost).
         elector.stop.set()
-        if not lost.is_set():
-            elector.release()
+        elector_thread.join(10.0)
     for server in servers:
         server.shutdown()
     cluster.close()

@@ -1,0 +1,256 @@
+"""Helpers for the end-to-end tests: the operator as a child process, resource and
+status helpers, PostgreSQL helpers. Fixtures live in conftest.py."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from ptah.kube.kinds import APPROVAL, EVENT, JOB, SCHEMA, SECRET
+from ptah.kube.real import RealCluster
+
+ROOT = Path(__file__).resolve().parents[2]
+PTAH = Path(sys.executable).parent / "ptah"
+
+
+def wait_for(
+    what: str, probe: Callable[[], Any], timeout: float = 60.0, interval: float = 0.2
+) -> Any:
+    """Poll ``probe`` until it returns something truthy; fail naming ``what``."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() not in ("", "0", "false")
+
+
+def missing(message: str) -> None:
+    if in_ci():
+        pytest.fail(message, pytrace=False)
+    pytest.skip(message)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Operator:
+    """``ptah operator run`` as a child process, restartable, its log kept in one file."""
+
+    def __init__(self, kubeconfig: Path, namespace: str, log_path: Path) -> None:
+        self.kubeconfig = kubeconfig
+        self.namespace = namespace
+        self.log_path = log_path
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.health_port = 0
+        self.metrics_port = 0
+        self.runs = 0
+        self.options: dict[str, str] = {
+            "--poll-seconds": "1",
+            "--proof-retry-seconds": "300",
+            "--leader-lease-duration": "6",
+            "--resync-seconds": "60",
+        }
+
+    def start(self, env: dict[str, str] | None = None, **options: str) -> Operator:
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        self.options.update({f"--{k.replace('_', '-')}": v for k, v in options.items()})
+        self.health_port, self.metrics_port = _free_port(), _free_port()
+        argv = [
+            str(PTAH),
+            "operator",
+            "run",
+            f"--kubeconfig={self.kubeconfig}",
+            f"--namespace-scope={self.namespace}",
+            f"--lock-namespace={self.namespace}",
+            f"--health-port={self.health_port}",
+            f"--metrics-port={self.metrics_port}",
+            "--bind-address=127.0.0.1",
+            f"--identity=e2e-{self.namespace}",
+        ]
+        argv += [f"{k}={v}" for k, v in self.options.items()]
+        child_env = {k: v for k, v in os.environ.items() if k != "PTAH_TEST_KILL_AT"}
+        child_env.update(env or {})
+        self.runs += 1
+        with self.log_path.open("ab") as log:
+            log.write(f'{{"event": "e2e_start", "run": {self.runs}}}\n'.encode())
+            log.flush()
+            self.proc = subprocess.Popen(argv, stdout=log, stderr=log, env=child_env)
+        wait_for(f"operator ready ({self.log_path})", self.ready, timeout=30)
+        return self
+
+    def ready(self) -> bool:
+        if self.proc is not None and self.proc.poll() is not None:
+            raise AssertionError(f"operator exited {self.proc.returncode}; see {self.log_path}")
+        try:
+            r = httpx.get(f"http://127.0.0.1:{self.health_port}/readyz", timeout=2)
+        except httpx.HTTPError:
+            return False
+        return r.status_code == 200
+
+    def wait_exit(self, timeout: float = 120) -> int:
+        assert self.proc is not None
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired as exc:
+            raise AssertionError(
+                f"operator still running after {timeout}s; see {self.log_path}"
+            ) from exc
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 40) -> int | None:
+        if self.proc is None or self.proc.poll() is not None:
+            return None if self.proc is None else self.proc.returncode
+        self.proc.send_signal(sig)
+        return self.wait_exit(timeout)
+
+    def lines(self) -> list[dict[str, Any]]:
+        out = []
+        for raw in self.log_path.read_text(errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                obj = json.loads(raw)
+                if isinstance(obj, dict):
+                    out.append(obj)
+        return out
+
+    def metrics(self) -> str:
+        return httpx.get(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5).text
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def secret(kube: RealCluster, ns: str, name: str, url: str) -> dict[str, Any]:
+    return kube.create(
+        SECRET, {"metadata": {"name": name, "namespace": ns}, "stringData": {"url": url}}
+    )
+
+
+def schema(
+    kube: RealCluster, ns: str, name: str, sql: str, secret_name: str, engine: str, **spec: Any
+) -> dict[str, Any]:
+    body = {
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "target": {"engine": engine, "secretRef": {"name": secret_name}},
+            "source": {"inline": sql},
+            **spec,
+        },
+    }
+    return kube.create(SCHEMA, body)
+
+
+def set_sql(kube: RealCluster, ns: str, name: str, sql: str) -> None:
+    kube.patch(SCHEMA, ns, name, {"spec": {"source": {"inline": sql}}})
+
+
+def status(kube: RealCluster, ns: str, name: str) -> dict[str, Any]:
+    obj = kube.get(SCHEMA, ns, name)
+    assert obj is not None, f"PtahSchema {ns}/{name} is gone"
+    return dict(obj.get("status") or {})
+
+
+def wait_status(
+    kube: RealCluster,
+    ns: str,
+    name: str,
+    what: str,
+    pred: Callable[[dict[str, Any]], bool],
+    timeout: float = 90,
+    log: Path | None = None,
+) -> dict[str, Any]:
+    holder: dict[str, Any] = {}
+
+    def probe() -> bool:
+        holder["s"] = status(kube, ns, name)
+        return pred(holder["s"])
+
+    try:
+        wait_for(f"{name}: {what}", probe, timeout=timeout, interval=0.3)
+    except AssertionError as exc:
+        s = holder.get("s") or {}
+        brief = {k: s.get(k) for k in ("phase", "waitingFor", "lastMutation", "currentPlan")}
+        raise AssertionError(f"{exc}\nstatus: {json.dumps(brief)}\nlog: {log}") from None
+    return holder["s"]
+
+
+def ready(s: dict[str, Any]) -> bool:
+    return s.get("phase") == "Ready" and not s.get("activeOperation")
+
+
+def events(kube: RealCluster, ns: str, name: str) -> list[dict[str, Any]]:
+    evs = [e for e in kube.list(EVENT, ns) if (e.get("involvedObject") or {}).get("name") == name]
+    return sorted(evs, key=lambda e: (e.get("firstTimestamp") or "", e["metadata"]["name"]))
+
+
+def jobs_of(kube: RealCluster, ns: str, owner_uid: str, op_type: str) -> list[dict[str, Any]]:
+    return kube.list(JOB, ns, {"ptah.io/owner-uid": owner_uid, "ptah.io/operation-type": op_type})
+
+
+def approve(kube: RealCluster, ns: str, name: str, resource: str, digest: str) -> None:
+    kube.create(
+        APPROVAL,
+        {
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {
+                "resourceRef": {"kind": "PtahSchema", "name": resource},
+                "planDigest": digest,
+                "approvedBy": "e2e",
+            },
+        },
+    )
+
+
+# ------------------------------------------------------------------ databases
+
+
+def db_env() -> dict[str, str]:
+    cache = Path(os.environ.get("PTAH_CACHE", Path.home() / ".cache" / "ptah"))
+    out: dict[str, str] = {}
+    path = cache / "db" / "env"
+    if path.exists():
+        for line in path.read_text().splitlines():
+            key, sep, value = line.partition("=")
+            if sep:
+                out[key.strip()] = value.strip()
+    return out
+
+
+def with_database(url: str, database: str) -> str:
+    base, _, _ = url.rpartition("/")
+    return f"{base}/{database}"
+
+
+def pg_columns(url: str, table: str) -> list[str]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_schema = 'public' AND table_name = %s ORDER BY ordinal_position",
+            (table,),
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+def now() -> float:
+    return time.monotonic()
