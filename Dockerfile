@@ -1,0 +1,32 @@
+# syntax=docker/dockerfile:1
+# One image, two entrypoints:
+#   * runner Jobs (built by ptah.workload.job) set no command, only args, so the image's
+#     ENTRYPOINT is the runner: `ptah-runner <operation> ...`;
+#   * the operator Deployment (deploy/helm/ptah) sets command: [ptah, operator, run].
+# tests/unit/test_dockerfile.py checks that every file and entrypoint named here exists.
+
+FROM python:3.11-slim AS build
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY src ./src
+RUN python -m venv /opt/ptah \
+ && /opt/ptah/bin/pip install . \
+ && /opt/ptah/bin/ptah --help >/dev/null \
+ && test -x /opt/ptah/bin/ptah-runner
+
+FROM python:3.11-slim
+LABEL org.opencontainers.image.title="ptah" \
+      org.opencontainers.image.description="Ptah operator and runner: safe relational schema changes on Kubernetes" \
+      org.opencontainers.image.source="https://github.com/ptah-io/ptah"
+RUN groupadd --system --gid 10001 ptah \
+ && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+      --shell /usr/sbin/nologin ptah
+COPY --from=build /opt/ptah /opt/ptah
+ENV PATH=/opt/ptah/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+WORKDIR /tmp
+# Numeric, so runAsNonRoot can verify it without reading /etc/passwd.
+USER 10001:10001
+ENTRYPOINT ["ptah-runner"]
