@@ -50,7 +50,7 @@ from ptah.lifecycle.conditions import differs, observation
 from ptah.lifecycle.context import ABANDON_ANNOTATION, FINALIZER, Env, Pass
 from ptah.lifecycle.family import Family, Observe, Work
 from ptah.runner.frame import ResultFrame
-from ptah.targetlock import expected_epoch, renew
+from ptah.targetlock import expected_epoch
 from ptah.workload import names
 from ptah.workload.job import LABEL_OPERATION, JobRequest, Mount, Owner, build_job, intent_drift
 
@@ -118,13 +118,7 @@ def _release_step(p: Pass) -> Result | None:
         if left is None or left < 0:
             # Keep the tenure while the executor may write; nobody else may take it.
             if staged.epoch is not None:
-                renew(
-                    p.cluster,
-                    namespace=p.env.lock_namespace,
-                    name=staged.lease_name,
-                    holder=staged.holder,
-                    epoch=staged.epoch,
-                )
+                writes.renew_lease(p, staged.lease_name, staged.holder, staged.epoch)
             return _observe(
                 p,
                 Observe(
@@ -238,13 +232,7 @@ def _dispatch(p: Pass, op: ActiveOperation) -> Result:
     approval: dict[str, Any] | None = None
     if op.mutating:
         assert op.plan_name and op.plan_digest and op.lease and op.lease.epoch is not None
-        if not renew(
-            p.cluster,
-            namespace=p.env.lock_namespace,
-            name=op.lease.lease_name,
-            holder=op.lease.holder,
-            epoch=op.lease.epoch,
-        ):
+        if not writes.renew_lease(p, op.lease.lease_name, op.lease.holder, op.lease.epoch):
             # Lost before dispatch: nothing ran, so take the realm again.
             lease = op.lease.model_copy(
                 update={
@@ -256,13 +244,7 @@ def _dispatch(p: Pass, op: ActiveOperation) -> Result:
             )
             writes.write_lease_expectation(p, op, lease)
             return AGAIN
-        verdict = authorize(
-            p,
-            plan_name=op.plan_name,
-            expected_digest=op.plan_digest,
-            approval_name=op.approval_name,
-            policy_name=_policy_name(p),
-        )
+        verdict = _authorize(p, op)
         if isinstance(verdict, Refusal):
             return _drop(p, op, verdict.reason, verdict.message, discard_plan=True)
         approval = verdict[1]
@@ -301,13 +283,7 @@ def _watch(p: Pass, op: ActiveOperation) -> Result:
         return _lost(p, op, "JobIntentDrift", drift)
     if op.mutating:
         assert op.lease is not None and op.lease.epoch is not None
-        if not renew(
-            p.cluster,
-            namespace=p.env.lock_namespace,
-            name=op.lease.lease_name,
-            holder=op.lease.holder,
-            epoch=op.lease.epoch,
-        ):
+        if not writes.renew_lease(p, op.lease.lease_name, op.lease.holder, op.lease.epoch):
             return _lost(
                 p, op, "ContinuityLost", "the Lease epoch changed under a dispatched claim"
             )
@@ -659,6 +635,20 @@ def _decide_step(p: Pass) -> Result | None:
     return _claim(p, decision)
 
 
+def _authorize(
+    p: Pass, what: Work | ActiveOperation
+) -> tuple[PlanSpec, dict[str, Any] | None] | Refusal:
+    """The same re-read at the claim and again at the dispatch boundary."""
+    assert what.plan_name and what.plan_digest
+    return authorize(
+        p,
+        plan_name=what.plan_name,
+        expected_digest=what.plan_digest,
+        approval_name=what.approval_name,
+        policy_name=_policy_name(p),
+    )
+
+
 def _policy_name(p: Pass) -> str:
     return str((p.spec.get("policy") or {}).get("verificationPolicy", "ptah-verification-policy"))
 
@@ -680,14 +670,8 @@ def _claim(p: Pass, work: Work) -> Result:
                     message=f"plan {work.plan_digest} was already dispatched once",
                 ),
             )
-        assert work.plan_name and work.plan_digest and work.expected_database
-        verdict = authorize(
-            p,
-            plan_name=work.plan_name,
-            expected_digest=work.plan_digest,
-            approval_name=work.approval_name,
-            policy_name=_policy_name(p),
-        )
+        assert work.expected_database
+        verdict = _authorize(p, work)
         if isinstance(verdict, Refusal):
             writes.write_observation(
                 p,

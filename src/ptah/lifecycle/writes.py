@@ -28,7 +28,7 @@ from ptah.api.common import (
 from ptah.kube import errors
 from ptah.kube.kinds import APPROVAL, CONFIGMAP, EVENT, JOB, PLAN, Kind
 from ptah.lifecycle.context import FINALIZER, Pass
-from ptah.targetlock import Outcome, acquire, release
+from ptah.targetlock import Outcome, acquire, release, renew
 
 T = TypeVar("T")
 
@@ -39,6 +39,7 @@ DURABLE_WRITES = (
     "write_lease_expectation",
     "acquire_lease",
     "write_lease_epoch",
+    "renew_lease",
     "create_inputs",
     "write_admission_snapshot",
     "consume_approval",
@@ -134,6 +135,17 @@ def acquire_lease(p: Pass, lease: LeaseClaim) -> Outcome:
             holder=lease.holder,
             expected=lease.expected_epoch,
             duration=p.env.lease_duration,
+        ),
+    )
+
+
+def renew_lease(p: Pass, lease_name: str, holder: str, epoch: int) -> bool:
+    """Keep our tenure; False when the Lease is no longer ours at ``epoch``."""
+    return _commit(
+        p,
+        "renew_lease",
+        lambda: renew(
+            p.cluster, namespace=p.env.lock_namespace, name=lease_name, holder=holder, epoch=epoch
         ),
     )
 
