@@ -222,6 +222,9 @@ class PlanSummary(Model):
     binding_epoch: int
     database: str
     expected_after: str = ""
+    source: str = Field(
+        default="", description="Digest of the desired source it was computed from."
+    )
 
 
 class LifecycleStatus(Model):

@@ -23,10 +23,17 @@ def invalid_spec(exc: ValidationError) -> Observe:
     )
 
 
-def plan_is_stale(p: Pass, status: LifecycleStatus) -> bool:
+def plan_is_stale(p: Pass, status: LifecycleStatus, source: str | None) -> bool:
+    """A plan computed under another generation, binding epoch or desired source (a
+    ConfigMap edited in place changes no generation) is read again."""
     plan = status.current_plan
     epoch = status.execution_binding.epoch if status.execution_binding else 0
-    return plan is None or plan.generation != p.generation or plan.binding_epoch != epoch
+    return (
+        plan is None
+        or plan.generation != p.generation
+        or plan.binding_epoch != epoch
+        or (source is not None and plan.source != source)
+    )
 
 
 def seconds_since(p: Pass, stamp: str | None) -> float | None:

@@ -104,7 +104,7 @@ class MigrationFamily:
             return invalid_spec(exc)
         status = MigrationStatus.model_validate(p.obj.get("status") or {})
         reading = status.history
-        if plan_is_stale(p, status) or reading is None:
+        if plan_is_stale(p, status, self.source_fingerprint(p)) or reading is None:
             return self.reading_work(p, None)
         plan = status.current_plan
         assert plan is not None

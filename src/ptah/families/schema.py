@@ -95,7 +95,7 @@ class SchemaFamily:
         except ValidationError as exc:
             return invalid_spec(exc)
         status = SchemaStatus.model_validate(p.obj.get("status") or {})
-        if plan_is_stale(p, status):
+        if plan_is_stale(p, status, self.source_fingerprint(p)):
             return self.reading_work(p, None)
         plan = status.current_plan
         assert plan is not None

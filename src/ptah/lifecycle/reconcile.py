@@ -508,6 +508,7 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
         binding_epoch=spec.computed_under.binding_epoch,
         database=frame.database.digest,
         expected_after=draft.expected_after,
+        source=op.source or "",
     )
     extra: dict[str, Any] = {
         "currentPlan": summary.replacing(),
