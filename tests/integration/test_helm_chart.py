@@ -1,0 +1,384 @@
+"""The Helm chart: it lints, renders, grants exactly docs/rbac.md, and the operator it
+describes starts on the real local control plane under its own ServiceAccount.
+
+The local control plane runs no Deployment controller (docs/devcluster.md), so the
+rendered Deployment is applied (the API server validates it) and its Pod template is
+then run as a Pod, which the node agent starts as a local process. One flag is added to
+that Pod: ``--kubeconfig`` naming a kubeconfig that holds a token of the chart's
+ServiceAccount, because the operator finds its in-cluster token at the absolute path
+``/var/run/secrets/...`` that the node agent cannot provide; the token is the same
+identity, so the RBAC exercised is the chart's.
+
+helm comes from ``bash hack/tools.sh`` (built from the Go module proxy); a missing helm
+fails under CI naming that command, and skips elsewhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "deploy" / "helm" / "ptah"
+INSTALL = "bash hack/tools.sh"
+WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection"}
+FORBIDDEN_VERBS = {"*", "delete", "deletecollection", "escalate", "bind", "impersonate"}
+
+
+# ----------------------------------------------------------------------- helm
+
+
+def _helm_path() -> Path | None:
+    cache = Path(os.environ.get("PTAH_CACHE") or Path.home() / ".cache" / "ptah")
+    cached = cache / "tools" / "bin" / "helm"
+    if cached.exists():
+        return cached
+    found = shutil.which("helm")
+    return Path(found) if found else None
+
+
+@pytest.fixture(scope="module")
+def helm() -> Path:
+    path = _helm_path()
+    if path is None:
+        message = f"helm is not installed: run `{INSTALL}` (builds helm v3.22.0 from Go modules)"
+        if os.environ.get("CI", "").lower() not in ("", "0", "false"):
+            pytest.fail(message, pytrace=False)
+        pytest.skip(message)
+    return path
+
+
+def render(
+    helm: Path, *sets: str, namespace: str = "ptah-system", release: str = "ptah"
+) -> list[Any]:
+    argv = [str(helm), "template", release, str(CHART), "--namespace", namespace]
+    for s in sets:
+        argv += ["--set", s]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return [d for d in yaml.safe_load_all(proc.stdout) if d]
+
+
+def render_fails(helm: Path, *sets: str) -> str:
+    argv = [str(helm), "template", "ptah", str(CHART)]
+    for s in sets:
+        argv += ["--set", s]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
+    assert proc.returncode != 0, "expected the chart to refuse these values"
+    return proc.stderr
+
+
+def of(docs: list[Any], kind: str) -> list[dict[str, Any]]:
+    return [d for d in docs if d.get("kind") == kind]
+
+
+def operator_rules(docs: list[Any]) -> list[dict[str, Any]]:
+    roles = [
+        d
+        for d in of(docs, "ClusterRole") + of(docs, "Role")
+        if d["metadata"]["name"] in ("ptah", "ptah-leases")
+    ]
+    return [r for role in roles for r in role["rules"]]
+
+
+# -------------------------------------------------------------- static checks
+
+
+def test_lint(helm: Path) -> None:
+    proc = subprocess.run(
+        [str(helm), "lint", "--strict", str(CHART)], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_chart_crds_are_the_generated_ones_and_upgrade_with_the_chart(helm: Path) -> None:
+    generated = sorted((ROOT / "deploy" / "crds").glob("*.yaml"))
+    copies = sorted((CHART / "files" / "crds").glob("*.yaml"))
+    assert [p.name for p in copies] == [p.name for p in generated]
+    for src, copy in zip(generated, copies, strict=True):
+        assert copy.read_text() == src.read_text(), (
+            f"{copy} differs from {src}: cp deploy/crds/*.yaml deploy/helm/ptah/files/crds/"
+        )
+    assert not (CHART / "crds").exists(), "crds/ is never upgraded by helm; use templates"
+    rendered = {d["metadata"]["name"]: d for d in of(render(helm), "CustomResourceDefinition")}
+    for src in generated:
+        want = yaml.safe_load(src.read_text())
+        got = rendered[want["metadata"]["name"]]
+        assert got["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+        got_meta = {k: v for k, v in got["metadata"].items() if k not in ("annotations", "labels")}
+        assert got_meta == want["metadata"] and got["spec"] == want["spec"]
+    assert not of(render(helm, "crds.install=false"), "CustomResourceDefinition")
+
+
+def test_deployment_defaults(helm: Path) -> None:
+    docs = render(helm)
+    (dep,) = of(docs, "Deployment")
+    assert dep["spec"]["replicas"] == 2
+    pod = dep["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert c["command"] == ["ptah", "operator", "run"]
+    assert "--leader-elect" in c["args"] and "--lock-namespace=ptah-system" in c["args"]
+    assert not any(a.startswith("--namespace-scope") for a in c["args"])
+    assert c["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert c["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert c["securityContext"]["allowPrivilegeEscalation"] is False
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert pod["serviceAccountName"] == "ptah"
+    (svc,) = of(docs, "Service")
+    assert svc["spec"]["ports"][0]["name"] == "metrics"
+    assert not of(docs, "ServiceMonitor")
+    assert of(docs, "PodDisruptionBudget")
+    (cm,) = of(docs, "ConfigMap")
+    runner = json.loads(cm["data"]["runner-defaults.json"])
+    assert runner["image"] == "ptah/ptah:0.1.0"
+    assert "serviceAccountName" not in runner  # no runner account exists cluster-wide
+
+
+def test_single_replica_without_election(helm: Path) -> None:
+    docs = render(helm, "replicaCount=1", "leaderElection.enabled=false")
+    (dep,) = of(docs, "Deployment")
+    assert "--no-leader-elect" in dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert not of(docs, "PodDisruptionBudget")
+    assert "leaderElection.enabled" in render_fails(helm, "leaderElection.enabled=false")
+
+
+def test_label_scoping_is_refused_until_the_operator_supports_it(helm: Path) -> None:
+    assert "no label scoping" in render_fails(helm, "watch.labelSelector=team=a")
+
+
+def test_service_monitor_is_optional(helm: Path) -> None:
+    docs = render(
+        helm, "metrics.serviceMonitor.enabled=true", "metrics.serviceMonitor.labels.release=prom"
+    )
+    (sm,) = of(docs, "ServiceMonitor")
+    assert sm["spec"]["endpoints"][0]["port"] == "metrics"
+    assert sm["metadata"]["labels"]["release"] == "prom"
+
+
+def _doc_table() -> set[tuple[str, str, frozenset[str], str]]:
+    """(group, resource, verbs, scope) rows of docs/rbac.md's operator table."""
+    text = (ROOT / "docs" / "rbac.md").read_text()
+    section = text.split("## The operator", 1)[1].split("###", 1)[0]
+    rows = set()
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 5 or cells[0] in ("API group", "---"):
+            continue
+        group = "" if cells[0] == "(core)" else cells[0]
+        verbs = frozenset(v.strip() for v in cells[2].split(","))
+        rows.add((group, cells[1], verbs, cells[3]))
+    return rows
+
+
+def _chart_table(docs: list[Any]) -> set[tuple[str, str, frozenset[str], str]]:
+    rows = set()
+    for role in of(docs, "ClusterRole") + of(docs, "Role"):
+        name = role["metadata"]["name"]
+        if name not in ("ptah", "ptah-leases"):
+            continue
+        scope = "lock" if name.endswith("-leases") else "watched"
+        for rule in role["rules"]:
+            for group in rule["apiGroups"]:
+                for res in rule["resources"]:
+                    rows.add((group, res, frozenset(rule["verbs"]), scope))
+    return rows
+
+
+def test_rbac_is_exactly_the_documented_table(helm: Path) -> None:
+    assert _chart_table(render(helm)) == _doc_table()
+
+
+@pytest.mark.parametrize("sets", [(), ("watch.namespaces={team-a,team-b}",)])
+def test_rbac_least_privilege(helm: Path, sets: tuple[str, ...]) -> None:
+    docs = render(helm, *sets)
+    roles = of(docs, "ClusterRole") + of(docs, "Role")
+    assert roles
+    for role in roles:
+        for rule in role["rules"]:
+            where = f"{role['kind']} {role['metadata']['name']}: {rule}"
+            assert "*" not in rule["apiGroups"] and "*" not in rule["resources"], where
+            assert not FORBIDDEN_VERBS & set(rule["verbs"]), where
+            assert "resourceNames" not in rule or rule["resourceNames"], where
+            if "secrets" in rule["resources"]:
+                assert set(rule["verbs"]) <= {"get", "list", "watch"}, where
+                assert not WRITE_VERBS & set(rule["verbs"]), where
+            if "pods" in rule["resources"]:
+                assert not WRITE_VERBS & set(rule["verbs"]), "Pods are made by the Job controller"
+    for binding in of(docs, "ClusterRoleBinding") + of(docs, "RoleBinding"):
+        assert binding["roleRef"]["name"] not in ("cluster-admin", "admin", "edit")
+
+
+def test_namespace_scoping(helm: Path) -> None:
+    docs = render(helm, "watch.namespaces={team-a,team-b}")
+    (dep,) = of(docs, "Deployment")
+    assert (
+        "--namespace-scope=team-a,team-b"
+        in dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    )
+    operator_roles = [r for r in of(docs, "Role") if r["metadata"]["name"] == "ptah"]
+    assert sorted(r["metadata"]["namespace"] for r in operator_roles) == ["team-a", "team-b"]
+    assert [r["metadata"]["name"] for r in of(docs, "ClusterRole")] == [
+        "ptah-viewer",
+        "ptah-approver",
+    ]
+    assert not of(docs, "ClusterRoleBinding")
+    (leases,) = [r for r in of(docs, "Role") if r["metadata"]["name"] == "ptah-leases"]
+    assert leases["metadata"]["namespace"] == "ptah-system"
+    runners = [s for s in of(docs, "ServiceAccount") if s["metadata"]["name"] == "ptah-runner"]
+    assert sorted(s["metadata"]["namespace"] for s in runners) == ["team-a", "team-b"]
+    assert all(s["automountServiceAccountToken"] is False for s in runners)
+    (cm,) = of(docs, "ConfigMap")
+    assert json.loads(cm["data"]["runner-defaults.json"])["serviceAccountName"] == "ptah-runner"
+
+
+# ------------------------------------------------------------ real cluster
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _token_kubeconfig(admin_kubeconfig: Path, token: str) -> str:
+    admin = yaml.safe_load(admin_kubeconfig.read_text())
+    cluster = admin["clusters"][0]
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [cluster],
+            "users": [{"name": "operator", "user": {"token": token}}],
+            "contexts": [
+                {"name": "operator", "context": {"cluster": cluster["name"], "user": "operator"}}
+            ],
+            "current-context": "operator",
+        }
+    )
+
+
+@pytest.fixture
+def installed(helm: Path, cluster: Any, namespace: str) -> Iterator[dict[str, Any]]:
+    """The chart rendered for ``namespace`` (watching only it) and applied."""
+    health, metrics = _free_port(), _free_port()
+    docs = render(
+        helm,
+        f"watch.namespaces={{{namespace}}}",
+        f"health.port={health}",
+        f"metrics.port={metrics}",
+        "metrics.service.port=8080",
+        "rbac.userRoles=false",
+        namespace=namespace,
+        release="ptah",
+    )
+    cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+    yield {"docs": docs, "health": health, "metrics": metrics}
+
+
+def test_rendered_chart_installs_and_its_operator_starts(
+    installed: dict[str, Any], cluster: Any, namespace: str
+) -> None:
+    docs = installed["docs"]
+    # Every object the chart describes was accepted by the real API server.
+    for doc in docs:
+        kind, name = doc["kind"].lower(), doc["metadata"]["name"]
+        ns = ["--namespace", doc["metadata"].get("namespace", namespace)]
+        cluster.kubectl("get", kind, name, *ns)
+    (dep,) = of(docs, "Deployment")
+    sa = dep["spec"]["template"]["spec"]["serviceAccountName"]
+    who = f"system:serviceaccount:{namespace}:{sa}"
+
+    def can(verb: str, resource: str, ns: str = namespace) -> bool:
+        proc = cluster.kubectl(
+            "auth", "can-i", verb, resource, f"--as={who}", "-n", ns, check=False
+        )
+        return proc.stdout.strip() == "yes"
+
+    assert can("patch", "ptahschemas.ptah.io/status") and can("create", "jobs.batch")
+    assert can("get", "pods/log") and can("create", "leases.coordination.k8s.io")
+    assert not can("delete", "jobs.batch") and not can("create", "secrets")
+    assert not can("update", "secrets") and not can("create", "pods")
+    assert not can("list", "ptahschemas.ptah.io", "default"), "namespace scoping"
+
+    token = cluster.kubectl("create", "token", sa, "-n", namespace, "--duration=1h").stdout.strip()
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "operator-kubeconfig", "namespace": namespace},
+        "data": {
+            "kubeconfig": base64.b64encode(
+                _token_kubeconfig(cluster.kubeconfig, token).encode()
+            ).decode()
+        },
+    }
+    cluster.kubectl("apply", "-f", "-", stdin=json.dumps(secret))
+
+    template = dep["spec"]["template"]
+    spec = json.loads(json.dumps(template["spec"]))
+    (container,) = spec["containers"]
+    # Relative to the container's working directory (its root), not /var/run/...: the node
+    # agent rewrites mount paths one mount after another, so an absolute path rewritten to
+    # a state dir under /tmp would be rewritten again by the chart's /tmp mount.
+    container["args"].append("--kubeconfig=var/run/ptah-test/kubeconfig")
+    container["volumeMounts"].append({"name": "test-kubeconfig", "mountPath": "/var/run/ptah-test"})
+    spec["volumes"].append(
+        {"name": "test-kubeconfig", "secret": {"secretName": "operator-kubeconfig"}}
+    )
+    pod_name = "ptah-operator-0"
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": pod_name,
+            "namespace": namespace,
+            "labels": template["metadata"]["labels"],
+        },
+        "spec": spec,
+    }
+    cluster.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
+
+    def ready() -> Any:
+        try:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{installed['health']}/readyz", timeout=2
+            ) as resp:
+                return json.loads(resp.read())
+        except OSError:
+            return None
+
+    try:
+        body = cluster.wait_for("the operator's /readyz", ready, timeout=90, interval=0.5)
+        assert body["ok"] is True and body["synced"] is True
+
+        def leader() -> Any:
+            proc = cluster.kubectl(
+                "get", "lease", "ptah-operator-leader", "-n", namespace, "-o", "json", check=False
+            )
+            if proc.returncode != 0:
+                return None
+            return json.loads(proc.stdout)["spec"].get("holderIdentity") == pod_name
+
+        cluster.wait_for("the leader Lease held by the operator Pod", leader, timeout=60)
+        with urllib.request.urlopen(f"http://127.0.0.1:{installed['metrics']}/metrics") as resp:
+            text = resp.read().decode()
+        assert re.search(r"^ptah_", text, re.M), "Prometheus metrics are served"
+        with urllib.request.urlopen(f"http://127.0.0.1:{installed['health']}/healthz") as resp:
+            assert json.loads(resp.read())["ok"] is True
+    except AssertionError:
+        log = cluster.kubectl("logs", pod_name, "-n", namespace, check=False)
+        raise AssertionError(f"operator log:\n{log.stdout[-4000:]}\n{log.stderr}") from None
+    finally:
+        cluster.kubectl("delete", "pod", pod_name, "-n", namespace, "--wait=true", check=False)
