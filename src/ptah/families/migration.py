@@ -192,3 +192,17 @@ class MigrationFamily:
             return False
         reached = bool(record.expected_after) and digest(reading.applied) == record.expected_after
         return reached or not reading.pending
+
+    def unsettled(self, p: Pass) -> str:
+        reading = MigrationStatus.model_validate(p.obj.get("status") or {}).history
+        if reading is None:
+            return "no reading yet"
+        if reading.dirty:
+            d = reading.dirty[0]
+            return (
+                f"migration {d.version} is partially applied: it stopped at statement "
+                f"{d.statement} of {d.total} ({d.error[:200]})"
+            )
+        if reading.mismatched:
+            return f"applied migration {reading.mismatched[0].version} was edited"
+        return f"versions still pending: {', '.join(reading.pending[:10])}"

@@ -171,3 +171,9 @@ class SchemaFamily:
         return (
             bool(record.expected_after) and data.get("fingerprintBefore") == record.expected_after
         )
+
+    def unsettled(self, p: Pass) -> str:
+        plan = p.status.current_plan
+        if plan is None:
+            return "no reading yet"
+        return f"the target still differs from the desired schema ({plan.statements} statements)"

@@ -88,3 +88,6 @@ class Family(Protocol):
 
     def settles(self, record: UncertainRecord, frame: ResultFrame) -> bool:
         """Whether ``frame`` (a fresh read-only reading) settles ``record``."""
+
+    def unsettled(self, p: Pass) -> str:
+        """What the last reading showed that kept the record open, for a person."""

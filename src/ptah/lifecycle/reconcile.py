@@ -571,9 +571,9 @@ def _prove_step(p: Pass) -> Result | None:
                 "ProofNotSettled",
                 stalled_reason="ProofNotSettled",
                 message=(
-                    f"the last reading did not settle {record.operation_id} ({record.reason}); "
-                    f"inspect the database, or annotate {ABANDON_ANNOTATION}="
-                    f"{record.operation_id} to abandon the proof"
+                    f"the last reading did not settle {record.operation_id} ({record.reason}): "
+                    f"{p.family.unsettled(p)}; inspect the database, or annotate "
+                    f"{ABANDON_ANNOTATION}={record.operation_id} to abandon the proof"
                 ),
                 waiting_for="a reading that settles the uncertain run",
                 requeue_after=p.env.proof_retry_seconds - waited,

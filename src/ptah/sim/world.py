@@ -242,6 +242,9 @@ class World:
         elif roll < 0.20:
             with contextlib.suppress(errors.NotFound):
                 api.delete(res.family.kind, NS, res.name)
+        elif roll < 0.21:
+            for approval in api.list(APPROVAL, NS):
+                api.delete(APPROVAL, NS, approval["metadata"]["name"])
 
     def _approve(self, res: SimResource, digest: str) -> None:
         name = f"{res.name}-approval-{self.rng.randint(0, 10**6)}"
