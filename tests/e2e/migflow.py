@@ -1,0 +1,291 @@
+"""Helpers for the PtahMigration end-to-end tests: directories as ConfigMaps (with their
+``ptah.sum``), the resource, its status, fresh MariaDB databases, and the history table
+read straight from the database.
+
+Named ``migflow`` rather than ``migsupport``: ``tests/migrations/migsupport.py`` exists,
+and both directories sit on ``sys.path`` in one pytest session, so a second module of
+that name would shadow the first depending on collection order.
+
+The fixtures here (``mysql_database``, ``sqlite_url``, ``target``) are imported by the
+test modules; ``conftest.py`` and ``e2esupport.py`` belong to the operator's e2e suite
+and are reused as they are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+from e2esupport import db_env, missing, wait_for
+
+from ptah.engines.connect import open_target
+from ptah.kube.kinds import CONFIGMAP, JOB, LEASE, MIGRATION
+from ptah.kube.real import RealCluster
+from ptah.migrations import sumfile
+from ptah.migrations.directory import SUM_FILE, read_directory
+
+# ------------------------------------------------------------------ directories
+
+
+def with_sum(files: dict[str, str]) -> dict[str, str]:
+    """``files`` plus the ``ptah.sum`` that ``ptah migrate hash`` would write for them.
+
+    The runner refuses a directory without a sum file (``SumFileMissing``), so every
+    ConfigMap directory a test creates carries one, computed by the same code the CLI
+    uses (written to a scratch directory and read back, exactly as a user would)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for name, text in files.items():
+            (root / name).write_text(text)
+        sumfile.write(read_directory([root]))
+        return {**files, SUM_FILE: (root / SUM_FILE).read_text()}
+
+
+def split_with_sum(files: dict[str, str], parts: int) -> list[dict[str, str]]:
+    """The directory spread over ``parts`` ConfigMaps; the one ``ptah.sum`` (covering the
+    merged directory) goes with the first part."""
+    names = sorted(files)
+    chunks: list[dict[str, str]] = [{} for _ in range(parts)]
+    for i, name in enumerate(names):
+        chunks[i * parts // len(names)][name] = files[name]
+    chunks[0][SUM_FILE] = with_sum(files)[SUM_FILE]
+    return chunks
+
+
+def write_tree(path: Path, files: dict[str, str]) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    for name, text in with_sum(files).items():
+        (path / name).write_text(text)
+    return path
+
+
+def configmap(kube: RealCluster, ns: str, name: str, data: dict[str, str]) -> None:
+    kube.create(CONFIGMAP, {"metadata": {"name": name, "namespace": ns}, "data": data})
+
+
+def replace_configmap(kube: RealCluster, ns: str, name: str, data: dict[str, str]) -> None:
+    """A whole new data map (a merge patch with removed keys set to null)."""
+    old = (kube.get(CONFIGMAP, ns, name) or {}).get("data") or {}
+    patch: dict[str, Any] = {k: None for k in old if k not in data}
+    patch.update(data)
+    kube.patch(CONFIGMAP, ns, name, {"data": patch})
+
+
+# ------------------------------------------------------------------ the resource
+
+
+def migration(
+    kube: RealCluster,
+    ns: str,
+    name: str,
+    secret_name: str,
+    engine: str,
+    *,
+    configmaps: list[str] | None = None,
+    volume: dict[str, Any] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    directory: dict[str, Any] = {"volume": volume} if volume else {"configMaps": configmaps}
+    body = {
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "target": {"engine": engine, "secretRef": {"name": secret_name}},
+            "directory": directory,
+            **spec,
+        },
+    }
+    return kube.create(MIGRATION, body)
+
+
+def mstatus(kube: RealCluster, ns: str, name: str) -> dict[str, Any]:
+    obj = kube.get(MIGRATION, ns, name)
+    assert obj is not None, f"PtahMigration {ns}/{name} is gone"
+    return dict(obj.get("status") or {})
+
+
+def uid_of(kube: RealCluster, ns: str, name: str) -> str:
+    obj = kube.get(MIGRATION, ns, name)
+    assert obj is not None
+    return str(obj["metadata"]["uid"])
+
+
+def wait_mstatus(
+    kube: RealCluster,
+    ns: str,
+    name: str,
+    what: str,
+    pred: Callable[[dict[str, Any]], bool],
+    timeout: float = 90,
+    log: Path | None = None,
+) -> dict[str, Any]:
+    """Poll the PtahMigration's status until ``pred``; on timeout show where it stands."""
+    holder: dict[str, Any] = {}
+
+    def probe() -> bool:
+        holder["s"] = mstatus(kube, ns, name)
+        return pred(holder["s"])
+
+    try:
+        wait_for(f"{name}: {what}", probe, timeout=timeout, interval=0.3)
+    except AssertionError as exc:
+        s = holder.get("s") or {}
+        keys = ("phase", "waitingFor", "lastMutation", "history", "unresolvedRun", "conditions")
+        brief = {k: s.get(k) for k in keys}
+        raise AssertionError(f"{exc}\nstatus: {json.dumps(brief)}\nlog: {log}") from None
+    return holder["s"]
+
+
+def ready_at(versions: list[str]) -> Callable[[dict[str, Any]], bool]:
+    """Ready, no claim, the last History reading shows exactly ``versions`` applied, and
+    nothing is pending up to the target version."""
+
+    def pred(s: dict[str, Any]) -> bool:
+        history = s.get("history") or {}
+        return (
+            s.get("phase") == "Ready"
+            and not s.get("activeOperation")
+            and history.get("applied") == versions
+            and not s.get("pendingVersions")
+        )
+
+    return pred
+
+
+def condition(s: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next((c for c in s.get("conditions") or [] if c["type"] == kind), {})
+
+
+def migrate_jobs(kube: RealCluster, ns: str, owner_uid: str) -> list[dict[str, Any]]:
+    return kube.list(JOB, ns, {"ptah.io/owner-uid": owner_uid, "ptah.io/operation-type": "Migrate"})
+
+
+def realm_leases(kube: RealCluster, ns: str) -> list[dict[str, Any]]:
+    return [
+        lease
+        for lease in kube.list(LEASE, ns)
+        if lease["metadata"]["name"].startswith("ptah-realm-")
+    ]
+
+
+class LeaseWatch:
+    """Samples the realm Leases' holders, so a test can show who held a database when.
+
+    Polling cannot prove that two holders never overlapped (the database timestamps
+    do that); it shows the sequence of holders, and that there was only ever one Lease
+    for one physical database."""
+
+    def __init__(self, kube: RealCluster, ns: str) -> None:
+        self.kube, self.ns = kube, ns
+        self.names: set[str] = set()
+        self.holders: list[str] = []
+
+    def sample(self) -> None:
+        for lease in realm_leases(self.kube, self.ns):
+            self.names.add(lease["metadata"]["name"])
+            holder = lease["spec"].get("holderIdentity") or ""
+            if holder and (not self.holders or self.holders[-1] != holder):
+                self.holders.append(holder)
+
+
+# ------------------------------------------------------------------ databases
+
+
+def _with_db(url: str, name: str) -> str:
+    p = urlsplit(url)
+    return urlunsplit((p.scheme, p.netloc, "/" + name, p.query, p.fragment))
+
+
+def _exec(url: str, sql: str) -> None:
+    with open_target(url) as target, contextlib.closing(target.connection.cursor()) as cur:
+        cur.execute(sql)
+
+
+def query(url: str, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` on any engine (closing() because sqlite3 cursors are no context
+    managers)."""
+    with open_target(url) as target, contextlib.closing(target.connection.cursor()) as cur:
+        cur.execute(sql)
+        return [tuple(r) for r in cur.fetchall()]
+
+
+def history(url: str) -> dict[str, dict[str, Any]]:
+    """The history table's migration rows by version, read from the database itself."""
+    cols = (
+        "version",
+        "statements_applied",
+        "statements_total",
+        "statement_running",
+        "started_at",
+        "finished_at",
+        "error",
+        "operation_id",
+        "kind",
+    )
+    rows = query(url, f"SELECT {', '.join(cols)} FROM ptah_schema_history ORDER BY installed_rank")
+    return {str(r[0]): dict(zip(cols, r, strict=True)) for r in rows if r[8] == "migration"}
+
+
+def mysql_admin_url() -> str:
+    import os
+
+    url = os.environ.get("PTAH_TEST_MYSQL_URL") or db_env().get("PTAH_TEST_MYSQL_URL")
+    if not url:
+        missing("MariaDB is missing (PTAH_TEST_MYSQL_URL unset); run `bash hack/databases.sh`")
+    assert url is not None
+    try:
+        query(url, "SELECT 1")
+    except Exception as exc:
+        missing(f"MariaDB unreachable ({type(exc).__name__}); run `bash hack/databases.sh`")
+    return url
+
+
+@pytest.fixture
+def mysql_database() -> Iterator[str]:
+    """A fresh MariaDB database per test; yields its URL."""
+    admin = mysql_admin_url()
+    name = f"ptah_e2e_{uuid.uuid4().hex[:10]}"
+    _exec(admin, f"CREATE DATABASE {name}")
+    try:
+        yield _with_db(admin, name)
+    finally:
+        _exec(admin, f"DROP DATABASE IF EXISTS {name}")
+
+
+@pytest.fixture(params=["sqlite", "postgres", "mysql"])
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """(engine, URL) of a fresh database on each engine."""
+    engine = str(request.param)
+    if engine == "sqlite":
+        yield engine, f"sqlite:///{tmp_path / 'app.db'}"
+    elif engine == "postgres":
+        yield engine, request.getfixturevalue("pg_database")
+    else:
+        yield engine, request.getfixturevalue("mysql_database")
+
+
+def wait_history(
+    url: str, what: str, pred: Callable[[dict[str, dict[str, Any]]], bool], timeout: float = 60
+) -> dict[str, dict[str, Any]]:
+    holder: dict[str, Any] = {}
+
+    def probe() -> bool:
+        try:
+            holder["h"] = history(url)
+        except Exception:
+            return False
+        return pred(holder["h"])
+
+    wait_for(what, probe, timeout=timeout, interval=0.05)
+    return dict(holder["h"])
+
+
+def monotonic() -> float:
+    return time.monotonic()
