@@ -24,7 +24,7 @@ PTAH = Path(sys.executable).parent / "ptah"
 def ptah(cluster: Any, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig), "PTAH_APPROVER": "ci-person"}
     return subprocess.run(
-        [str(PTAH), *args], input=stdin, capture_output=True, text=True, env=env, timeout=60
+        [str(PTAH), *args], input=stdin, capture_output=True, text=True, env=env, timeout=180
     )
 
 
@@ -131,9 +131,10 @@ def test_status_and_approve_against_a_running_operator(
     wrong = ptah(cluster, "approve", "schema/shop", "-n", namespace, "--yes", "--plan", "0000")
     assert wrong.returncode == 2 and "not the current plan" in wrong.stderr
 
-    done = ptah(cluster, "approve", "schema/shop", "-n", namespace, "--yes")
-    assert done.returncode == 0, done.stderr
+    done = ptah(cluster, "approve", "schema/shop", "-n", namespace, "--yes", "--wait", "120")
+    assert done.returncode == 0, f"{done.stdout}\n{done.stderr}\nlog: {operator}"
     assert "Approved: PtahApproval" in done.stdout
+    assert "  schema/shop: Ready" in done.stdout, done.stdout
     approvals = json.loads(
         cluster.kubectl("get", "ptahapprovals", "-o", "json", namespace=namespace).stdout
     )["items"]

@@ -387,3 +387,71 @@ def test_subcommands_are_registered() -> None:
     assert args.resource == "schema/app" and args.yes and args.namespace == "x"
     args = parser.parse_args(["status", "-A"])
     assert args.all_namespaces
+
+
+def _ready_status(generation: int = 1) -> dict[str, Any]:
+    return {
+        "phase": "Ready",
+        "waitingFor": None,
+        "observedGeneration": generation,
+        "conditions": [
+            {"type": "Ready", "status": "True", "reason": "Ready", "lastTransitionTime": "t"}
+        ],
+    }
+
+
+def test_approve_wait_shows_progress_until_ready() -> None:
+    c = MemoryCluster()
+    _waiting(c)
+    steps = iter(
+        [
+            {"phase": "Applying", "waitingFor": "Job ptah-app-apply"},
+            {"phase": "Applying", "waitingFor": "Job ptah-app-apply"},  # no new line
+            {"phase": "Verifying", "waitingFor": "a read-only reading of the target"},
+            _ready_status(),
+        ]
+    )
+
+    def operator_moves(_: float) -> None:
+        c.patch(SCHEMA, NS, "app", {"status": next(steps)}, "status")
+
+    code, text = _approve(c, "schema/app", wait=60.0, sleep=operator_moves)
+    assert code == 0
+    progress = [line.strip() for line in text.splitlines() if line.startswith("  schema/app")]
+    assert progress == [
+        "schema/app: WaitingForApproval (waiting for approval of plan "
+        + c.get(SCHEMA, NS, "app")["status"]["currentPlan"]["digest"][:12]
+        + ")",
+        "schema/app: Applying (waiting for Job ptah-app-apply)",
+        "schema/app: Verifying (waiting for a read-only reading of the target)",
+        "schema/app: Ready",
+    ]
+
+
+def test_follow_reports_a_stall_and_a_timeout() -> None:
+    c = MemoryCluster()
+    _waiting(c)
+    stalled = {
+        "phase": "ProofNotSettled",
+        "conditions": [
+            {
+                "type": "Stalled",
+                "status": "True",
+                "reason": "ProofNotSettled",
+                "message": "annotate ptah.io/abandon-proof=op-1",
+                "lastTransitionTime": "t",
+            }
+        ],
+    }
+    c.patch(SCHEMA, NS, "app", {"status": stalled}, "status")
+    out = io.StringIO()
+    assert status_cli.follow(c, SCHEMA, NS, "app", out, timeout=5, sleep=lambda _: None) == 1
+    assert "Stalled (ProofNotSettled): annotate ptah.io/abandon-proof=op-1" in out.getvalue()
+
+    c.patch(SCHEMA, NS, "app", {"status": {"phase": "Applying", "conditions": []}}, "status")
+    ticks = iter(range(100))
+    out = io.StringIO()
+    code = status_cli.follow(
+        c, SCHEMA, NS, "app", out, timeout=3, sleep=lambda _: None, clock=lambda: next(ticks)
+    )
+    assert code == 3 and "Still Applying after 3s" in out.getvalue()

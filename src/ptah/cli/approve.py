@@ -18,13 +18,14 @@ import argparse
 import getpass
 import os
 import sys
+import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
 from pydantic import ValidationError
 
 from ptah.api.resources import PlanSpec, PtahApproval, approval_consumed
-from ptah.cli.status import CliError, add_cluster_args, explain, run_cli
+from ptah.cli.status import CliError, add_cluster_args, explain, follow, run_cli
 from ptah.kube.errors import AlreadyExists, ApiError
 from ptah.kube.kinds import APPROVAL, MIGRATION, PLAN, SCHEMA, Kind
 from ptah.kube.port import Cluster, Obj
@@ -177,8 +178,11 @@ def approve(
     expected_digest: str | None = None,
     reason: str = "",
     color: bool = False,
+    wait: float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> int:
-    """Show, ask, approve. ``ask`` is None when there is no terminal to ask on."""
+    """Show, ask, approve, and with ``wait`` follow the resource until it is Ready,
+    Stalled or ``wait`` seconds passed. ``ask`` is None when there is no terminal."""
     kind, name = parse_resource(resource)
     obj, spec = current_plan(cluster, kind, namespace, name)
     digest = str(obj["status"]["currentPlan"]["digest"])
@@ -220,11 +224,14 @@ def approve(
         ) from exc
     except ApiError as exc:
         raise explain(exc, "creating the PtahApproval") from exc
-    out.write(
-        f"\nApproved: PtahApproval {created['metadata']['name']}. The operator dispatches "
-        f"on its next pass; follow it with `ptah status -n {namespace}`.\n"
-    )
-    return 0
+    out.write(f"\nApproved: PtahApproval {created['metadata']['name']}.\n")
+    if wait is None:
+        out.write(
+            f"The operator dispatches on its next pass; follow it with "
+            f"`ptah status -n {namespace}` (or approve with --wait).\n"
+        )
+        return 0
+    return follow(cluster, kind, namespace, name, out, timeout=wait, sleep=sleep)
 
 
 def _cmd(args: argparse.Namespace) -> int:
@@ -241,6 +248,7 @@ def _cmd(args: argparse.Namespace) -> int:
             expected_digest=args.plan,
             reason=args.reason,
             color=sys.stdout.isatty() and not os.environ.get("NO_COLOR"),
+            wait=args.wait,
         )
 
     return run_cli(args, body)
@@ -255,4 +263,14 @@ def register(subparsers: Any) -> None:
     p.add_argument("--yes", action="store_true", help="approve without asking (for scripts)")
     p.add_argument("--plan", default=None, help="refuse unless the current plan digest starts so")
     p.add_argument("--reason", default="", help="recorded in the approval's spec.reason")
+    p.add_argument(
+        "--wait",
+        type=float,
+        nargs="?",
+        const=1800.0,
+        default=None,
+        metavar="SECONDS",
+        help="follow the resource until Ready or Stalled (default 1800 s); exit 0 Ready, "
+        "1 Stalled, 3 timed out",
+    )
     p.set_defaults(func=_cmd)

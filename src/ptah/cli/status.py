@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -225,6 +226,65 @@ def status(cluster: Cluster, namespace: str | None, out: TextIO) -> int:
     if attention:
         out.write("\n")
     return 0
+
+
+def _condition(obj: Obj, type_: str) -> dict[str, Any]:
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == type_:
+            return dict(c)
+    return {}
+
+
+def follow(
+    cluster: Cluster,
+    kind: Kind,
+    namespace: str,
+    name: str,
+    out: TextIO,
+    *,
+    timeout: float,
+    interval: float = 1.0,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> int:
+    """Print each change of phase, waiting-for and uncertainty until the resource is Ready
+    (0), Stalled (1), gone (2) or ``timeout`` passes (3): progress for long work, since an
+    Apply can take as long as the slowest statement."""
+    deadline = clock() + timeout
+    shown: tuple[str, str, str] | None = None
+    while True:
+        try:
+            obj = cluster.get(kind, namespace, name)
+        except ApiError as exc:
+            raise explain(exc, f"reading {kind.kind} {name}") from exc
+        if obj is None:
+            out.write(f"{kind.kind} {name} is gone.\n")
+            return 2
+        r = row(kind, obj)
+        now = (r.phase, r.waiting_for, r.uncertain)
+        if now != shown:
+            line = f"  {r.kind}/{r.name}: {r.phase}"
+            line += f" (waiting for {r.waiting_for})" if r.waiting_for != "-" else ""
+            line += f"; uncertain run {r.uncertain}" if r.uncertain != "-" else ""
+            out.write(line + "\n")
+            out.flush()
+            shown = now
+        status = obj.get("status") or {}
+        ready = _condition(obj, "Ready")
+        current = status.get("observedGeneration") == obj["metadata"].get("generation")
+        if ready.get("status") == "True" and current and not status.get("activeOperation"):
+            return 0
+        stalled = _condition(obj, "Stalled")
+        if stalled.get("status") == "True":
+            out.write(f"Stalled ({stalled.get('reason')}): {stalled.get('message')}\n")
+            return 1
+        if clock() >= deadline:
+            out.write(
+                f"Still {r.phase} after {timeout:g}s; check again with "
+                f"`ptah status -n {namespace}`.\n"
+            )
+            return 3
+        sleep(interval)
 
 
 def _cmd(args: argparse.Namespace) -> int:
