@@ -37,6 +37,8 @@ from ptah.workload.job import LABEL_OPERATION, LABEL_OPERATION_TYPE
 log = structlog.get_logger("ptah.operator")
 
 KILL_ENV = "PTAH_TEST_KILL_AT"
+# operation IDs are "<type in lower case>-<digest>" (ptah.workload.names.operation_id)
+_OP_TYPES = {"plan": "Plan", "apply": "Apply", "history": "History", "migrate": "Migrate"}
 
 
 class LeadershipLost(Exception):
@@ -69,9 +71,16 @@ class Recorder:
         if self.first is None:
             self.first = obj
         self.last = obj
-        op = (obj.get("status") or {}).get("activeOperation")
+        status = obj.get("status") or {}
+        op = status.get("activeOperation")
         if op:
             self.op_type, self.op_id = op.get("type"), op.get("operationId")
+            return
+        # No claim: a staged release still belongs to the operation that staged it.
+        staged = status.get("pendingLockRelease") or {}
+        if staged.get("operationId"):
+            self.op_id = str(staged["operationId"])
+            self.op_type = _OP_TYPES.get(self.op_id.split("-", 1)[0], self.op_type)
 
     def get(self, kind: Kind, namespace: str, name: str) -> Obj | None:
         obj = self.inner.get(kind, namespace, name)

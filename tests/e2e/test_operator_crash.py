@@ -1,0 +1,219 @@
+"""The operator SIGKILLed at chosen durable writes of an Apply, then started again.
+
+The kill comes from the operator's test hook (``PTAH_TEST_KILL_AT``): the process
+kills itself right before or after the named write, exactly there. The restarted
+process runs without it. Whatever the point, the Job is never created twice (the
+operator logs every create; the apiserver holds the Jobs) and the outcome is
+either accounted (``lastMutation``) or retained as uncertain and then proved or
+refused by a fresh reading.
+"""
+
+from __future__ import annotations
+
+import signal
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from e2esupport import (
+    Operator,
+    approve,
+    jobs_of,
+    ready,
+    schema,
+    secret,
+    set_sql,
+    wait_status,
+)
+
+from ptah.kube.kinds import LEASE, SCHEMA
+from ptah.kube.real import RealCluster
+
+pytestmark = pytest.mark.integration
+
+SQL = "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL);"
+SQL_AGAIN = "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL); -- again"
+
+
+def tables(db: Path) -> list[str]:
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as conn:
+        return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+
+
+def kill_and_restart(op: Operator, point: str) -> None:
+    op.start(env={"PTAH_TEST_KILL_AT": point})
+    code = op.wait_exit(timeout=120)
+    assert code == -signal.SIGKILL, f"operator exited {code}, not killed at {point}"
+    assert any(line.get("event") == "test_kill" for line in op.lines())
+    op.start()
+
+
+def apply_creates(op: Operator) -> list[dict[str, Any]]:
+    return [
+        line
+        for line in op.lines()
+        if line.get("event") in ("job_created", "job_create_failed") and line.get("type") == "Apply"
+    ]
+
+
+def one_apply_job(kube: RealCluster, ns: str, uid: str, op: Operator) -> dict[str, Any]:
+    creates = apply_creates(op)
+    assert [c["event"] for c in creates] == ["job_created"], creates
+    jobs = jobs_of(kube, ns, uid, "Apply")
+    assert len(jobs) == 1, [j["metadata"]["name"] for j in jobs]
+    assert jobs[0]["metadata"]["uid"] == creates[0]["uid"]
+    return jobs[0]
+
+
+ACCOUNTED = [
+    "after:write_claim:Apply",
+    "after:acquire_lease:Apply",
+    "after:write_admission_snapshot:Apply",
+    "after:create_job:Apply",
+    "after:write_job_uid:Apply",
+    "before:write_outcome:Apply",
+    "after:write_outcome:Apply",
+    "after:release_lease:Apply",
+]
+
+
+@pytest.mark.parametrize("point", ACCOUNTED)
+def test_killed_at_a_durable_write_then_accounted(
+    kube: RealCluster, namespace: str, operator: Operator, tmp_path: Path, point: str
+) -> None:
+    db = tmp_path / "app.db"
+    secret(kube, namespace, "db", f"sqlite:///{db}")
+    schema(kube, namespace, "app", SQL, "db", "sqlite")
+    kill_and_restart(operator, point)
+
+    s = wait_status(kube, namespace, "app", "Ready", ready, log=operator.log_path)
+    assert tables(db) == ["users"]
+    uid = kube.get(SCHEMA, namespace, "app")["metadata"]["uid"]  # type: ignore[index]
+    one_apply_job(kube, namespace, uid, operator)
+    assert s["lastMutation"]["outcome"] == "Succeeded"
+    assert not s.get("pendingObservation") and not s.get("pendingLockRelease")
+    # The database's Lease was handed back once the outcome was written.
+    leases = [
+        lease
+        for lease in kube.list(LEASE, namespace)
+        if lease["metadata"]["name"].startswith("ptah-realm-")
+    ]
+    assert len(leases) == 1 and not leases[0]["spec"].get("holderIdentity")
+
+
+def test_killed_after_dispatch_started_is_uncertain_and_never_recreated(
+    kube: RealCluster, namespace: str, operator: Operator, tmp_path: Path
+) -> None:
+    """Killed after dispatchStarted and before the create: the Job may or may not exist,
+    so the restarted operator never creates it; the outcome is uncertain, and the fresh
+    reading (the database still lacks the table) refuses to settle it. A person
+    abandons the proof by annotation and changes the spec; only then does a new claim
+    dispatch, under a new name."""
+    db = tmp_path / "app.db"
+    secret(kube, namespace, "db", f"sqlite:///{db}")
+    # A Job that vanished before anyone saw it end "may still be writing": the Lease is
+    # kept until dispatch + the Job's active deadline (+60 s), then left to expire.
+    # The shortest deadline and Lease keep this test near two minutes.
+    schema(kube, namespace, "app", SQL, "db", "sqlite", runner={"activeDeadlineSeconds": 10})
+    operator.options["--lease-duration"] = "10"
+    kill_and_restart(operator, "after:write_dispatch_started:Apply")
+
+    s = wait_status(
+        kube,
+        namespace,
+        "app",
+        "release withheld",
+        lambda s: s.get("phase") == "ReleasePending",
+        log=operator.log_path,
+    )
+    assert s["pendingObservation"]["reason"] == "JobMissing"
+    s = wait_status(
+        kube,
+        namespace,
+        "app",
+        "proof not settled",
+        lambda s: s.get("phase") == "ProofNotSettled",
+        timeout=150,
+        log=operator.log_path,
+    )
+    record = s["pendingObservation"]
+    assert record["reason"] == "JobMissing"
+    assert s["lastMutation"]["outcome"] == "Uncertain"
+    assert tables(db) == []
+    uid = kube.get(SCHEMA, namespace, "app")["metadata"]["uid"]  # type: ignore[index]
+    assert jobs_of(kube, namespace, uid, "Apply") == []
+    assert apply_creates(operator) == []
+    stalled = next(c for c in s["conditions"] if c["type"] == "Stalled")
+    assert stalled["status"] == "True" and "ptah.io/abandon-proof" in stalled["message"]
+
+    kube.patch(
+        SCHEMA,
+        namespace,
+        "app",
+        {"metadata": {"annotations": {"ptah.io/abandon-proof": record["operationId"]}}},
+    )
+    # The same plan is never dispatched twice: the resource asks for a spec change.
+    s = wait_status(
+        kube,
+        namespace,
+        "app",
+        "replay refused",
+        lambda s: not s.get("pendingObservation") and s.get("phase") == "Failed",
+        log=operator.log_path,
+    )
+    assert record["operationId"] in s["abandonedProofs"]
+    set_sql(kube, namespace, "app", SQL_AGAIN)
+    wait_status(
+        kube,
+        namespace,
+        "app",
+        "Ready after the spec change",
+        lambda s: ready(s) and s.get("observedGeneration") == 2,
+        timeout=120,
+        log=operator.log_path,
+    )
+    assert tables(db) == ["users"]
+    job = one_apply_job(kube, namespace, uid, operator)
+    assert job["metadata"]["name"] != record["jobName"]
+
+
+def test_killed_after_the_approval_was_consumed_needs_a_new_approval(
+    kube: RealCluster, namespace: str, operator: Operator, tmp_path: Path
+) -> None:
+    """A consumed approval is evidence that a decision was spent, not permission: after
+    a kill between consumption and dispatch, it authorizes nothing."""
+    db = tmp_path / "app.db"
+    secret(kube, namespace, "db", f"sqlite:///{db}")
+    schema(kube, namespace, "app", SQL, "db", "sqlite", policy={"approval": "Always"})
+    operator.start(env={"PTAH_TEST_KILL_AT": "after:consume_approval:Apply"})
+    s = wait_status(
+        kube,
+        namespace,
+        "app",
+        "waiting for approval",
+        lambda s: s.get("phase") == "WaitingForApproval",
+        log=operator.log_path,
+    )
+    digest = s["currentPlan"]["digest"]
+    approve(kube, namespace, "first", "app", digest)
+    code = operator.wait_exit(timeout=60)
+    assert code == -signal.SIGKILL
+    operator.start()
+    s = wait_status(
+        kube,
+        namespace,
+        "app",
+        "waiting for a new approval",
+        lambda s: s.get("phase") == "WaitingForApproval" and not s.get("activeOperation"),
+        log=operator.log_path,
+    )
+    assert tables(db) == []
+    assert apply_creates(operator) == []
+    time.sleep(2)
+    approve(kube, namespace, "second", "app", s["currentPlan"]["digest"])
+    wait_status(kube, namespace, "app", "Ready", ready, log=operator.log_path)
+    assert tables(db) == ["users"]
