@@ -27,4 +27,5 @@ def test_uncertain_apply_is_settled_only_by_a_reading() -> None:
     h.run(lambda: h.status().get("pendingObservation") is None, passes=400)
     assert h.job_creates == 1
     if h.tables() == h.desired_tables():
-        assert "lastMutation" not in h.status()  # converged; no Apply attributed
+        # Converged: proved by the reading, and no Apply attributed to it.
+        assert h.status()["lastMutation"]["outcome"] == "Converged"

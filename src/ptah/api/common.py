@@ -187,12 +187,19 @@ class ExecutionBinding(Model):
 
 
 class LastMutation(Model):
-    """The last dispatched mutating operation: replay of it is refused at the claim."""
+    """The last dispatched mutating operation and how it ended: Succeeded, Failed or
+    Refused (from its frame), Uncertain (no account), or Converged (an uncertain run
+    that a fresh reading proved matching, with no Apply attributed to it)."""
 
     operation_id: str
     plan_digest: str | None = None
     outcome: str
     at: str
+
+    def blocks(self, plan_digest: str | None) -> bool:
+        """A plan whose run failed is not dispatched again by itself: it would fail the
+        same way. (Uncertain runs are held by their record, not by this.)"""
+        return self.outcome == "Failed" and self.plan_digest == plan_digest
 
 
 class TargetIdentityStatus(Model):

@@ -44,15 +44,14 @@ def seconds_since(p: Pass, stamp: str | None) -> float | None:
 
 
 def replay_stall(status: LifecycleStatus, plan: PlanSummary) -> Observe | None:
-    """A plan that was dispatched once is never dispatched again."""
+    """A plan whose run failed is not dispatched again until something changes."""
     last = status.last_mutation
-    if last is None or last.plan_digest != plan.digest:
+    if last is None or not last.blocks(plan.digest):
         return None
     return Observe(
         "Failed",
         stalled_reason=f"{last.outcome}Plan",
-        message=f"plan {plan.digest[:12]} was dispatched once ({last.outcome}); "
-        "change the spec to plan again",
+        message=f"plan {plan.digest[:12]} failed; change the spec to plan again",
         waiting_for="a spec change",
     )
 

@@ -526,7 +526,13 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
     if settle:
         # Convergence is not attribution: the reading proves the database matches,
         # not what changed it, so no Apply is credited.
-        extra["lastMutation"] = None
+        assert record is not None
+        extra["lastMutation"] = LastMutation(
+            operation_id=record.operation_id,
+            plan_digest=record.plan_digest,
+            outcome="Converged",
+            at=p.now_iso(),
+        ).replacing()
     writes.write_outcome(p, record=None, settle=settle, release=None, extra=extra)
     if settle:
         assert record is not None
@@ -662,13 +668,13 @@ def _claim(p: Pass, work: Work) -> Result:
             return _observe(
                 p, Observe("ProofOwed", message="a mutating claim is refused while proof is owed")
             )
-        if s.last_mutation is not None and s.last_mutation.plan_digest == work.plan_digest:
+        if s.last_mutation is not None and s.last_mutation.blocks(work.plan_digest):
             return _observe(
                 p,
                 Observe(
                     "Blocked",
                     stalled_reason="ReplayRefused",
-                    message=f"plan {work.plan_digest} was already dispatched once",
+                    message=f"plan {work.plan_digest} failed once; change the spec to plan again",
                 ),
             )
         assert work.expected_database

@@ -14,7 +14,7 @@ from ptah.kube.memory import PROCEED, FaultDecision, WriteRequest
 from ptah.sim.database import SimDatabase
 from ptah.sim.kubelet import NS
 from ptah.sim.world import SCHEMA_FAMILY, World
-from ptah.workload.job import ANNOTATION_INPUT, LABEL_OPERATION_TYPE, LABEL_OWNER_UID
+from ptah.workload.job import LABEL_OPERATION, LABEL_OPERATION_TYPE, LABEL_OWNER_UID
 
 MUTATING = {"Apply", "Migrate"}
 
@@ -39,15 +39,27 @@ class Invariants:
                 self.fail(f"second create of Job {req.name}")
             body = dict(req.body or {})
             meta = body.get("metadata", {})
-            if meta.get("labels", {}).get(LABEL_OPERATION_TYPE) in MUTATING:
-                key = (meta["labels"][LABEL_OWNER_UID], meta["annotations"][ANNOTATION_INPUT])
+            labels = meta.get("labels", {})
+            if labels.get(LABEL_OPERATION_TYPE) in MUTATING:
+                key = (labels[LABEL_OWNER_UID], labels[LABEL_OPERATION])
                 self.dispatches[key] += 1
                 if self.dispatches[key] > 1:
-                    self.fail(f"second dispatch of mutating work {key[1][:12]}")
+                    self.fail(f"second dispatch of operation {key[1]}")
+                self._no_record_owed(labels[LABEL_OWNER_UID], key[1])
         if req.kind == LEASE and req.verb == "patch":
             spec = dict(req.body or {}).get("spec", {})
             if "holderIdentity" in spec and spec["holderIdentity"] is None:
                 self._check_release(req.name)
+
+    def _no_record_owed(self, owner_uid: str, operation: str) -> None:
+        """A mutation is never dispatched while its resource owes proof of an earlier one."""
+        for res in self.world.resources:
+            obj = self.world.cluster.system.get(res.family.kind, NS, res.name)
+            if obj is None or obj["metadata"]["uid"] != owner_uid:
+                continue
+            status = obj.get("status") or {}
+            if status.get("pendingObservation") or status.get("unresolvedRun"):
+                self.fail(f"{res.name}: {operation} dispatched while proof is owed")
 
     def _check_release(self, lease: str) -> None:
         obj = self.world.cluster.system.get(LEASE, "ptah-system", lease)
