@@ -20,6 +20,8 @@ step "control plane binaries"
 bash hack/controlplane/build.sh
 step "databases"
 bash hack/databases.sh
+step "tools (helm)"
+bash hack/tools.sh
 . .venv/bin/activate
 
 step "ruff"

@@ -6,7 +6,8 @@ adds the status subresource, printer columns and CEL rules, and writes
 ``deploy/crds/*.yaml``. A test regenerates and compares, so the checked-in
 manifests cannot drift from the models.
 
-Run ``python -m ptah.api.crd deploy/crds`` after changing a model.
+Run ``python -m ptah.api.crd`` after changing a model (it writes deploy/crds and the
+Helm chart's copy).
 """
 
 from __future__ import annotations
@@ -254,11 +255,17 @@ def render(manifest: dict[str, Any]) -> str:
     return yaml.safe_dump(manifest, sort_keys=False, width=100)
 
 
+# The Helm chart renders its CRDs from its own copy (charts cannot read outside their
+# directory), so the generator writes both; a test compares them.
+HELM_COPY = Path("deploy/helm/ptah/files/crds")
+
+
 def main(argv: list[str]) -> int:
-    out = Path(argv[0] if argv else "deploy/crds")
-    out.mkdir(parents=True, exist_ok=True)
-    for name, manifest in all_crds().items():
-        (out / name).write_text(render(manifest))
+    outs = [Path(argv[0])] if argv else [Path("deploy/crds"), HELM_COPY]
+    for out in outs:
+        out.mkdir(parents=True, exist_ok=True)
+        for name, manifest in all_crds().items():
+            (out / name).write_text(render(manifest))
     return 0
 
 

@@ -333,11 +333,14 @@ def materialise_volumes(pod: JSON, pdir: Path, sources: Sources) -> dict[str, Pa
 
 
 def rewrite_paths(text: str, mounts: dict[str, Path]) -> str:
-    for mount in sorted(mounts, key=len, reverse=True):
-        pattern = re.compile(r"(?<![\w.\-/])" + re.escape(mount.rstrip("/")) + r"(?=/|$|[^\w.\-])")
-        local = str(mounts[mount])
-        text = pattern.sub(local.replace("\\", "\\\\"), text)
-    return text
+    """One pass over ``text`` (longest mount first in the alternation), so a path already
+    rewritten into a local directory is never rewritten again by a shorter mount."""
+    if not mounts:
+        return text
+    by_key = {m.rstrip("/") or "/": str(local) for m, local in mounts.items()}
+    alternation = "|".join(re.escape(m) for m in sorted(by_key, key=len, reverse=True))
+    pattern = re.compile(r"(?<![\w.\-/])(" + alternation + r")(?=/|$|[^\w.\-])")
+    return pattern.sub(lambda m: by_key[m.group(1)], text)
 
 
 def plan_container(
