@@ -34,7 +34,7 @@ class RateLimiter(Generic[K]):
     burst: int = 100
     clock: Callable[[], float] = time.monotonic
     _failures: dict[K, int] = field(default_factory=dict)
-    _tokens: float = -1.0
+    _tokens: float | None = None  # full on first use
     _last: float = 0.0
 
     def when(self, key: K) -> float:
@@ -45,12 +45,10 @@ class RateLimiter(Generic[K]):
 
     def _bucket(self) -> float:
         now = self.clock()
-        if self._tokens < 0:
-            self._tokens, self._last = float(self.burst), now
-        self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
-        self._last = now
-        self._tokens -= 1.0
-        return 0.0 if self._tokens >= 0 else -self._tokens / self.qps
+        tokens = float(self.burst) if self._tokens is None else self._tokens
+        tokens = min(float(self.burst), tokens + (now - self._last) * self.qps) - 1.0
+        self._tokens, self._last = tokens, now
+        return 0.0 if tokens >= 0 else -tokens / self.qps
 
     def failures(self, key: K) -> int:
         return self._failures.get(key, 0)

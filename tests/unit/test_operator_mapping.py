@@ -1,0 +1,114 @@
+"""Events map back to the resources they concern."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ptah.operator.mapping import Index, Key, keys_for
+from ptah.workload.names import lease_name
+
+NS = "apps"
+LOCK = "ptah-system"
+
+
+def primary(
+    name: str,
+    uid: str,
+    spec: dict[str, Any],
+    status: dict[str, Any] | None = None,
+    kind: str = "PtahSchema",
+) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "metadata": {"name": name, "namespace": NS, "uid": uid},
+        "spec": spec,
+        "status": status or {},
+    }
+
+
+def index() -> Index:
+    idx = Index()
+    idx.upsert(
+        primary(
+            "a",
+            "uid-a",
+            {
+                "target": {"secretRef": {"name": "db-a"}},
+                "source": {"configMapKeyRef": {"name": "schema-a", "key": "k"}},
+            },
+            {"activeOperation": {"lease": {"leaseName": "ptah-realm-x"}}},
+        )
+    )
+    idx.upsert(
+        primary(
+            "b",
+            "uid-b",
+            {
+                "target": {"secretRef": {"name": "db-b"}, "devSecretRef": {"name": "dev"}},
+                "source": {"inline": "x"},
+                "policy": {"verificationPolicy": "strict"},
+            },
+            {"currentPlan": {"database": "d" * 64}},
+        )
+    )
+    idx.upsert(
+        primary(
+            "m",
+            "uid-m",
+            {"target": {"secretRef": {"name": "db-a"}}, "directory": {"configMaps": ["m1", "m2"]}},
+            kind="PtahMigration",
+        )
+    )
+    return idx
+
+
+A, B, M = Key("PtahSchema", NS, "a"), Key("PtahSchema", NS, "b"), Key("PtahMigration", NS, "m")
+
+
+def meta(name: str, ns: str = NS, **extra: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": ns, **extra}}
+
+
+def test_owned_objects_by_owner_reference_and_by_label() -> None:
+    idx = index()
+    job = meta("j", ownerReferences=[{"kind": "PtahSchema", "name": "a", "uid": "uid-a"}])
+    assert keys_for("Job", job, idx, LOCK) == {A}
+    pod = meta(
+        "p", labels={"ptah.io/owner-uid": "uid-m"}, ownerReferences=[{"kind": "Job", "name": "j"}]
+    )
+    assert keys_for("Pod", pod, idx, LOCK) == {M}
+    plan = meta("plan", ownerReferences=[{"kind": "PtahSchema", "name": "b", "uid": "uid-b"}])
+    assert keys_for("PtahPlan", plan, idx, LOCK) == {B}
+    assert keys_for("Pod", meta("stranger"), idx, LOCK) == set()
+
+
+def test_approvals_by_resource_ref() -> None:
+    approval = {**meta("ap"), "spec": {"resourceRef": {"kind": "PtahSchema", "name": "b"}}}
+    assert keys_for("PtahApproval", approval, index(), LOCK) == {B}
+
+
+def test_leases_in_the_lock_namespace_only() -> None:
+    idx = index()
+    assert keys_for("Lease", meta("ptah-realm-x", LOCK), idx, LOCK) == {A}
+    assert keys_for("Lease", meta(lease_name("d" * 64), LOCK), idx, LOCK) == {B}
+    assert keys_for("Lease", meta("ptah-realm-x", NS), idx, LOCK) == set()
+    assert keys_for("Lease", meta("ptah-operator-leader", LOCK), idx, LOCK) == set()
+
+
+def test_configmaps_and_secrets_by_reference() -> None:
+    idx = index()
+    assert keys_for("Secret", meta("db-a"), idx, LOCK) == {A, M}
+    assert keys_for("Secret", meta("dev"), idx, LOCK) == {B}
+    assert keys_for("Secret", meta("db-a", "elsewhere"), idx, LOCK) == set()
+    assert keys_for("ConfigMap", meta("schema-a"), idx, LOCK) == {A}
+    assert keys_for("ConfigMap", meta("m2"), idx, LOCK) == {M}
+    assert keys_for("ConfigMap", meta("strict"), idx, LOCK) == {B}
+    # Every resource without an explicit policy reads the default one.
+    assert keys_for("ConfigMap", meta("ptah-verification-policy"), idx, LOCK) == {A, M}
+
+
+def test_primary_events_and_removal() -> None:
+    idx = index()
+    assert keys_for("PtahSchema", primary("a", "uid-a", {}), idx, LOCK) == {A}
+    idx.remove(primary("a", "uid-a", {}))
+    assert idx.by_uid("uid-a") is None and A not in idx.all_keys()

@@ -1,0 +1,86 @@
+"""The work queue: dedup, one worker per key, re-run after done, delays, back-off."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from ptah.operator.queue import RateLimiter, ShutDown, WorkQueue
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_dedup_while_waiting() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    for _ in range(5):
+        q.add("a")
+    q.add("b")
+    assert q.get(0) == "a"
+    assert q.get(0) == "b"
+    assert q.get(0) is None
+
+
+def test_key_added_while_processing_runs_again_after_done_and_never_twice_at_once() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("a")
+    assert q.get(0) == "a"
+    q.add("a")  # an event during the pass
+    assert q.get(0) is None  # not handed to a second worker meanwhile
+    q.done("a")
+    assert q.get(0) == "a"
+    q.done("a")
+    assert q.get(0) is None
+
+
+def test_add_after_waits_and_earliest_time_wins() -> None:
+    clock = FakeClock()
+    q: WorkQueue[str] = WorkQueue(clock=clock)
+    q.add_after("a", 10)
+    q.add_after("a", 5)
+    q.add_after("a", 20)
+    assert q.get(0) is None
+    clock.t = 5.0
+    assert q.get(0) == "a"
+    q.done("a")
+    clock.t = 30.0
+    assert q.get(0) is None  # the superseded entries do not fire
+
+
+def test_rate_limited_backoff_grows_per_key_and_forget_resets() -> None:
+    limiter: RateLimiter[str] = RateLimiter(base=1.0, cap=8.0, qps=1000, burst=1000)
+    assert [limiter.when("a") for _ in range(5)] == [1.0, 2.0, 4.0, 8.0, 8.0]
+    assert limiter.when("b") == 1.0
+    limiter.forget("a")
+    assert limiter.when("a") == 1.0
+
+
+def test_global_bucket_spreads_a_storm() -> None:
+    clock = FakeClock()
+    limiter: RateLimiter[int] = RateLimiter(base=0.0, qps=10, burst=2, clock=clock)
+    delays = [limiter.when(i) for i in range(4)]
+    assert delays[:2] == [0.0, 0.0]
+    assert delays[2] == pytest.approx(0.1) and delays[3] == pytest.approx(0.2)
+
+
+def test_shutdown_wakes_blocked_workers() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    raised = threading.Event()
+
+    def worker() -> None:
+        try:
+            q.get()
+        except ShutDown:
+            raised.set()
+
+    t = threading.Thread(target=worker)
+    t.start()
+    q.shutdown()
+    t.join(5)
+    assert raised.is_set()

@@ -1,0 +1,190 @@
+"""The operator runtime without a cluster: watch (list, bookmarks, 410 relist, resume),
+leader election over the in-memory API, the kill hook's parsing, outcome metrics."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from ptah.kube import kinds
+from ptah.kube.memory import MemoryCluster
+from ptah.kube.real import RealCluster
+from ptah.kube.watch import Watcher, WatchEvent
+from ptah.operator.controller import KillAt, Recorder
+from ptah.operator.leader import LeaderElector
+from ptah.operator.metrics import operation_outcome
+
+
+def obj(name: str, rv: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv}}
+
+
+def lines(*events: dict[str, Any]) -> bytes:
+    return b"".join(json.dumps(e).encode() + b"\n" for e in events)
+
+
+def test_watch_lists_follows_bookmarks_and_relists_on_410() -> None:
+    seen: list[httpx.Request] = []
+    got: list[WatchEvent] = []
+    watcher: Watcher
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen.append(req)
+        n = len(seen)
+        if n == 1:
+            return httpx.Response(
+                200, json={"metadata": {"resourceVersion": "10"}, "items": [obj("a", "9")]}
+            )
+        if n == 2:
+            return httpx.Response(
+                200,
+                content=lines(
+                    {"type": "ADDED", "object": obj("b", "11")},
+                    {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "15"}}},
+                ),
+            )
+        if n == 3:  # resumed from the bookmark; the server has compacted past it
+            return httpx.Response(
+                200,
+                content=lines(
+                    {
+                        "type": "ERROR",
+                        "object": {"kind": "Status", "code": 410, "reason": "Expired"},
+                    }
+                ),
+            )
+        if n == 4:
+            return httpx.Response(
+                200,
+                json={
+                    "metadata": {"resourceVersion": "20"},
+                    "items": [obj("a", "9"), obj("b", "11")],
+                },
+            )
+        watcher.stop.set()
+        return httpx.Response(200, content=b"")
+
+    cluster = RealCluster(
+        httpx.Client(base_url="https://k8s.test", transport=httpx.MockTransport(handler))
+    )
+    watcher = Watcher(cluster, kinds.SCHEMA, got.append)
+    watcher.run()
+    assert [(e.type, e.obj["metadata"]["name"]) for e in got] == [
+        ("SYNC", "a"),
+        ("ADDED", "b"),
+        ("SYNC", "a"),
+        ("SYNC", "b"),
+    ]
+    assert all(e.obj["kind"] == "PtahSchema" for e in got)
+    assert seen[0].url.params.get("watch") is None
+    assert seen[1].url.params["resourceVersion"] == "10"
+    assert seen[1].url.params["allowWatchBookmarks"] == "true"
+    assert seen[2].url.params["resourceVersion"] == "15"
+    assert seen[4].url.params["resourceVersion"] == "20"
+    assert watcher.relists == 2 and watcher.synced.is_set()
+
+
+def test_watch_resumes_after_a_transport_error_without_relisting() -> None:
+    seen: list[httpx.Request] = []
+    watcher: Watcher
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        seen.append(req)
+        if len(seen) == 1:
+            return httpx.Response(200, json={"metadata": {"resourceVersion": "5"}, "items": []})
+        if len(seen) == 2:
+            raise httpx.ReadError("connection reset")
+        watcher.stop.set()
+        return httpx.Response(200, content=b"")
+
+    cluster = RealCluster(
+        httpx.Client(base_url="https://k8s.test", transport=httpx.MockTransport(handler))
+    )
+    errors: list[Exception] = []
+    watcher = Watcher(
+        cluster,
+        kinds.JOB,
+        lambda e: None,
+        metadata_only=True,
+        on_error=lambda k, e: errors.append(e),
+    )
+    watcher.run()
+    assert len(errors) == 1 and watcher.relists == 1
+    assert seen[2].url.params["resourceVersion"] == "5"
+    assert "PartialObjectMetadata" in seen[2].headers["Accept"]
+
+
+class Mono:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_leader_election_expiry_by_own_observation_and_loss_at_once() -> None:
+    cluster = MemoryCluster()
+    clock = Mono()
+    lost: list[str] = []
+    a = LeaderElector(
+        cluster,
+        namespace="sys",
+        identity="a",
+        clock=clock,
+        lease_duration=15,
+        renew_deadline=10,
+        on_lost=lambda: lost.append("a"),
+    )
+    b = LeaderElector(
+        cluster, namespace="sys", identity="b", clock=clock, lease_duration=15, renew_deadline=10
+    )
+    assert a.try_acquire_or_renew()
+    a._leader, a._last_renew = True, clock.t
+    assert a.is_leader()
+    assert not b.try_acquire_or_renew()  # first sighting of a's record
+    clock.t = 14.0
+    assert not b.try_acquire_or_renew()  # unchanged, but not for a whole duration yet
+    assert not a.is_leader()  # a has not renewed within its deadline: it says so itself
+    clock.t = 16.0
+    assert b.try_acquire_or_renew()
+    lease = cluster.get(kinds.LEASE, "sys", "ptah-operator-leader")
+    assert lease is not None
+    assert lease["spec"]["holderIdentity"] == "b" and lease["spec"]["leaseTransitions"] == 1
+    # a comes back: the Lease is b's, so a has lost, at once.
+    a.stop.set()
+    assert not a.try_acquire_or_renew() and a._held_by_other
+    b.release()
+    lease = cluster.get(kinds.LEASE, "sys", "ptah-operator-leader")
+    assert lease is not None and not lease["spec"].get("holderIdentity")
+
+
+def test_kill_hook_parsing_and_matching() -> None:
+    k = KillAt.parse("after:write_dispatch_started:Apply")
+    assert k is not None and k.matches("after", "write_dispatch_started", "Apply")
+    assert not k.matches("after", "write_dispatch_started", "Plan")
+    assert not k.matches("before", "write_dispatch_started", "Apply")
+    any_type = KillAt.parse("before:create_job")
+    assert any_type is not None and any_type.matches("before", "create_job", None)
+    assert KillAt.parse("") is None and KillAt.parse("sometime:x") is None
+
+
+def test_recorder_attributes_a_staged_release_to_its_operation() -> None:
+    cluster = MemoryCluster()
+    rec = Recorder(cluster, lambda k: k == kinds.SCHEMA)
+    rec._seen(kinds.SCHEMA, {"status": {"pendingLockRelease": {"operationId": "apply-abc"}}})
+    assert rec.op_type == "Apply" and rec.op_id == "apply-abc"
+    rec._seen(kinds.SCHEMA, {"status": {"activeOperation": {"type": "Plan", "operationId": "p"}}})
+    assert rec.op_type == "Plan"
+
+
+def test_operation_outcomes_from_status_before_and_after() -> None:
+    op = {"type": "Apply", "mutating": True, "operationId": "apply-1"}
+    before = {"status": {"activeOperation": op}}
+    after = {"status": {"lastMutation": {"operationId": "apply-1", "outcome": "Succeeded"}}}
+    assert operation_outcome(before, after) == ("Apply", "Succeeded")
+    assert operation_outcome(before, before) is None
+    reading = {"status": {"activeOperation": {"type": "Plan", "mutating": False}}}
+    assert operation_outcome(reading, {"status": {"readingFailures": 1}}) == ("Plan", "Failed")
+    assert operation_outcome(reading, {"status": {}}) == ("Plan", "Succeeded")
