@@ -59,7 +59,10 @@ def _free_port() -> int:
 class Operator:
     """``ptah operator run`` as a child process, restartable, its log kept in one file."""
 
-    def __init__(self, kubeconfig: Path, namespace: str, log_path: Path) -> None:
+    def __init__(
+        self, kubeconfig: Path, namespace: str, log_path: Path, identity: str | None = None
+    ) -> None:
+        self.identity = identity or f"e2e-{namespace}"
         self.kubeconfig = kubeconfig
         self.namespace = namespace
         self.log_path = log_path
@@ -88,7 +91,7 @@ class Operator:
             f"--health-port={self.health_port}",
             f"--metrics-port={self.metrics_port}",
             "--bind-address=127.0.0.1",
-            f"--identity=e2e-{self.namespace}",
+            f"--identity={self.identity}",
         ]
         argv += [f"{k}={v}" for k, v in self.options.items()]
         child_env = {k: v for k, v in os.environ.items() if k != "PTAH_TEST_KILL_AT"}

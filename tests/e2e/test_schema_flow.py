@@ -182,6 +182,11 @@ def test_postgres_destructive_change_waits_for_approval(
         a = kube.get(APPROVAL, namespace, name)
         assert a is not None and not (a.get("status") or {}).get("consumedByOperation")
 
+    # The operator's gauges are computed from status: one resource waits for approval.
+    metrics = operator.metrics()
+    assert 'ptah_approvals_waiting{family="schema"} 1.0' in metrics, metrics
+    assert 'ptah_operations_total{family="schema",outcome="Succeeded",type="Apply"}' in metrics
+
     approve(kube, namespace, "ok", "pg", current["digest"])
     s = wait_status(
         kube,
