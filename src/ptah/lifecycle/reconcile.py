@@ -119,6 +119,11 @@ def _release_step(p: Pass) -> Result | None:
             # Keep the tenure while the executor may write; nobody else may take it.
             if staged.epoch is not None:
                 writes.renew_lease(p, staged.lease_name, staged.holder, staged.epoch)
+            if getattr(p.status, p.family.record_field) is not None:
+                # The proof is prioritised and read-only: it needs no Lease, so a withheld
+                # release does not hold it back (the Lease stays ours meanwhile). Only the
+                # supervise and prove steps can run while a record is owed.
+                return None
             return _observe(
                 p,
                 Observe(
