@@ -155,14 +155,31 @@ class MigrationFamily:
         )
 
     def _reading(self, frame: ResultFrame) -> HistoryReading:
+        """The frame's History payload as the status model. The runner's entries carry
+        more than status keeps (a dirty entry's state, start time and applied count; an
+        out-of-order entry's state and successor), and an interrupted file has no error
+        text: each is projected onto the status fields here, so a partial file is
+        reported instead of failing the pass."""
         data = frame.data
+        dirty = [
+            {
+                "version": str(d["version"]),
+                "statement": int(d["statement"]),
+                "total": int(d["total"]),
+                "error": str(d.get("error") or d.get("state") or "interrupted"),
+            }
+            for d in data.get("dirty", [])
+        ]
+        late = [
+            str(o["version"]) if isinstance(o, dict) else str(o) for o in data.get("outOfOrder", [])
+        ]
         return HistoryReading.model_validate(
             {
                 "applied": data.get("applied", []),
                 "pending": data.get("pending", []),
-                "dirty": data.get("dirty", []),
+                "dirty": dirty,
                 "mismatched": data.get("mismatched", []),
-                "outOfOrder": data.get("outOfOrder", []),
+                "outOfOrder": late,
                 "missingFromDirectory": data.get("missingFromDirectory", []),
                 "directoryHash": data.get("directoryHash", ""),
                 "database": frame.database.digest if frame.database else "",
