@@ -23,6 +23,7 @@ from migflow import (
     history,
     migrate_jobs,
     migration,
+    mstatus,
     ready_at,
     realm_leases,
     uid_of,
@@ -59,11 +60,11 @@ def migrate_creates(op: Operator) -> list[dict[str, Any]]:
     ]
 
 
-def setup(kube: RealCluster, ns: str, tmp_path: Path) -> str:
+def setup(kube: RealCluster, ns: str, tmp_path: Path, **spec: Any) -> str:
     url = f"sqlite:///{tmp_path / 'app.db'}"
     secret(kube, ns, "db", url)
     configmap(kube, ns, "mig", with_sum(FILES))
-    migration(kube, ns, "app", "db", "sqlite", configmaps=["mig"])
+    migration(kube, ns, "app", "db", "sqlite", configmaps=["mig"], **spec)
     return url
 
 
@@ -118,9 +119,10 @@ def test_killed_between_marker_and_create_is_never_recreated(
     """Killed after dispatchStarted, before the create: the restarted operator never
     creates the Job; the run is ``unresolvedRun``; the proving History reading (the
     versions still pending) does not settle it; Stalled until a person abandons the
-    proof, after which the same plan is still refused and only a spec change plans
-    again, under a new Job name."""
-    url = setup(kube, namespace, tmp_path)
+    proof. Deletion is held while the proof is owed, and then while the Lease release
+    is withheld (a Job that vanished unseen may still be writing) until the Job's
+    deadline has passed (a short ``activeDeadlineSeconds`` keeps that to ~70 s)."""
+    url = setup(kube, namespace, tmp_path, runner={"activeDeadlineSeconds": 10})
     kill_at(operator, point)
     operator.start()
     s = wait_mstatus(
@@ -153,10 +155,20 @@ def test_killed_between_marker_and_create_is_never_recreated(
         "app",
         {"metadata": {"annotations": {"ptah.io/abandon-proof": record["operationId"]}}},
     )
+    s = wait_mstatus(
+        kube,
+        namespace,
+        "app",
+        "proof abandoned, the release still withheld",
+        lambda s: not s.get("unresolvedRun") and s.get("pendingLockRelease"),
+        log=operator.log_path,
+    )
+    assert record["operationId"] in s["abandonedProofs"]
+    assert kube.get(MIGRATION, namespace, "app") is not None
     wait_for(
-        "the resource let go once the proof was abandoned",
+        "the resource let go once the Job's deadline passed",
         lambda: kube.get(MIGRATION, namespace, "app") is None,
-        timeout=60,
+        timeout=150,
     )
     assert not history_exists(url)  # nothing ever ran
     reasons = [e["reason"] for e in events(kube, namespace, "app")]
@@ -177,8 +189,10 @@ def test_outcome_lost_is_proved_by_a_history_reading(
     """Killed right after the create; the Job runs to the end and is then deleted with
     its Pod before the operator returns, so its frame is gone. The run is uncertain
     (``JobGone``), and the History reading that follows (nothing pending, same
-    database) settles it: Ready, converged, no Migrate attributed."""
-    url = setup(kube, namespace, tmp_path)
+    database) settles it: converged, no Migrate attributed. The Lease release stays
+    withheld until the Job's deadline has passed (the vanished Job was never seen to
+    end), and only then is the resource Ready."""
+    url = setup(kube, namespace, tmp_path, runner={"activeDeadlineSeconds": 10})
     kill_at(operator, "after:write_job_uid:Migrate")
     wait_history(
         url,
@@ -203,9 +217,18 @@ def test_outcome_lost_is_proved_by_a_history_reading(
         timeout=60,
     )
     operator.start()
-    s = wait_mstatus(kube, namespace, "app", "Ready", ready_at(VERSIONS), log=operator.log_path)
+    wait_for(
+        "the proof settled",
+        lambda: any(e["reason"] == "ProofSettled" for e in events(kube, namespace, "app")),
+        timeout=90,
+    )
+    s = mstatus(kube, namespace, "app")
     assert not s.get("unresolvedRun")
-    assert s.get("lastMutation") is None  # convergence is not attribution
+    # Convergence is not attribution: no Migrate is credited with the versions.
+    assert (s.get("lastMutation") or {}).get("outcome") in (None, "Converged")
+    s = wait_mstatus(
+        kube, namespace, "app", "Ready", ready_at(VERSIONS), timeout=150, log=operator.log_path
+    )
     applied_once(url)
     reasons = [e["reason"] for e in events(kube, namespace, "app")]
     assert "OutcomeUncertain" in reasons and "ProofSettled" in reasons, reasons
