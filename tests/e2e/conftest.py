@@ -17,6 +17,7 @@ Under ``CI`` nothing is skipped: a missing component fails naming it.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import signal
@@ -30,6 +31,8 @@ import psycopg
 import pytest
 from e2esupport import ROOT, Operator, db_env, missing, with_database
 
+from ptah.kube.errors import ApiError
+from ptah.kube.kinds import MIGRATION, SCHEMA
 from ptah.kube.real import RealCluster
 
 _spec = importlib.util.spec_from_file_location(
@@ -67,8 +70,25 @@ def operator(cluster: Any, crds: None, namespace: str, tmp_path: Path) -> Iterat
         yield op
     finally:
         code = op.stop()
+        _release_finalizers(cluster, namespace)
         # A graceful stop must be graceful: exit 0 after SIGTERM.
         assert code in (None, 0, -signal.SIGKILL), f"operator exit {code}; see {op.log_path}"
+
+
+def _release_finalizers(cluster: Any, namespace: str) -> None:
+    """With the operator gone, nothing would remove its finalizers and the namespace
+    would stay Terminating; a test's leftovers are released so it can be deleted."""
+    with RealCluster.from_kubeconfig(cluster.kubeconfig) as kube:
+        for kind in (SCHEMA, MIGRATION):
+            for obj in kube.list(kind, namespace):
+                if obj["metadata"].get("finalizers"):
+                    with contextlib.suppress(ApiError):
+                        kube.patch(
+                            kind,
+                            namespace,
+                            obj["metadata"]["name"],
+                            {"metadata": {"finalizers": None}},
+                        )
 
 
 @pytest.fixture(scope="session")

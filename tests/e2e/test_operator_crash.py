@@ -110,9 +110,8 @@ def test_killed_after_dispatch_started_is_uncertain_and_never_recreated(
 ) -> None:
     """Killed after dispatchStarted and before the create: the Job may or may not exist,
     so the restarted operator never creates it; the outcome is uncertain, and the fresh
-    reading (the database still lacks the table) refuses to settle it. A person
-    abandons the proof by annotation and changes the spec; only then does a new claim
-    dispatch, under a new name."""
+    reading (the database still lacks the table) refuses to settle it. Only after a
+    person abandons the proof by annotation does a new claim dispatch, under a new name."""
     db = tmp_path / "app.db"
     secret(kube, namespace, "db", f"sqlite:///{db}")
     # A Job that vanished before anyone saw it end "may still be writing": the Lease is
@@ -126,20 +125,17 @@ def test_killed_after_dispatch_started_is_uncertain_and_never_recreated(
         kube,
         namespace,
         "app",
-        "release withheld",
-        lambda s: s.get("phase") == "ReleasePending",
-        log=operator.log_path,
-    )
-    assert s["pendingObservation"]["reason"] == "JobMissing"
-    s = wait_status(
-        kube,
-        namespace,
-        "app",
         "proof not settled",
         lambda s: s.get("phase") == "ProofNotSettled",
         timeout=150,
         log=operator.log_path,
     )
+    # The proof does not wait for the release, and the release does not wait for the
+    # proof: the Lease stays withheld (renewed) until the Job's deadline has passed.
+    assert s["pendingLockRelease"]["operationId"] == s["pendingObservation"]["operationId"]
+    holder = s["pendingLockRelease"]["holder"]
+    lease = kube.get(LEASE, namespace, s["pendingLockRelease"]["leaseName"])
+    assert lease is not None and lease["spec"]["holderIdentity"] == holder
     record = s["pendingObservation"]
     assert record["reason"] == "JobMissing"
     assert s["lastMutation"]["outcome"] == "Uncertain"
@@ -156,26 +152,30 @@ def test_killed_after_dispatch_started_is_uncertain_and_never_recreated(
         "app",
         {"metadata": {"annotations": {"ptah.io/abandon-proof": record["operationId"]}}},
     )
-    # The same plan is never dispatched twice: the resource asks for a spec change.
+    # After the audited abandonment a fresh reading plans again. Whether the lifecycle
+    # then dispatches the new plan by itself or refuses it as a replay of the abandoned
+    # one (Failed, asking for a spec change), the abandoned claim's Job is never created.
     s = wait_status(
         kube,
         namespace,
         "app",
-        "replay refused",
-        lambda s: not s.get("pendingObservation") and s.get("phase") == "Failed",
-        log=operator.log_path,
-    )
-    assert record["operationId"] in s["abandonedProofs"]
-    set_sql(kube, namespace, "app", SQL_AGAIN)
-    wait_status(
-        kube,
-        namespace,
-        "app",
-        "Ready after the spec change",
-        lambda s: ready(s) and s.get("observedGeneration") == 2,
+        "proof abandoned, then planned again",
+        lambda s: not s.get("pendingObservation") and (ready(s) or s.get("phase") == "Failed"),
         timeout=120,
         log=operator.log_path,
     )
+    assert record["operationId"] in s["abandonedProofs"]
+    if s["phase"] == "Failed":
+        set_sql(kube, namespace, "app", SQL_AGAIN)
+        wait_status(
+            kube,
+            namespace,
+            "app",
+            "Ready after the spec change",
+            lambda s: ready(s) and s.get("observedGeneration") == 2,
+            timeout=120,
+            log=operator.log_path,
+        )
     assert tables(db) == ["users"]
     job = one_apply_job(kube, namespace, uid, operator)
     assert job["metadata"]["name"] != record["jobName"]
