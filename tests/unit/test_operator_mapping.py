@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from ptah.operator.mapping import Index, Key, keys_for
-from ptah.workload.names import lease_name
 
 NS = "apps"
 LOCK = "ptah-system"
@@ -48,7 +47,7 @@ def index() -> Index:
                 "source": {"inline": "x"},
                 "policy": {"verificationPolicy": "strict"},
             },
-            {"currentPlan": {"database": "d" * 64}},
+            {"activeOperation": {"lease": {"leaseName": "ptah-realm-y", "epoch": 3}}},
         )
     )
     idx.upsert(
@@ -87,10 +86,10 @@ def test_approvals_by_resource_ref() -> None:
     assert keys_for("PtahApproval", approval, index(), LOCK) == {B}
 
 
-def test_leases_in_the_lock_namespace_only() -> None:
+def test_leases_wake_only_waiters_in_the_lock_namespace() -> None:
     idx = index()
     assert keys_for("Lease", meta("ptah-realm-x", LOCK), idx, LOCK) == {A}
-    assert keys_for("Lease", meta(lease_name("d" * 64), LOCK), idx, LOCK) == {B}
+    assert keys_for("Lease", meta("ptah-realm-y", LOCK), idx, LOCK) == set()  # b holds it
     assert keys_for("Lease", meta("ptah-realm-x", NS), idx, LOCK) == set()
     assert keys_for("Lease", meta("ptah-operator-leader", LOCK), idx, LOCK) == set()
 

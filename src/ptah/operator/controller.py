@@ -28,7 +28,7 @@ from ptah.kube.watch import WatchEvent
 from ptah.lifecycle.context import Env
 from ptah.lifecycle.family import Family
 from ptah.lifecycle.reconcile import reconcile
-from ptah.operator.mapping import PRIMARY_KINDS, Index, Key, keys_for
+from ptah.operator.mapping import PRIMARY_KINDS, Index, Key, keys_for, only_status_changed
 from ptah.operator.metrics import Metrics
 from ptah.operator.queue import ShutDown, WorkQueue
 from ptah.targetlock import ExpiryObserver
@@ -218,8 +218,13 @@ class Controller:
                 key = self.index.remove(obj)
                 self.metrics.observe_status(key, None)
             else:
-                self.index.upsert(obj)
-        for key in keys_for(kind, obj, self.index, self.settings.lock_namespace):
+                key, previous = self.index.upsert(obj)
+                if event.type == "MODIFIED" and only_status_changed(previous, obj):
+                    self.metrics.watch_events.labels(kind, "false").inc()
+                    return
+        keys = keys_for(kind, obj, self.index, self.settings.lock_namespace)
+        self.metrics.watch_events.labels(kind, str(bool(keys)).lower()).inc()
+        for key in keys:
             self.queue.add(key)
 
     def resync(self) -> None:

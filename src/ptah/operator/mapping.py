@@ -27,7 +27,6 @@ from ptah.kube.kinds import (
     SECRET,
 )
 from ptah.workload.job import LABEL_OWNER_UID
-from ptah.workload.names import lease_name
 
 PRIMARY_KINDS = (SCHEMA.kind, MIGRATION.kind)
 REALM_PREFIX = "ptah-realm-"
@@ -71,19 +70,13 @@ def referenced_names(obj: dict[str, Any]) -> tuple[set[str], set[str]]:
 
 
 def realm_leases(obj: dict[str, Any]) -> set[str]:
-    """Lease names a primary holds, waits on, or will claim for its current plan."""
-    status = obj.get("status") or {}
-    names: set[str] = set()
-    lease = (status.get("activeOperation") or {}).get("lease") or {}
-    if lease.get("leaseName"):
-        names.add(str(lease["leaseName"]))
-    staged = status.get("pendingLockRelease") or {}
-    if staged.get("leaseName"):
-        names.add(str(staged["leaseName"]))
-    database = (status.get("currentPlan") or {}).get("database")
-    if database:
-        names.add(lease_name(str(database)))
-    return names
+    """Lease names a primary waits to acquire: a claim whose Lease epoch is not yet
+    written. A holder is left out on purpose: its own renewals would otherwise wake
+    it in a loop, and it re-reads its Lease on every supervising pass anyway."""
+    lease = ((obj.get("status") or {}).get("activeOperation") or {}).get("lease") or {}
+    if lease.get("leaseName") and lease.get("epoch") is None:
+        return {str(lease["leaseName"])}
+    return set()
 
 
 class Index:
@@ -94,14 +87,16 @@ class Index:
         self._objs: dict[Key, dict[str, Any]] = {}
         self._by_uid: dict[str, Key] = {}
 
-    def upsert(self, obj: dict[str, Any]) -> Key:
+    def upsert(self, obj: dict[str, Any]) -> tuple[Key, dict[str, Any] | None]:
+        """Index ``obj``; returns its key and the copy it replaced."""
         meta = _meta(obj)
         key = Key(str(obj["kind"]), str(meta.get("namespace") or ""), str(meta["name"]))
         with self._lock:
+            previous = self._objs.get(key)
             self._objs[key] = obj
             if meta.get("uid"):
                 self._by_uid[str(meta["uid"])] = key
-        return key
+        return key, previous
 
     def remove(self, obj: dict[str, Any]) -> Key:
         meta = _meta(obj)
@@ -122,6 +117,23 @@ class Index:
     def objects(self) -> list[tuple[Key, dict[str, Any]]]:
         with self._lock:
             return list(self._objs.items())
+
+
+_WATCHED_META = ("generation", "uid", "annotations", "labels", "finalizers", "deletionTimestamp")
+
+
+def only_status_changed(previous: dict[str, Any] | None, obj: dict[str, Any]) -> bool:
+    """True when a primary's update touched nothing but its status (and bookkeeping).
+
+    Only the operator writes status, and every pass that leaves a next step owed
+    returns "again" itself; so the echo of its own status write need not start
+    another pass. Spec (generation), annotations (the abandon-proof hatch),
+    finalizers and deletion still do.
+    """
+    if previous is None:
+        return False
+    before, after = _meta(previous), _meta(obj)
+    return all(before.get(k) == after.get(k) for k in _WATCHED_META)
 
 
 def keys_for(kind: str, obj: dict[str, Any], index: Index, lock_namespace: str) -> set[Key]:

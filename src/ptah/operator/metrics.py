@@ -63,6 +63,12 @@ class Metrics:
             ["family"],
             registry=r,
         )
+        self.watch_events = Counter(
+            "ptah_watch_events_total",
+            "Watch events by kind, and whether they queued a resource",
+            ["kind", "queued"],
+            registry=r,
+        )
         self.leader = Gauge("ptah_leader", "1 while this replica is the leader", registry=r)
         self._lock = threading.Lock()
         self._state: dict[Key, tuple[bool, bool, bool, bool]] = {}
