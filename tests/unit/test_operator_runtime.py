@@ -188,3 +188,52 @@ def test_operation_outcomes_from_status_before_and_after() -> None:
     reading = {"status": {"activeOperation": {"type": "Plan", "mutating": False}}}
     assert operation_outcome(reading, {"status": {"readingFailures": 1}}) == ("Plan", "Failed")
     assert operation_outcome(reading, {"status": {}}) == ("Plan", "Succeeded")
+
+
+def _schema_event(type_: str, ns: str, generation: int, phase: str) -> WatchEvent:
+    return WatchEvent(
+        type_,
+        kinds.SCHEMA,
+        {
+            "kind": "PtahSchema",
+            "metadata": {"name": "s", "namespace": ns, "uid": "u", "generation": generation},
+            "status": {"phase": phase},
+        },
+    )
+
+
+def test_controller_queues_in_scope_and_ignores_the_echo_of_its_own_status_writes() -> None:
+    from ptah.operator.controller import Controller, Settings
+    from ptah.operator.main import families
+
+    c = Controller(MemoryCluster(), families(), Settings(lock_namespace="sys", namespaces=["a"]))
+    c.handle(_schema_event("ADDED", "b", 1, "Ready"))
+    assert len(c.queue) == 0
+    c.handle(_schema_event("ADDED", "a", 1, "Reading"))
+    key = c.queue.get(0)
+    assert key is not None and str(key) == "PtahSchema/a/s"
+    c.queue.done(key)
+    c.handle(_schema_event("MODIFIED", "a", 1, "Ready"))  # status only
+    assert c.queue.get(0) is None
+    c.handle(_schema_event("MODIFIED", "a", 2, "Ready"))  # the spec moved
+    assert c.queue.get(0) == key
+
+
+def test_a_pass_that_fails_on_the_api_is_retried_with_growing_back_off() -> None:
+    from ptah.kube.errors import Unavailable
+    from ptah.operator.controller import Controller, Settings
+    from ptah.operator.main import families
+    from ptah.operator.mapping import Key
+
+    class Down(MemoryCluster):
+        def get(self, kind: kinds.Kind, namespace: str, name: str) -> dict[str, Any] | None:
+            raise Unavailable("apiserver away", uncertain=True)
+
+    c = Controller(Down(), families(), Settings())
+    rec = Recorder(c.cluster, lambda k: k == kinds.SCHEMA)
+    env = c._env(rec)
+    key = Key("PtahSchema", "ns", "s")
+    c.process(env, rec, key)
+    c.process(env, rec, key)
+    assert c.queue.failures(key) == 2
+    assert c.queue.get(0) is None  # not hot-looped: it waits for its back-off

@@ -54,9 +54,15 @@ class Recorder:
     written, the operation type last claimed, and each Job created (logged, so an
     audit of the log can show one create per claim across restarts)."""
 
-    def __init__(self, inner: Cluster, primary: Callable[[Kind], bool]) -> None:
+    def __init__(
+        self,
+        inner: Cluster,
+        primary: Callable[[Kind], bool],
+        on_job_created: Callable[[str], None] = lambda _type: None,
+    ) -> None:
         self.inner = inner
         self._primary = primary
+        self._on_job_created = on_job_created
         self.reset()
 
     def reset(self) -> None:
@@ -107,6 +113,7 @@ class Recorder:
             log.warning("job_create_failed", reason=exc.reason, **fields)
             raise
         log.info("job_created", uid=created["metadata"]["uid"], **fields)
+        self._on_job_created(str(fields["type"]))
         return created
 
     def patch(
@@ -210,8 +217,10 @@ class Controller:
     def handle(self, event: WatchEvent) -> None:
         kind, obj = event.kind.kind, event.obj
         if self.settings.namespaces:
+            # Out of scope, except the Leases of the lock namespace (they wake waiters).
             ns = (obj.get("metadata") or {}).get("namespace")
-            if ns not in self.settings.namespaces and ns != self.settings.lock_namespace:
+            lease = kind == "Lease" and ns == self.settings.lock_namespace
+            if ns not in self.settings.namespaces and not lease:
                 return
         if kind in PRIMARY_KINDS:
             if event.type == "DELETED":
@@ -280,7 +289,11 @@ class Controller:
         )
 
     def _work(self, _: int) -> None:
-        recorder = Recorder(self.cluster, lambda k: k.kind in self.families)
+        def job_created(op_type: str) -> None:
+            family = "schema" if op_type in ("Plan", "Apply") else "migration"
+            self.metrics.jobs_created.labels(family, op_type).inc()
+
+        recorder = Recorder(self.cluster, lambda k: k.kind in self.families, job_created)
         env = self._env(recorder)
         while True:
             try:
