@@ -210,6 +210,9 @@ class MigrationFamily:
         reached = bool(record.expected_after) and digest(reading.applied) == record.expected_after
         return reached or not reading.pending
 
+    def proves_complete(self, record: UncertainRecord, frame: ResultFrame) -> bool:
+        return self.settles(record, frame)
+
     def unsettled(self, p: Pass) -> str:
         reading = MigrationStatus.model_validate(p.obj.get("status") or {}).history
         if reading is None:

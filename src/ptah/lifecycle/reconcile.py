@@ -538,7 +538,19 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
             outcome="Converged",
             at=p.now_iso(),
         ).replacing()
-    writes.write_outcome(p, record=None, settle=settle, release=None, extra=extra)
+    release = None
+    staged = p.status.pending_lock_release
+    if (
+        settle
+        and staged is not None
+        and record is not None
+        and staged.operation_id == record.operation_id
+        and p.family.proves_complete(record, frame)
+    ):
+        # The reading proved the run's own work complete, so its executor has nothing
+        # left to write: the withheld release may proceed.
+        release = staged.model_copy(update={"executor_stopped": True})
+    writes.write_outcome(p, record=None, settle=settle, release=release, extra=extra)
     if settle:
         assert record is not None
         writes.emit_event(
