@@ -1,6 +1,13 @@
-"""Shared test support: make ``tests/support`` importable as ``support``."""
+"""Shared test support.
+
+``tests/support`` is importable as ``support``, and the real control plane's fixtures
+(``cluster``, session-scoped, and ``namespace``) are registered here once, so the
+integration and end-to-end tests share one cluster per session.
+"""
 
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+from support.cluster import cluster, namespace  # noqa: F401

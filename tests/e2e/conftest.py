@@ -2,8 +2,8 @@
 running as its own process (``ptah operator run``), which a test can SIGKILL and start
 again.
 
-* ``cluster``/``namespace`` come from ``tests/integration/conftest.py`` (loaded by path,
-  so both directories share one definition).
+* ``cluster``/``namespace`` come from ``tests/conftest.py`` (``support.cluster``), one
+  definition for the whole session.
 * ``crds`` (session): ``deploy/crds`` applied and Established.
 * ``operator`` (function): an ``Operator`` bound to the test's namespace, which it also
   uses as its lock namespace (leader Lease and per-database Leases), so tests never
@@ -18,10 +18,8 @@ Under ``CI`` nothing is skipped: a missing component fails naming it.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import signal
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,17 +32,6 @@ from e2esupport import ROOT, Operator, db_env, missing, with_database
 from ptah.kube.errors import ApiError
 from ptah.kube.kinds import MIGRATION, SCHEMA
 from ptah.kube.real import RealCluster
-
-_spec = importlib.util.spec_from_file_location(
-    "ptah_tests_integration_conftest", ROOT / "tests" / "integration" / "conftest.py"
-)
-assert _spec is not None and _spec.loader is not None
-_it = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = _it
-_spec.loader.exec_module(_it)
-
-cluster = _it.cluster
-namespace = _it.namespace
 
 
 @pytest.fixture(scope="session")

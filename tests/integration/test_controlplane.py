@@ -16,8 +16,8 @@ from lightkube.resources.core_v1 import ConfigMap
 from ptah.devcluster import images, podspec
 from ptah.devcluster.apiclient import ApiClient, ApiError
 
-if TYPE_CHECKING:  # conftest is not importable as a package module at run time
-    from conftest import Cluster
+if TYPE_CHECKING:
+    from support.cluster import Cluster
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,5 @@
-"""Integration fixtures: a real local Kubernetes control plane (``ptah dev up``).
+"""The real local Kubernetes control plane for tests (``ptah dev up``), registered as
+fixtures by ``tests/conftest.py``.
 
 * ``cluster`` (session): starts etcd, kube-apiserver, kube-controller-manager and the
   node agent once per test session in a temporary state dir (or reuses the cluster in
