@@ -55,7 +55,13 @@ class RunnerSpec(Model):
     service_account_name: str | None = None
     resources: dict[str, dict[str, str]] | None = None
     node_selector: dict[str, str] | None = None
-    tolerations: list[dict[str, str]] | None = None
+    tolerations: list[dict[str, Any]] | None = None
+    pod_security_context: dict[str, Any] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-preserve-unknown-fields": True}
+    )
+    security_context: dict[str, Any] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-preserve-unknown-fields": True}
+    )
     active_deadline_seconds: Annotated[int, Field(ge=10, le=86400)] = 900
     ttl_seconds_after_finished: Annotated[int, Field(ge=0, le=604800)] = 600
 

@@ -38,6 +38,7 @@ class Env:
     hook: WriteHook = _no_hook
     lease_duration: int = 120
     poll_seconds: float = 5.0
+    runner_defaults: dict[str, Any] = field(default_factory=dict)
     proof_retry_seconds: float = 300.0
 
 

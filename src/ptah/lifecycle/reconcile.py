@@ -203,6 +203,12 @@ def _bind_realm(p: Pass, op: ActiveOperation) -> Result:
     )
 
 
+def runner_spec(p: Pass) -> RunnerSpec:
+    """The runner settings: the installation's defaults, overridden field by field by the
+    resource's own spec.runner."""
+    return RunnerSpec.model_validate({**p.env.runner_defaults, **(p.spec.get("runner") or {})})
+
+
 def job_request(p: Pass, op: ActiveOperation) -> JobRequest:
     target = p.spec["target"]
     dev = target.get("devSecretRef")
@@ -213,7 +219,7 @@ def job_request(p: Pass, op: ActiveOperation) -> JobRequest:
         operation_id=op.operation_id,
         operation_type=op.type,
         input_fingerprint=op.input_fingerprint,
-        runner=RunnerSpec.model_validate(p.spec.get("runner") or {}),
+        runner=runner_spec(p),
         args=list(op.args),
         secret_ref=SecretKeyRef.model_validate(target["secretRef"]),
         dev_secret_ref=SecretKeyRef.model_validate(dev) if dev else None,
@@ -303,7 +309,7 @@ def _watch(p: Pass, op: ActiveOperation) -> Result:
     acc = account(p, op)
     if acc.waiting:
         return Result(p.env.poll_seconds)
-    runner = RunnerSpec.model_validate(p.spec.get("runner") or {})
+    runner = runner_spec(p)
     writes.write_job_ttl(p, live, runner.ttl_seconds_after_finished)
     if acc.frame is None:
         return _lost(p, op, acc.reason, acc.detail, acc.pods)
@@ -324,7 +330,7 @@ def _staged_release(
         return None
     hold_until = None
     if op.dispatch_started:
-        runner = RunnerSpec.model_validate(p.spec.get("runner") or {})
+        runner = runner_spec(p)
         started = datetime.strptime(op.dispatch_started, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
         hold_until = _iso(started + timedelta(seconds=runner.active_deadline_seconds + 60))
     return LockRelease(

@@ -101,6 +101,8 @@ def pod_spec(req: JobRequest) -> dict[str, Any]:
         ]
     if req.runner.resources:
         container["resources"] = req.runner.resources
+    if req.runner.security_context:
+        container["securityContext"] = req.runner.security_context
     spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [container]}
     if mounts:
         spec["volumes"] = [{"name": m.name, **m.source} for m in mounts]
@@ -110,6 +112,8 @@ def pod_spec(req: JobRequest) -> dict[str, Any]:
         spec["nodeSelector"] = req.runner.node_selector
     if req.runner.tolerations:
         spec["tolerations"] = req.runner.tolerations
+    if req.runner.pod_security_context:
+        spec["securityContext"] = req.runner.pod_security_context
     return spec
 
 
