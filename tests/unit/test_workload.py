@@ -82,3 +82,20 @@ def test_runner_defaults_are_overridden_field_by_field() -> None:
     spec = runner_spec(Pass(env, SchemaFamily(), obj))
     assert spec.image == "registry/ptah:2.0"
     assert spec.service_account_name == "ptah-runner"
+
+
+def test_operator_reads_runner_defaults_and_refuses_a_bad_file(tmp_path: Any) -> None:
+    import json
+
+    import pytest
+
+    from ptah.operator.main import runner_defaults
+
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"image": "r/ptah:1", "resources": {}, "tolerations": []}))
+    assert runner_defaults(str(good)) == {"image": "r/ptah:1"}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"imagee": "typo"}))
+    with pytest.raises(SystemExit, match="not valid runner defaults"):
+        runner_defaults(str(bad))
+    assert runner_defaults("") == {}

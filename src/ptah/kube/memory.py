@@ -323,6 +323,18 @@ class MemoryCluster:
         obj = self._get(kind, namespace, name)
         return None if obj is None else _clone_obj(obj)
 
+    def get_metadata(self, kind: Kind, namespace: str, name: str) -> Obj | None:
+        """Only the metadata, as the real API's PartialObjectMetadata."""
+        self._read("get", kind, namespace, name)
+        obj = self._get(kind, namespace, name)
+        if obj is None:
+            return None
+        return {
+            "apiVersion": obj.get("apiVersion"),
+            "kind": obj.get("kind"),
+            "metadata": _clone(obj["metadata"]),
+        }
+
     def list(self, kind: Kind, namespace: str, labels: dict[str, str] | None = None) -> list[Obj]:
         self._read("list", kind, namespace, "")
         return [_clone_obj(o) for o in self._list(kind, namespace, labels)]

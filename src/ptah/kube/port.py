@@ -21,6 +21,10 @@ class Cluster(Protocol):
     def get(self, kind: Kind, namespace: str, name: str) -> Obj | None:
         """The object, read uncached, or None when it does not exist."""
 
+    def get_metadata(self, kind: Kind, namespace: str, name: str) -> Obj | None:
+        """Only the object's metadata (uncached), or None: how Secrets are read, so
+        credentials never reach the operator."""
+
     def list(self, kind: Kind, namespace: str, labels: dict[str, str] | None = None) -> list[Obj]:
         """Objects of ``kind`` in ``namespace`` matching every label given."""
 

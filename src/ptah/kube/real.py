@@ -185,6 +185,9 @@ def _missing_object(resp: httpx.Response, name: str) -> bool:
     )
 
 
+_PARTIAL_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+
+
 class RealCluster:
     """The ``Cluster`` port over a kube-apiserver (see the module docstring)."""
 
@@ -230,6 +233,21 @@ class RealCluster:
                 return None
             raise _error(resp)
         return self._typed(kind, resp.json())
+
+    def get_metadata(self, kind: Kind, namespace: str, name: str) -> Obj | None:
+        """Only the object's metadata (PartialObjectMetadata): for a Secret, the operator
+        learns its uid and resourceVersion without its data ever crossing the wire."""
+        resp = self._send(
+            "GET", self._path(kind, namespace, name), ok_404=True, accept=_PARTIAL_METADATA
+        )
+        if resp.status_code == 404:
+            if _missing_object(resp, name):
+                return None
+            raise _error(resp)
+        body = resp.json()
+        meta = dict(body.get("metadata") or {})
+        meta.pop("managedFields", None)
+        return {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta}
 
     def list(self, kind: Kind, namespace: str, labels: dict[str, str] | None = None) -> ObjList:
         params: dict[str, str | int] = {"limit": _LIST_PAGE}
@@ -365,8 +383,9 @@ class RealCluster:
         body: Obj | None = None,
         content_type: str = "application/json",
         ok_404: bool = False,
+        accept: str | None = None,
     ) -> httpx.Response:
-        headers: dict[str, str] = {}
+        headers: dict[str, str] = {"Accept": accept} if accept else {}
         content: bytes | None = None
         if body is not None:
             content = json.dumps(body).encode()  # TypeError on non-JSON, as MemoryCluster

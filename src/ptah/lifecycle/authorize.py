@@ -53,10 +53,10 @@ def verification_policy(p: Pass, name: str) -> VerificationPolicy:
 
 
 def current_binding(p: Pass) -> ExecutionBinding | Refusal:
-    """The execution binding as the Secret's metadata says now (contents are never read
-    for anything but the resourceVersion and uid, and never copied anywhere)."""
+    """The execution binding as the Secret's metadata says now. Only the metadata is
+    fetched: the credentials never reach the operator."""
     ref = p.spec["target"]["secretRef"]
-    secret = p.cluster.get(SECRET, p.namespace, ref["name"])
+    secret = p.cluster.get_metadata(SECRET, p.namespace, ref["name"])
     if secret is None:
         return Refusal("SecretMissing", f"Secret {ref['name']!r} does not exist")
     meta = secret["metadata"]

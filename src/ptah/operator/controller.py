@@ -93,6 +93,9 @@ class Recorder:
         self._seen(kind, obj)
         return obj
 
+    def get_metadata(self, kind: Kind, namespace: str, name: str) -> Obj | None:
+        return self.inner.get_metadata(kind, namespace, name)
+
     def list(self, kind: Kind, namespace: str, labels: dict[str, str] | None = None) -> list[Obj]:
         return self.inner.list(kind, namespace, labels)
 
@@ -186,6 +189,7 @@ class Settings:
     resync_seconds: float = 300.0
     kill_at: KillAt | None = None
     namespaces: list[str] = field(default_factory=list)
+    runner_defaults: dict[str, Any] = field(default_factory=dict)
 
 
 class Controller:
@@ -286,6 +290,7 @@ class Controller:
             lease_duration=s.lease_duration,
             poll_seconds=s.poll_seconds,
             proof_retry_seconds=s.proof_retry_seconds,
+            runner_defaults=s.runner_defaults,
         )
 
     def _work(self, _: int) -> None:

@@ -9,6 +9,7 @@ Lease over so a standby takes over at once instead of after expiry.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -18,9 +19,11 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import structlog
 
+from ptah.api.common import RunnerSpec
 from ptah.families.migration import MigrationFamily
 from ptah.families.schema import SchemaFamily
 from ptah.kube.kinds import (
@@ -90,6 +93,25 @@ def connect(kubeconfig: str | None, context: str | None) -> RealCluster:
     return RealCluster.from_kubeconfig(None, context=context)
 
 
+RUNNER_DEFAULTS_ENV = "PTAH_RUNNER_DEFAULTS"
+
+
+def runner_defaults(path: str) -> dict[str, Any]:
+    """The installation's runner defaults (the Helm chart's ConfigMap, mounted as JSON),
+    checked against the RunnerSpec model so a bad file stops the operator at start, with
+    its path, instead of failing every Job later."""
+    if not path:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text())
+        RunnerSpec.model_validate(data)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"{RUNNER_DEFAULTS_ENV}={path}: not valid runner defaults: {exc}") from exc
+    if not isinstance(data, dict):
+        raise SystemExit(f"{RUNNER_DEFAULTS_ENV}={path}: expected a JSON object")
+    return {k: v for k, v in data.items() if v not in (None, {}, [])}
+
+
 def families() -> dict[str, Family]:
     return {SCHEMA.kind: SchemaFamily(), MIGRATION.kind: MigrationFamily()}
 
@@ -110,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
         resync_seconds=args.resync_seconds,
         kill_at=kill_at,
         namespaces=list(args.namespace_scope or []),
+        runner_defaults=runner_defaults(os.environ.get(RUNNER_DEFAULTS_ENV, "")),
     )
     cluster = connect(args.kubeconfig, args.context)
     metrics = Metrics()
