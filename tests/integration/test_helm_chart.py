@@ -155,8 +155,11 @@ def test_single_replica_without_election(helm: Path) -> None:
     assert "leaderElection.enabled" in render_fails(helm, "leaderElection.enabled=false")
 
 
-def test_label_scoping_is_refused_until_the_operator_supports_it(helm: Path) -> None:
-    assert "no label scoping" in render_fails(helm, "watch.labelSelector=team=a")
+def test_label_scoping_reaches_the_operator(helm: Path) -> None:
+    docs = render(helm, "watch.labelSelector=team=a")
+    (dep,) = of(docs, "Deployment")
+    assert "--label-selector=team=a" in dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "equality only" in render_fails(helm, "watch.labelSelector=team!=a")
 
 
 def test_service_monitor_is_optional(helm: Path) -> None:

@@ -17,6 +17,21 @@ def _namespaces(text: str) -> list[str]:
     return [n.strip() for n in text.split(",") if n.strip()]
 
 
+def _labels(text: str) -> dict[str, str]:
+    """``key=value[,key=value]``: equality only, as the chart passes it."""
+    out: dict[str, str] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        key, sep, value = part.partition("=")
+        if not sep or not key.strip() or "!" in key or "=" in value:
+            raise argparse.ArgumentTypeError(
+                f"{part!r}: use key=value pairs separated by commas (equality only)"
+            )
+        out[key.strip()] = value.strip()
+    return out
+
+
 def register(subparsers: Any) -> None:
     op = subparsers.add_parser("operator", help="run the Ptah operator")
     sub = op.add_subparsers(dest="operator_command", required=True)
@@ -28,6 +43,12 @@ def register(subparsers: Any) -> None:
         type=_namespaces,
         default=None,
         help="comma-separated namespaces to watch (default: all)",
+    )
+    p.add_argument(
+        "--label-selector",
+        type=_labels,
+        default=None,
+        help="only PtahSchemas/PtahMigrations carrying these labels (key=value,...)",
     )
     p.add_argument(
         "--lock-namespace",

@@ -58,6 +58,7 @@ class Watcher:
         *,
         namespace: str = "",
         metadata_only: bool = False,
+        label_selector: str = "",
         timeout_seconds: int = 60,
         stop: threading.Event | None = None,
         on_error: Callable[[Kind, Exception], None] | None = None,
@@ -67,6 +68,7 @@ class Watcher:
         self.handler = handler
         self.namespace = namespace
         self.metadata_only = metadata_only
+        self.label_selector = label_selector
         self.timeout_seconds = timeout_seconds
         self.stop = stop or threading.Event()
         self.on_error = on_error
@@ -111,6 +113,8 @@ class Watcher:
 
     def _list(self) -> None:
         params: dict[str, str | int] = {"limit": 500}
+        if self.label_selector:
+            params["labelSelector"] = self.label_selector
         items: list[dict[str, Any]] = []
         while True:
             accept = METADATA_ONLY if self.metadata_only else None
@@ -138,6 +142,9 @@ class Watcher:
         }
         if self.resource_version:
             params["resourceVersion"] = self.resource_version
+        if self.label_selector:
+            # An object whose labels stop matching arrives as DELETED: it leaves the index.
+            params["labelSelector"] = self.label_selector
         accept = METADATA_ONLY_WATCH if self.metadata_only else None
         with self.cluster.stream(
             self.kind,

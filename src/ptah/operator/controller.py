@@ -189,6 +189,7 @@ class Settings:
     resync_seconds: float = 300.0
     kill_at: KillAt | None = None
     namespaces: list[str] = field(default_factory=list)
+    label_selector: dict[str, str] = field(default_factory=dict)
     runner_defaults: dict[str, Any] = field(default_factory=dict)
 
 
@@ -226,6 +227,11 @@ class Controller:
             lease = kind == "Lease" and ns == self.settings.lock_namespace
             if ns not in self.settings.namespaces and not lease:
                 return
+        if kind in PRIMARY_KINDS and not self.selects(obj):
+            # Label scoping: a primary without the labels is another operator's (the
+            # server filters the watch too; this also covers a relabelled object).
+            self.index.remove(obj)
+            return
         if kind in PRIMARY_KINDS:
             if event.type == "DELETED":
                 key = self.index.remove(obj)
@@ -236,9 +242,15 @@ class Controller:
                     self.metrics.watch_events.labels(kind, "false").inc()
                     return
         keys = keys_for(kind, obj, self.index, self.settings.lock_namespace)
+        if self.settings.label_selector:
+            keys = {k for k in keys if self.index.has(k)}
         self.metrics.watch_events.labels(kind, str(bool(keys)).lower()).inc()
         for key in keys:
             self.queue.add(key)
+
+    def selects(self, obj: dict[str, Any]) -> bool:
+        labels = (obj.get("metadata") or {}).get("labels") or {}
+        return all(labels.get(k) == v for k, v in self.settings.label_selector.items())
 
     def resync(self) -> None:
         """Every known resource once more: covers anything a watch gap lost."""
@@ -319,7 +331,7 @@ class Controller:
 
     def process(self, env: Env, recorder: Recorder, key: Key) -> None:
         family = self.families.get(key.kind)
-        if family is None:
+        if family is None or (self.settings.label_selector and not self.index.has(key)):
             return
         recorder.reset()
         started = time.monotonic()

@@ -132,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
         resync_seconds=args.resync_seconds,
         kill_at=kill_at,
         namespaces=list(args.namespace_scope or []),
+        label_selector=dict(args.label_selector or {}),
         runner_defaults=runner_defaults(os.environ.get(RUNNER_DEFAULTS_ENV, "")),
     )
     cluster = connect(args.kubeconfig, args.context)
@@ -166,6 +167,7 @@ def run(args: argparse.Namespace) -> int:
         log.warning("watch_error", kind=kind.kind, error=type(exc).__name__, message=str(exc)[:200])
 
     scopes = settings.namespaces or [""]
+    selector = ",".join(f"{k}={v}" for k, v in sorted(settings.label_selector.items()))
     watchers = [
         Watcher(
             cluster,
@@ -173,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
             controller.handle,
             namespace=ns,
             metadata_only=meta,
+            label_selector=selector if kind in (SCHEMA, MIGRATION) else "",
             stop=watch_stop,
             on_error=watch_error,
         )
@@ -217,6 +220,7 @@ def run(args: argparse.Namespace) -> int:
         lock_namespace=settings.lock_namespace,
         leader_elect=bool(elector),
         namespaces=scopes,
+        label_selector=selector or None,
         test_kill_at=os.environ.get(KILL_ENV),
     )
     for w in watchers:

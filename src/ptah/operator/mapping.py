@@ -110,6 +110,10 @@ class Index:
         with self._lock:
             return self._by_uid.get(uid)
 
+    def has(self, key: Key) -> bool:
+        with self._lock:
+            return key in self._objs
+
     def all_keys(self) -> list[Key]:
         with self._lock:
             return list(self._objs)

@@ -63,8 +63,8 @@ app.kubernetes.io/part-of: ptah
 
 {{/* Refuse values the operator cannot honour, instead of installing one that ignores them. */}}
 {{- define "ptah.validate" -}}
-{{- if .Values.watch.labelSelector -}}
-{{- fail "watch.labelSelector: this operator release has no label scoping (ptah operator run has no --label-selector); scope by namespace with watch.namespaces" -}}
+{{- if and .Values.watch.labelSelector (or (contains "!" .Values.watch.labelSelector) (contains " in " .Values.watch.labelSelector) (contains "(" .Values.watch.labelSelector)) -}}
+{{- fail "watch.labelSelector: equality only (key=value,key2=value2)" -}}
 {{- end -}}
 {{- if and (not .Values.leaderElection.enabled) (gt (int .Values.replicaCount) 1) -}}
 {{- fail "replicaCount > 1 needs leaderElection.enabled: two unelected replicas would reconcile the same resources" -}}
