@@ -19,7 +19,7 @@ import httpx
 import psycopg
 import pytest
 
-from ptah.kube.kinds import APPROVAL, EVENT, JOB, SCHEMA, SECRET
+from ptah.kube.kinds import APPROVAL, EVENT, JOB, SCHEMA, SECRET, Kind
 from ptah.kube.real import RealCluster
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -168,9 +168,9 @@ def set_sql(kube: RealCluster, ns: str, name: str, sql: str) -> None:
     kube.patch(SCHEMA, ns, name, {"spec": {"source": {"inline": sql}}})
 
 
-def status(kube: RealCluster, ns: str, name: str) -> dict[str, Any]:
-    obj = kube.get(SCHEMA, ns, name)
-    assert obj is not None, f"PtahSchema {ns}/{name} is gone"
+def status(kube: RealCluster, ns: str, name: str, kind: Kind = SCHEMA) -> dict[str, Any]:
+    obj = kube.get(kind, ns, name)
+    assert obj is not None, f"{kind.kind} {ns}/{name} is gone"
     return dict(obj.get("status") or {})
 
 
@@ -182,18 +182,21 @@ def wait_status(
     pred: Callable[[dict[str, Any]], bool],
     timeout: float = 90,
     log: Path | None = None,
+    kind: Kind = SCHEMA,
+    show: tuple[str, ...] = ("phase", "waitingFor", "lastMutation", "currentPlan"),
 ) -> dict[str, Any]:
+    """Poll the resource's status until ``pred``; on timeout show where it stands."""
     holder: dict[str, Any] = {}
 
     def probe() -> bool:
-        holder["s"] = status(kube, ns, name)
+        holder["s"] = status(kube, ns, name, kind)
         return pred(holder["s"])
 
     try:
         wait_for(f"{name}: {what}", probe, timeout=timeout, interval=0.3)
     except AssertionError as exc:
         s = holder.get("s") or {}
-        brief = {k: s.get(k) for k in ("phase", "waitingFor", "lastMutation", "currentPlan")}
+        brief = {k: s.get(k) for k in show}
         raise AssertionError(f"{exc}\nstatus: {json.dumps(brief)}\nlog: {log}") from None
     return holder["s"]
 

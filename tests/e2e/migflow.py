@@ -14,7 +14,6 @@ and are reused as they are.
 from __future__ import annotations
 
 import contextlib
-import json
 import tempfile
 import time
 import uuid
@@ -24,7 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from e2esupport import db_env, missing, wait_for
+from e2esupport import db_env, missing, status, wait_for, wait_status
 
 from ptah.engines.connect import open_target
 from ptah.kube.kinds import CONFIGMAP, JOB, LEASE, MIGRATION
@@ -106,9 +105,7 @@ def migration(
 
 
 def mstatus(kube: RealCluster, ns: str, name: str) -> dict[str, Any]:
-    obj = kube.get(MIGRATION, ns, name)
-    assert obj is not None, f"PtahMigration {ns}/{name} is gone"
-    return dict(obj.get("status") or {})
+    return status(kube, ns, name, MIGRATION)
 
 
 def uid_of(kube: RealCluster, ns: str, name: str) -> str:
@@ -127,20 +124,8 @@ def wait_mstatus(
     log: Path | None = None,
 ) -> dict[str, Any]:
     """Poll the PtahMigration's status until ``pred``; on timeout show where it stands."""
-    holder: dict[str, Any] = {}
-
-    def probe() -> bool:
-        holder["s"] = mstatus(kube, ns, name)
-        return pred(holder["s"])
-
-    try:
-        wait_for(f"{name}: {what}", probe, timeout=timeout, interval=0.3)
-    except AssertionError as exc:
-        s = holder.get("s") or {}
-        keys = ("phase", "waitingFor", "lastMutation", "history", "unresolvedRun", "conditions")
-        brief = {k: s.get(k) for k in keys}
-        raise AssertionError(f"{exc}\nstatus: {json.dumps(brief)}\nlog: {log}") from None
-    return holder["s"]
+    keys = ("phase", "waitingFor", "lastMutation", "history", "unresolvedRun", "conditions")
+    return wait_status(kube, ns, name, what, pred, timeout, log, kind=MIGRATION, show=keys)
 
 
 def ready_at(versions: list[str]) -> Callable[[dict[str, Any]], bool]:
