@@ -372,8 +372,11 @@ def plan_container(
         local.symlink_to(source)
         mounts[mount_path] = local
     env = container_env(pod, container, sources, base_env, node_allocatable)
+    # Only what the Pod spec supplied is a container path; the agent's own values (PATH to
+    # its venv, the container root) are host paths, and a mount at e.g. /tmp must not
+    # rewrite them when the agent itself lives under /tmp.
+    env = {k: v if base_env.get(k) == v else rewrite_paths(v, mounts) for k, v in env.items()}
     env["PTAH_CONTAINER_ROOT"] = str(root)
-    env = {k: rewrite_paths(v, mounts) for k, v in env.items()}
     command = [rewrite_paths(expand(str(x), env), mounts) for x in container.get("command") or []]
     args = [rewrite_paths(expand(str(x), env), mounts) for x in container.get("args") or []]
     image = str(container.get("image", ""))
