@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from pydantic import ValidationError
 
 from ptah.api.common import LifecycleStatus, PlanSummary
@@ -34,13 +32,6 @@ def plan_is_stale(p: Pass, status: LifecycleStatus, source: str | None) -> bool:
         or plan.binding_epoch != epoch
         or (source is not None and plan.source != source)
     )
-
-
-def seconds_since(p: Pass, stamp: str | None) -> float | None:
-    if not stamp:
-        return None
-    then = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    return (p.cluster.now() - then).total_seconds()
 
 
 def replay_stall(status: LifecycleStatus, plan: PlanSummary) -> Observe | None:

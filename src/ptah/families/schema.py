@@ -21,7 +21,6 @@ from ptah.families.common import (
     invalid_spec,
     plan_is_stale,
     replay_stall,
-    seconds_since,
 )
 from ptah.kube.kinds import CONFIGMAP, PLAN, SCHEMA
 from ptah.lifecycle.context import Pass
@@ -101,7 +100,7 @@ class SchemaFamily:
         assert plan is not None
         if not plan.changes:
             interval = spec.drift_check_interval_seconds
-            since = seconds_since(p, status.last_reading_at)
+            since = p.seconds_since(status.last_reading_at)
             if interval and since is not None and since >= interval:
                 return self.reading_work(p, None)
             remaining = None if not interval or since is None else interval - since

@@ -48,3 +48,8 @@ class SimClock:
 def rfc3339(t: datetime) -> str:
     """Kubernetes ``Time`` format: second precision, ``Z`` suffix."""
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(text: str) -> datetime:
+    """The inverse of :func:`rfc3339` (second precision, ``Z``)."""
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)

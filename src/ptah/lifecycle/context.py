@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ptah.api.common import LifecycleStatus
+from ptah.kube.clock import parse_rfc3339, rfc3339
 from ptah.kube.port import Cluster
 from ptah.targetlock import ExpiryObserver
 
@@ -91,4 +92,10 @@ class Pass:
         return dict(self.obj["metadata"].get("annotations") or {})
 
     def now_iso(self) -> str:
-        return self.cluster.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+        return rfc3339(self.cluster.now())
+
+    def seconds_since(self, stamp: str | None) -> float | None:
+        """Seconds from ``stamp`` to this process's now (negative when it lies ahead)."""
+        if not stamp:
+            return None
+        return (self.cluster.now() - parse_rfc3339(stamp)).total_seconds()

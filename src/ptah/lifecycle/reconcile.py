@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from ptah import podintent
@@ -36,6 +36,7 @@ from ptah.api.common import (
 from ptah.api.digest import digest
 from ptah.api.resources import PlanFingerprints, PlanSpec
 from ptah.kube import errors
+from ptah.kube.clock import parse_rfc3339, rfc3339
 from ptah.kube.kinds import JOB, POD
 from ptah.lifecycle import writes
 from ptah.lifecycle.account import account, job_terminal
@@ -331,8 +332,8 @@ def _staged_release(
     hold_until = None
     if op.dispatch_started:
         runner = runner_spec(p)
-        started = datetime.strptime(op.dispatch_started, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-        hold_until = _iso(started + timedelta(seconds=runner.active_deadline_seconds + 60))
+        started = parse_rfc3339(op.dispatch_started)
+        hold_until = rfc3339(started + timedelta(seconds=runner.active_deadline_seconds + 60))
     return LockRelease(
         operation_id=op.operation_id,
         lease_name=op.lease.lease_name,
@@ -409,7 +410,7 @@ def _drop(
         failures = (p.status.reading_failures or 0) + 1
         pause = min(p.env.proof_retry_seconds, p.env.poll_seconds * 2**failures)
         extra["readingFailures"] = failures
-        extra["nextReadingAfter"] = _iso(p.cluster.now() + timedelta(seconds=pause))
+        extra["nextReadingAfter"] = rfc3339(p.cluster.now() + timedelta(seconds=pause))
     if discard_plan:
         extra["currentPlan"] = None
     phase = "Retrying" if retry else "Replanning"
@@ -617,17 +618,12 @@ def _prove_step(p: Pass) -> Result | None:
 # --------------------------------------------------------------- the rest
 
 
-def _iso(t: datetime) -> str:
-    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _since(p: Pass, stamp: str | None, not_before: str) -> float | None:
     """Seconds since ``stamp`` (negative when it lies ahead), or None when there is no
     stamp or it is older than ``not_before``."""
     if not stamp or stamp < not_before:
         return None
-    then = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    return (p.cluster.now() - then).total_seconds()
+    return p.seconds_since(stamp)
 
 
 def _deletion_step(p: Pass) -> Result | None:
