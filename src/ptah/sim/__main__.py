@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 
 from ptah.lifecycle.writes import DURABLE_WRITES
@@ -22,15 +23,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="first seed; schedule i uses seed+i")
     parser.add_argument("--jobs", type=int, default=0, help="worker processes (0: one per core)")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument(
+        "--fail-fast",
+        action="store_true",
+        help="stop at the first schedule with a violation (the mutation suite's killer)",
+    )
     args = parser.parse_args(argv)
     seeds = range(args.seed, args.seed + args.schedules)
     started = time.monotonic()
-    if args.jobs == 1 or args.schedules < 20:
-        results = [run_schedule(s) for s in seeds]
-    else:
-        with ProcessPoolExecutor(max_workers=args.jobs or None) as pool:
-            results = list(pool.map(run_schedule, seeds, chunksize=16))
+    results = list(_run(seeds, args.jobs, args.fail_fast))
     return report(results, time.monotonic() - started, args.verbose)
+
+
+def _run(seeds: range, jobs: int, fail_fast: bool) -> Iterator[ScheduleResult]:
+    """Schedules in seed order; with ``fail_fast``, none after the first violation."""
+    if jobs == 1 or len(seeds) < 20:
+        for seed in seeds:
+            result = run_schedule(seed)
+            yield result
+            if fail_fast and result.violations:
+                return
+        return
+    with ProcessPoolExecutor(max_workers=jobs or None) as pool:
+        for result in pool.map(run_schedule, seeds, chunksize=4 if fail_fast else 16):
+            yield result
+            if fail_fast and result.violations:
+                pool.shutdown(wait=False, cancel_futures=True)
+                return
 
 
 def report(results: list[ScheduleResult], seconds: float, verbose: bool) -> int:

@@ -1,0 +1,286 @@
+"""The mutation suite: break one contract rule at a time and check that something notices.
+
+Each ``*.mutant`` file beside this script is one small semantic break of one rule of
+docs/mutation-lifecycle.md (format: tests/mutants/README.md). For each mutant this
+copies the tree (src, tests, pyproject.toml) to a scratch directory, applies the
+mutant's edits there (never to the working tree), and runs two killers against the
+copy:
+
+- ``sim``: ``python -m ptah.sim --schedules N --seed S --fail-fast``;
+- ``pytest``: ``pytest -x tests/unit tests/sim`` (the fast tiers).
+
+A killer that exits non-zero (or runs past its time limit) kills the mutant. The
+suite passes only when every mutant is killed by both killers, so the pytest
+simulation tier is shown to kill each mutant on its own. A mutant whose search text
+no longer occurs exactly once is STALE and fails the suite: the rule it broke has
+moved, and the mutant must follow it.
+
+    python tests/mutants/mutate.py [--stages sim,pytest] [--sim-schedules N] [names...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+COPIED = ("src", "tests", "pyproject.toml")
+STAGES = ("sim", "pytest")
+
+
+@dataclass(frozen=True)
+class Edit:
+    path: str
+    search: str
+    replace: str
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    rule: str
+    breaks: str
+    killed_by: str
+    edits: list[Edit] = field(default_factory=list)
+
+
+class MutantError(Exception):
+    """A mutant file that cannot be parsed, or no longer applies."""
+
+
+def parse(path: Path) -> Mutant:
+    """Headers (``key: value``) until the first ``@@ <path>``; then edit blocks
+    ``<<<<`` search ``====`` replace ``>>>>``, each line taken verbatim."""
+    headers: dict[str, str] = {}
+    edits: list[Edit] = []
+    lines = path.read_text().splitlines(keepends=True)
+    i = 0
+    target: str | None = None
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        if stripped.startswith("@@ "):
+            target = stripped[3:].strip()
+        elif stripped == "<<<<":
+            if target is None:
+                raise MutantError(f"{path.name}:{i + 1}: an edit block before any '@@ <path>'")
+            search, i = _block(lines, i + 1, "====", path)
+            replace, i = _block(lines, i + 1, ">>>>", path)
+            edits.append(Edit(target, search, replace))
+        elif target is None and stripped and not stripped.startswith("#"):
+            key, sep, value = stripped.partition(":")
+            if not sep:
+                raise MutantError(f"{path.name}:{i + 1}: expected 'key: value', got {stripped!r}")
+            headers[key.strip().lower()] = value.strip()
+        elif target is not None and stripped and not stripped.startswith("#"):
+            raise MutantError(f"{path.name}:{i + 1}: text outside an edit block: {stripped!r}")
+        i += 1
+    for key in ("rule", "breaks"):
+        if not headers.get(key):
+            raise MutantError(f"{path.name}: missing header {key!r}")
+    if not edits:
+        raise MutantError(f"{path.name}: no edit block")
+    return Mutant(
+        path.stem, headers["rule"], headers["breaks"], headers.get("killed-by", ""), edits
+    )
+
+
+def _block(lines: list[str], start: int, end: str, path: Path) -> tuple[str, int]:
+    out: list[str] = []
+    i = start
+    while i < len(lines):
+        if lines[i].rstrip("\r\n") == end:
+            return "".join(out), i
+        out.append(lines[i])
+        i += 1
+    raise MutantError(f"{path.name}: block starting at line {start} has no {end!r}")
+
+
+def apply(mutant: Mutant, tree: Path) -> None:
+    """Apply every edit to the copy at ``tree``; each search must occur exactly once."""
+    for edit in mutant.edits:
+        target = tree / edit.path
+        if not target.is_file():
+            raise MutantError(f"{mutant.name}: {edit.path} does not exist")
+        text = target.read_text()
+        count = text.count(edit.search)
+        if count != 1:
+            raise MutantError(
+                f"{mutant.name}: search text occurs {count} times in {edit.path} (must be once)"
+            )
+        target.write_text(text.replace(edit.search, edit.replace))
+
+
+def copy_tree(dest: Path) -> None:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache")
+    for name in COPIED:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=ignore)
+        else:
+            shutil.copy2(src, dest / name)
+
+
+@dataclass
+class Verdict:
+    stage: str
+    killed: bool
+    detail: str
+    seconds: float
+
+
+def run_stage(stage: str, tree: Path, args: argparse.Namespace) -> Verdict:
+    env = dict(os.environ, PYTHONPATH=str(tree / "src"), PYTHONDONTWRITEBYTECODE="1")
+    env.pop("PYTEST_ADDOPTS", None)
+    if stage == "sim":
+        cmd = [
+            sys.executable,
+            "-m",
+            "ptah.sim",
+            "--schedules",
+            str(args.sim_schedules),
+            "--seed",
+            str(args.sim_seed),
+            "--fail-fast",
+        ]
+        if args.jobs:
+            cmd += ["--jobs", str(args.jobs)]
+    else:
+        cmd = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-x",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--timeout",
+            str(args.timeout),
+            "tests/unit",
+            "tests/sim",
+        ]
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(
+            cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=args.timeout
+        )
+    except subprocess.TimeoutExpired:
+        return Verdict(stage, True, f"timed out after {args.timeout}s", time.monotonic() - started)
+    seconds = time.monotonic() - started
+    out = proc.stdout + proc.stderr
+    if proc.returncode == 0:
+        return Verdict(stage, False, "", seconds)
+    return Verdict(stage, True, _why(stage, out, proc.returncode), seconds)
+
+
+def _why(stage: str, out: str, rc: int) -> str:
+    """One line saying what killed the mutant."""
+    if stage == "sim":
+        for line in out.splitlines():
+            if line.startswith("replay:"):
+                return line.split("#", 1)[-1].strip()
+    else:
+        for line in out.splitlines():
+            if line.startswith(("FAILED ", "ERROR ")):
+                return line.split(" ", 1)[1].split(" - ")[0]
+    tail = [line for line in out.splitlines() if line.strip()]
+    return f"exit {rc}: {tail[-1] if tail else ''}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("names", nargs="*", help="mutants to run (default: all)")
+    parser.add_argument("--stages", default=",".join(STAGES))
+    parser.add_argument("--sim-schedules", type=int, default=2000)
+    parser.add_argument("--sim-seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=0, help="simulation worker processes")
+    parser.add_argument("--timeout", type=int, default=900, help="seconds per killer")
+    parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    args = parser.parse_args(argv)
+    stages = [s for s in args.stages.split(",") if s]
+    unknown = set(stages) - set(STAGES)
+    if unknown:
+        parser.error(f"unknown stage(s): {', '.join(sorted(unknown))}")
+    files = sorted(HERE.glob("*.mutant"))
+    try:
+        mutants = [parse(f) for f in files]
+    except MutantError as exc:
+        print(f"mutation: {exc}", file=sys.stderr)
+        return 2
+    if args.names:
+        wanted = set(args.names)
+        missing = wanted - {m.name for m in mutants}
+        if missing:
+            parser.error(f"no such mutant(s): {', '.join(sorted(missing))}")
+        mutants = [m for m in mutants if m.name in wanted]
+    if args.list:
+        for m in mutants:
+            print(f"{m.name:44} {m.rule}")
+        return 0
+    print(f"mutation: {len(mutants)} mutants, killers: {', '.join(stages)}", flush=True)
+    rows: list[tuple[Mutant, list[Verdict] | str]] = []
+    started = time.monotonic()
+    for m in mutants:
+        with tempfile.TemporaryDirectory(prefix=f"ptah-mutant-{m.name}-") as tmp:
+            tree = Path(tmp)
+            copy_tree(tree)
+            try:
+                apply(m, tree)
+            except MutantError as exc:
+                rows.append((m, f"STALE: {exc}"))
+                print(f"  {m.name}: STALE ({exc})", flush=True)
+                continue
+            verdicts = [run_stage(s, tree, args) for s in stages]
+        rows.append((m, verdicts))
+        summary = "  ".join(
+            f"{v.stage}={'killed' if v.killed else 'SURVIVED'}({v.seconds:.0f}s)" for v in verdicts
+        )
+        print(f"  {m.name}: {summary}", flush=True)
+    return table(rows, stages, time.monotonic() - started)
+
+
+def table(rows: list[tuple[Mutant, list[Verdict] | str]], stages: list[str], seconds: float) -> int:
+    print()
+    print("| mutant | rule | " + " | ".join(stages) + " |")
+    print("|---|---|" + "---|" * len(stages))
+    bad = 0
+    for m, result in rows:
+        if isinstance(result, str):
+            bad += 1
+            print(f"| {m.name} | {m.rule} | " + " | ".join([_cell(result)] * len(stages)) + " |")
+            continue
+        cells = []
+        for v in result:
+            if not v.killed:
+                bad += 1
+                cells.append(f"**SURVIVED** ({v.seconds:.0f}s)")
+            else:
+                cells.append(f"killed ({v.seconds:.0f}s): {_cell(v.detail)}")
+        print(f"| {m.name} | {m.rule} | " + " | ".join(cells) + " |")
+    killed = len(rows) - sum(
+        1 for _, r in rows if isinstance(r, str) or any(not v.killed for v in r)
+    )
+    print()
+    print(
+        f"mutants={len(rows)} killed={killed} not_killed={len(rows) - killed} seconds={seconds:.0f}"
+    )
+    return 1 if bad else 0
+
+
+def _cell(text: str) -> str:
+    return re.sub(r"\s+", " ", text.replace("|", "/"))[:140]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
