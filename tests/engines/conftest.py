@@ -75,15 +75,25 @@ def pg_db(pg_url: str) -> Iterator[str]:
         admin.connection.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
-@pytest.fixture
-def mysql_db(mysql_url: str) -> Iterator[str]:
-    """A fresh empty MariaDB database per test."""
-    name = "ptah_t_" + uuid.uuid4().hex[:10]
+def _fresh_mysql(mysql_url: str, prefix: str) -> Iterator[str]:
+    name = prefix + uuid.uuid4().hex[:10]
     with open_target(mysql_url) as admin, admin.connection.cursor() as cur:
         cur.execute(f"CREATE DATABASE `{name}`")
     yield mysql_url.rsplit("/", 1)[0] + "/" + name
     with open_target(mysql_url) as admin, admin.connection.cursor() as cur:
-        cur.execute(f"DROP DATABASE `{name}`")
+        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+
+
+@pytest.fixture
+def mysql_db(mysql_url: str) -> Iterator[str]:
+    """A fresh empty MariaDB database per test."""
+    yield from _fresh_mysql(mysql_url, "ptah_t_")
+
+
+@pytest.fixture
+def mysql_db2(mysql_url: str) -> Iterator[str]:
+    """A second fresh MariaDB database, e.g. for the native client's run beside the target."""
+    yield from _fresh_mysql(mysql_url, "ptah_t2_")
 
 
 @pytest.fixture

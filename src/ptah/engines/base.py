@@ -18,7 +18,14 @@ from typing import Any
 from ptah.engines.urls import DbUrl, EngineName, scrub
 from ptah.runner.frame import DatabaseIdentity
 
-__all__ = ["EngineError", "EngineName", "ScratchUnavailable", "Target", "TargetUnavailable"]
+__all__ = [
+    "DesiredSchemaInvalid",
+    "EngineError",
+    "EngineName",
+    "ScratchUnavailable",
+    "Target",
+    "TargetUnavailable",
+]
 
 
 class EngineError(Exception):
@@ -44,6 +51,14 @@ class ScratchUnavailable(EngineError):
 
     def __init__(self, message: str) -> None:
         super().__init__(message, "ScratchUnavailable")
+
+
+class DesiredSchemaInvalid(ScratchUnavailable):
+    """The desired source does not load: the same source will fail the same way again."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.reason = "DesiredSchemaInvalid"
 
 
 class Target(ABC):

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ptah.engines import confine
 from ptah.engines.base import Target
 from ptah.engines.model import DESTRUCTIVE, Plan, Schema, Statement, fingerprint
 from ptah.engines.ops import DriftedError, Progress, Timeouts, ops_for
@@ -53,7 +54,13 @@ def plan(
     dev_url: DbUrl | None = None,
     cache_dir: str | None = None,
 ) -> Plan:
-    """The statements that take ``target`` to ``desired_sql``; the target is only read."""
+    """The statements that take ``target`` to ``desired_sql``; the target is only read.
+
+    The desired source is checked (:mod:`ptah.engines.confine`) before
+    anything else, cached normalisation included: a statement that acts outside
+    one database is refused and nothing of the source runs anywhere.
+    """
+    confine.check(desired_sql, target.engine)
     ops = ops_for(target)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()

@@ -193,7 +193,9 @@ def _first_code(chunk: str, dialect: Dialect) -> int | None:
         elif chunk.startswith("--", i) or (ch == "#" and dialect == "mysql"):
             j = chunk.find("\n", i)
             i = n if j < 0 else j + 1
-        elif chunk.startswith("/*", i) and not chunk.startswith("/*!", i):
+        elif chunk.startswith("/*", i) and not (
+            dialect == "mysql" and chunk.startswith(("/*!", "/*M!"), i)
+        ):
             i = _comment_end(chunk, i, nested=dialect == "postgres")
             if i < 0:
                 return None

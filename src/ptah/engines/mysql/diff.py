@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ptah.engines.model import DATA_DEPENDENT, DESTRUCTIVE, LOCK_HEAVY, Schema, Statement
+
+_REFERENCES = re.compile(r"REFERENCES `((?:[^`]|``)+)`")
 
 
 def q(name: str) -> str:
@@ -62,21 +65,73 @@ def _alter(name: str, cur: dict[str, Any], want: dict[str, Any]) -> Statement | 
     return Statement(f"ALTER TABLE {q(name)}\n  " + ",\n  ".join(clauses), tuple(order))
 
 
+def references(entry: dict[str, Any]) -> set[str]:
+    """Tables this table's foreign keys reference (itself excluded)."""
+    found: set[str] = set()
+    for key, line in entry["elements"].items():
+        if key.startswith("fk "):
+            m = _REFERENCES.search(line)
+            if m:
+                found.add(m.group(1).replace("``", "`"))
+    return found
+
+
+def _ordered(nodes: dict[str, Statement], after: dict[str, set[str]]) -> list[Statement]:
+    """``nodes`` so that each comes after those it depends on; name order otherwise.
+
+    A cycle (tables referencing each other) cannot be ordered: what is left is
+    emitted in name order and the server's own check reports it.
+    """
+    pending = {k: {d for d in after.get(k, set()) if d in nodes and d != k} for k in nodes}
+    out: list[Statement] = []
+    while pending:
+        ready = sorted(k for k, deps in pending.items() if not deps) or sorted(pending)[:1]
+        key = ready[0]
+        out.append(nodes[key])
+        del pending[key]
+        for deps in pending.values():
+            deps.discard(key)
+    return out
+
+
 def diff(current: Schema, desired: Schema) -> list[Statement]:
+    """Statements in an order that foreign-key checks accept, as the plan's load had them on.
+
+    A new table comes after the new tables it references and after the
+    alteration of an existing table it references (which may add the key it
+    needs); an altered table comes after the new tables its keys reference;
+    a dropped table after every alteration (which removes keys to it) and
+    after the dropped tables that reference it.
+    """
     cur_t, want_t = current["table"], desired["table"]
     cur_v, want_v = current["view"], desired["view"]
     out: list[Statement] = []
     changed_views = [n for n in cur_v if n not in want_v or cur_v[n] != want_v[n]]
     out += [Statement(f"DROP VIEW {q(n)}") for n in changed_views]
+    nodes: dict[str, Statement] = {}
+    after: dict[str, set[str]] = {}
+    altered: list[str] = []
     for name in sorted(cur_t.keys() & want_t.keys()):
         stmt = _alter(name, cur_t[name], want_t[name])
         if stmt:
-            out.append(stmt)
-    out += [
-        Statement(f"DROP TABLE {q(n)}", (DESTRUCTIVE,))
-        for n in sorted(cur_t.keys() - want_t.keys())
-    ]
-    out += [Statement(want_t[n]["_sql"]) for n in sorted(want_t.keys() - cur_t.keys())]
+            nodes["alter " + name] = stmt
+            altered.append(name)
+    created = sorted(want_t.keys() - cur_t.keys())
+    for name in created:
+        nodes["create " + name] = Statement(want_t[name]["_sql"])
+    dropped = sorted(cur_t.keys() - want_t.keys())
+    for name in dropped:
+        nodes["drop " + name] = Statement(f"DROP TABLE {q(name)}", (DESTRUCTIVE,))
+    for name in altered:
+        after["alter " + name] = {"create " + r for r in references(want_t[name])}
+    for name in created:
+        after["create " + name] = {"create " + r for r in references(want_t[name])} | {
+            "alter " + r for r in references(want_t[name])
+        }
+    for name in dropped:
+        referencing = {o for o in dropped if name in references(cur_t[o])}
+        after["drop " + name] = {"alter " + a for a in altered} | {"drop " + o for o in referencing}
+    out += _ordered(nodes, after)
     for name in sorted(want_v):
         if name not in cur_v or name in changed_views:
             check = want_v[name]["check"]

@@ -8,18 +8,38 @@ target's server), created and dropped around the load.
 
 from __future__ import annotations
 
+import re
 import secrets
 from typing import Any
 
 import pymysql
 
-from ptah.engines.base import ScratchUnavailable, Target
+from ptah.engines import confine
+from ptah.engines.base import DesiredSchemaInvalid, ScratchUnavailable, Target
 from ptah.engines.model import Schema, Statement, fingerprint
 from ptah.engines.mysql import diff as mydiff
 from ptah.engines.mysql import inspect as myinspect
 from ptah.engines.mysql.target import connect
 from ptah.engines.ops import DriftedError, Progress, Timeouts
 from ptah.engines.urls import DbUrl, scrub
+from ptah.migrations.splitter import Statement as SourceStatement
+
+
+def load_error(exc: pymysql.MySQLError, scratch: str, statement: SourceStatement) -> str:
+    """The server's error as the client shows it, at the desired file's line.
+
+    The scratch database's name is the runner's detail, not the user's: a
+    qualifier ``scratch.`` is dropped, leaving the object's own name.
+    """
+    code, message = (*exc.args, "", "")[:2] if exc.args else ("", str(exc))
+    text = str(message)
+    text = re.sub(rf"`?{re.escape(scratch)}`?\.", "", text)
+    text = text.replace(scratch, "the desired schema")
+    error = f"ERROR {code}: {text}" if code else text
+    return (
+        f"desired schema does not load: line {statement.line}: {error}"
+        f" (in: {confine.excerpt(statement.text)})"
+    )
 
 
 def _run_script(conn: Any, sql: str) -> None:
@@ -44,6 +64,13 @@ class MysqlOps:
     def normalise(
         self, target: Target, desired_sql: str, dev_url: DbUrl | None
     ) -> tuple[Schema, list[str]]:
+        """Load the desired source into a temporary scratch database as the client would.
+
+        Statement by statement (the client's DELIMITER handled by the splitter),
+        with ``foreign_key_checks`` on as a fresh client session has it, so a
+        source the native client refuses is refused here too; a file may still
+        turn the checks off itself, as dumps do.
+        """
         url = dev_url or target.url
         name = "ptah_scratch_" + secrets.token_hex(6)
         conn = connect(url, database="")
@@ -57,14 +84,15 @@ class MysqlOps:
                 ) from None
             try:
                 conn.select_db(name)
-                _run_script(conn, "SET SESSION foreign_key_checks = 0;\n" + desired_sql)
+                _run_script(conn, "SET SESSION foreign_key_checks = 1")
+                for statement in confine.split(desired_sql, "mysql"):
+                    try:
+                        _run_script(conn, statement.text)
+                    except pymysql.MySQLError as exc:
+                        raise DesiredSchemaInvalid(
+                            scrub(load_error(exc, name, statement), *url.secrets)
+                        ) from None
                 return myinspect.inspect(conn), []
-            except pymysql.MySQLError as exc:
-                err = ScratchUnavailable(
-                    scrub(f"desired schema does not load: {exc}", *url.secrets)
-                )
-                err.reason = "DesiredSchemaInvalid"
-                raise err from None
             finally:
                 _run_script(conn, f"DROP DATABASE IF EXISTS `{name}`")
         finally:
@@ -88,7 +116,8 @@ class MysqlOps:
                 cur.execute(f"SET SESSION max_statement_time = {int(timeouts.statement_seconds)}")
             except pymysql.MySQLError:
                 progress.notes.append("server has no max_statement_time (MySQL): not bounded")
-            cur.execute("SET SESSION foreign_key_checks = 0")
+            # The checks the plan's scratch load had (a fresh session's): the same here.
+            cur.execute("SET SESSION foreign_key_checks = 1")
         actual = fingerprint(self.inspect(target))
         if actual != expected_before:
             raise DriftedError(actual)

@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 
-from ptah.engines.base import ScratchUnavailable
+from ptah.engines.base import DesiredSchemaInvalid, ScratchUnavailable
 from ptah.engines.model import Schema
 from ptah.engines.postgres import inspect
 from ptah.engines.postgres.target import connect
@@ -48,12 +48,6 @@ def normalise(
         raise DesiredSchemaInvalid(
             scrub(f"desired schema does not load: {exc}", *secrets_)
         ) from None
-
-
-class DesiredSchemaInvalid(ScratchUnavailable):
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.reason = "DesiredSchemaInvalid"
 
 
 def _temporary_database(url: DbUrl, desired_sql: str) -> tuple[Schema, list[str]]:

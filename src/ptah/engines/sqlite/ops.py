@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import sqlite3
 
-from ptah.engines.base import ScratchUnavailable, Target
+from ptah.engines import confine
+from ptah.engines.base import DesiredSchemaInvalid, Target
 from ptah.engines.model import Schema, Statement, fingerprint
 from ptah.engines.ops import DriftedError, Progress, Timeouts
+from ptah.engines.sqlite import confine as sqconfine
 from ptah.engines.sqlite import diff as sqdiff
 from ptah.engines.sqlite import inspect as sqinspect
 from ptah.engines.urls import DbUrl
@@ -29,14 +31,24 @@ class SqliteOps:
     def normalise(
         self, target: Target, desired_sql: str, dev_url: DbUrl | None
     ) -> tuple[Schema, list[str]]:
+        """Load the desired source into an in-memory scratch, statement by statement.
+
+        SQLite's authorizer enforces the confinement rules a second time while
+        it loads; a load error names the desired file's line.
+        """
         scratch = sqlite3.connect(":memory:", isolation_level=None)
         try:
-            scratch.executescript(desired_sql)
+            scratch.set_authorizer(sqconfine.authorizer)
+            for statement in confine.split(desired_sql, "sqlite"):
+                try:
+                    scratch.execute(statement.text).fetchall()
+                except sqlite3.Error as exc:
+                    raise DesiredSchemaInvalid(
+                        f"desired schema does not load: line {statement.line}: {exc}"
+                        f" (in: {confine.excerpt(statement.text)})"
+                    ) from None
+            scratch.set_authorizer(None)
             return sqinspect.inspect(scratch), []
-        except sqlite3.Error as exc:
-            err = ScratchUnavailable(f"desired schema does not load: {exc}")
-            err.reason = "DesiredSchemaInvalid"
-            raise err from None
         finally:
             scratch.close()
 

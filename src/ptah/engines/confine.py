@@ -1,0 +1,403 @@
+"""Confinement of a plan: the desired source is checked before anything of it runs.
+
+A plan is read-only on the target; the only thing it writes is its scratch
+database. A desired file is arbitrary SQL, though, and the scratch load runs
+it on a real server, so a statement that acts outside one database's schema
+objects (``DROP DATABASE``, ``USE``, accounts, grants, server variables,
+server files, attached files, names qualified with another database) would
+escape the scratch. Every statement is classified here first; one that acts
+outside is refused with its line and nothing of the file is executed.
+
+Why tokens and not patterns over raw text: ``DROP DATABASE`` inside a
+comment or a string literal is harmless, and a backtick name, a
+case variation or a MariaDB versioned comment ``/*!40101 ... */`` (which the
+server *does* execute) must not hide a statement. The file is split by the
+migration splitter (it knows DELIMITER, quotes, comments, trigger bodies and
+keeps each statement's line); each statement is then read by sqlglot's
+tokenizer for its dialect, after uncovering MariaDB's executable comments.
+Each engine's rules live beside the engine (``<engine>/confine.py``) and
+see the same :class:`Word` stream; this module is the one home of the shared
+mechanics: splitting, reading, statement starts, dotted names, refusal.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Set
+from dataclasses import dataclass
+from typing import Any
+
+import sqlglot
+from sqlglot import expressions as exp
+from sqlglot.dialects.mysql import MySQL
+from sqlglot.dialects.postgres import Postgres
+from sqlglot.dialects.sqlite import SQLite
+from sqlglot.errors import SqlglotError
+from sqlglot.tokens import Token, TokenType  # type: ignore[attr-defined]
+
+from ptah.engines.base import DesiredSchemaInvalid
+from ptah.engines.model import PlanError
+from ptah.engines.urls import EngineName
+from ptah.migrations.splitter import SplitError, Statement, split_statements
+
+__all__ = [
+    "StatementRefused",
+    "Word",
+    "check",
+    "excerpt",
+]
+
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+
+class StatementRefused(PlanError):
+    """A statement of the desired source acts outside the plan's one database."""
+
+    def __init__(self, line: int, statement: str, why: str) -> None:
+        super().__init__(
+            f"desired schema refused: line {line}: {why}: {excerpt(statement)}",
+            "StatementRefused",
+        )
+        self.line = line
+        self.statement = statement
+        self.why = why
+
+
+def excerpt(statement: str, limit: int = 120) -> str:
+    """One line of ``statement``, shortened: what a refusal or a load error quotes."""
+    folded = " ".join(statement.split())
+    return folded if len(folded) <= limit else folded[: limit - 3] + "..."
+
+
+@dataclass(frozen=True)
+class Word:
+    """One token as the rules see it.
+
+    ``kind`` is ``word`` (a bare keyword or name; ``upper`` is its upper-cased
+    text), ``ident`` (a quoted identifier: never a keyword), ``string``,
+    ``number`` or ``punct`` (``text`` is the punctuation itself).
+    """
+
+    kind: str
+    text: str
+
+    @property
+    def upper(self) -> str:
+        return self.text.upper() if self.kind == "word" else ""
+
+    @property
+    def is_name(self) -> bool:
+        return self.kind in ("word", "ident")
+
+    def is_(self, *words: str) -> bool:
+        return self.kind == "word" and self.text.upper() in words
+
+    def punct(self, text: str) -> bool:
+        return self.kind == "punct" and self.text == text
+
+
+Rule = Callable[[list[Word], str], "str | None"]
+
+_STRINGS = {
+    TokenType.STRING,
+    TokenType.BYTE_STRING,
+    TokenType.NATIONAL_STRING,
+    TokenType.HEREDOC_STRING,
+    TokenType.RAW_STRING,
+    TokenType.HEX_STRING,
+    TokenType.BIT_STRING,
+    TokenType.UNICODE_STRING,
+}
+
+
+def _tokenizer_class(dialect: Any) -> Any:
+    """The dialect's tokenizer with no "command" swallowing (``VACUUM x`` -> one string)."""
+
+    class Reader(dialect.Tokenizer):  # type: ignore[misc]
+        COMMANDS: set[Any] = set()
+
+    return Reader
+
+
+_READERS: dict[str, Any] = {
+    "mysql": _tokenizer_class(MySQL),
+    "sqlite": _tokenizer_class(SQLite),
+    "postgres": _tokenizer_class(Postgres),
+}
+_SQLGLOT_DIALECT = {"mysql": "mysql", "sqlite": "sqlite", "postgres": "postgres"}
+
+
+def _word(token: Token) -> Word:
+    if token.token_type in _STRINGS:
+        return Word("string", token.text)
+    if token.token_type == TokenType.IDENTIFIER:
+        return Word("ident", token.text)
+    if token.token_type == TokenType.NUMBER:
+        return Word("number", token.text)
+    text = token.text
+    if text[:1].isalpha() or text[:1] == "_":
+        return Word("word", text)
+    return Word("punct", text)
+
+
+def uncover_versioned_comments(text: str) -> str:
+    """``text`` with MariaDB/MySQL executable comments opened up, offsets kept.
+
+    ``/*! ... */``, ``/*!40101 ... */``, ``/*M! ... */`` and ``/*M!100100 ... */``
+    are executed by the server (the version test is treated as passed: the
+    stricter reading). Their markers become spaces, so their content is read
+    as the code it is. Quotes and ordinary comments are stepped over.
+    """
+    out = list(text)
+    i, n, inside = 0, len(text), False
+    while i < n:
+        ch = text[i]
+        if ch in "'\"`":
+            j = i + 1
+            while j < n:
+                if text[j] == "\\" and ch != "`":
+                    j += 2
+                    continue
+                if text[j] == ch:
+                    if j + 1 < n and text[j + 1] == ch:
+                        j += 2
+                        continue
+                    break
+                j += 1
+            i = j + 1
+        elif ch == "#" or (text.startswith("--", i) and (i + 2 >= n or text[i + 2].isspace())):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif inside and text.startswith("*/", i):
+            out[i] = out[i + 1] = " "
+            inside = False
+            i += 2
+        elif text.startswith("/*", i):
+            j = i + 2
+            if text.startswith("M!", j):
+                j += 1
+            if j < n and text[j] == "!" and not inside:
+                j += 1
+                while j < n and text[j].isdigit():
+                    j += 1
+                for k in range(i, j):
+                    out[k] = " "
+                inside = True
+                i = j
+            else:
+                end = text.find("*/", i + 2)
+                i = n if end < 0 else end + 2
+        else:
+            i += 1
+    return "".join(out)
+
+
+def read_words(text: str, engine: EngineName) -> list[Word]:
+    """The statement as words; raises sqlglot's TokenError when it cannot be read."""
+    if engine == "mysql":
+        text = uncover_versioned_comments(text)
+    return [_word(t) for t in _READERS[engine]().tokenize(text)]
+
+
+def statement_starts(words: list[Word]) -> Iterator[int]:
+    """Indices where a statement begins, including statements inside compound bodies.
+
+    A procedure, trigger or event body holds statements after ``BEGIN``,
+    ``THEN``, ``ELSE``, ``DO``, ``LOOP``, ``REPEAT``, a ``label:`` or a ``;``;
+    each is checked like a top-level one.
+    """
+    n = len(words)
+    i = 0
+    expect = True
+    while i < n:
+        w = words[i]
+        if w.punct(";"):
+            expect = True
+            i += 1
+            continue
+        if expect:
+            if w.is_("BEGIN", "THEN", "ELSE", "DO", "LOOP", "REPEAT"):
+                i += 1
+                if (
+                    w.is_("BEGIN")
+                    and i + 1 < n
+                    and words[i].is_("NOT")
+                    and words[i + 1].is_("ATOMIC")
+                ):
+                    i += 2
+                continue
+            if w.is_name and i + 1 < n and words[i + 1].punct(":"):
+                i += 2
+                continue
+            yield i
+            expect = False
+        elif w.is_("BEGIN", "THEN", "ELSE", "DO", "LOOP", "REPEAT"):
+            expect = True
+            continue
+        i += 1
+
+
+@dataclass(frozen=True)
+class DottedName:
+    """A run ``a.b[.c]`` of names: ``before`` and ``after`` are the words around it."""
+
+    parts: tuple[str, ...]
+    before: Word | None
+    before2: Word | None
+    after: Word | None
+
+
+def dotted_names(words: list[Word]) -> Iterator[DottedName]:
+    """Every qualified name in the statement (``@@global.x`` included, for the rules)."""
+    n = len(words)
+    i = 0
+    while i < n:
+        if not words[i].is_name:
+            i += 1
+            continue
+        j = i
+        parts = [words[i].text]
+        while j + 2 < n and words[j + 1].punct(".") and words[j + 2].is_name:
+            parts.append(words[j + 2].text)
+            j += 2
+        if len(parts) > 1:
+            yield DottedName(
+                tuple(parts),
+                words[i - 1] if i > 0 else None,
+                words[i - 2] if i > 1 else None,
+                words[j + 1] if j + 1 < n else None,
+            )
+        i = j + 1
+
+
+_ROW_ALIASES = {"NEW", "OLD"}
+# Words after which a name is an object's (table, view, index, trigger, routine) on
+# every engine; each engine's rules add its own.
+OBJECT_POSITIONS = frozenset(
+    {
+        "TABLE",
+        "INTO",
+        "FROM",
+        "JOIN",
+        "UPDATE",
+        "REFERENCES",
+        "VIEW",
+        "TRIGGER",
+        "INDEX",
+        "FUNCTION",
+        "PROCEDURE",
+        "SEQUENCE",
+        "EXISTS",
+    }
+)
+_MODIFIERS = {"OR", "REPLACE", "IF", "NOT", "EXISTS", "ONLINE", "OFFLINE"}
+
+
+def object_kind(words: list[Word], verb: int) -> str:
+    """The kind a CREATE/DROP/ALTER at ``verb`` acts on (``DATABASE`` in ``DROP IF EXISTS``)."""
+    j = verb + 1
+    while j < len(words) and words[j].upper in _MODIFIERS:
+        j += 1
+    return words[j].upper if j < len(words) else ""
+
+
+def first_reason(words: list[Word], head: Callable[[list[Word], int], str | None]) -> str | None:
+    """The first reason ``head`` gives at any statement start (bodies included)."""
+    for i in statement_starts(words):
+        why = head(words, i)
+        if why:
+            return why
+    return None
+
+
+def names_an_object(name: DottedName, positions: Set[str]) -> bool:
+    """Whether the qualified ``name`` names a table or routine (its qualifier a database).
+
+    ``t.col`` in an expression is a column of a table; a qualified name is an
+    object's when it has three parts, is called (``x.f(``, ``REFERENCES x.t(``),
+    follows a word that introduces an object (``positions``), or is a
+    trigger's table (``ON x.t FOR``/``BEGIN``/``WHEN``).
+    """
+    if len(name.parts) == 2 and name.parts[0].upper() in _ROW_ALIASES:
+        return False
+    after, before = name.after, name.before
+    return (
+        len(name.parts) > 2
+        or (after is not None and after.punct("("))
+        or (before is not None and before.upper in positions)
+        or (
+            before is not None
+            and before.is_("ON")
+            and after is not None
+            and after.is_("FOR", "BEGIN", "WHEN")
+        )
+    )
+
+
+def qualified_tables(text: str, engine: EngineName) -> list[str]:
+    """Database (or schema) qualifiers of tables and columns, as sqlglot parses them.
+
+    A complement to the word rules for lists (``FROM a, other.b``); a statement
+    sqlglot cannot parse gives nothing here, the word rules still apply.
+    """
+    if engine == "mysql":
+        text = uncover_versioned_comments(text)
+    try:
+        tree = sqlglot.parse_one(text, read=_SQLGLOT_DIALECT[engine])
+    except (SqlglotError, RecursionError, ValueError):
+        return []
+    if tree is None or isinstance(tree, exp.Command):
+        return []
+    found: list[str] = []
+    for table in tree.find_all(exp.Table):
+        if table.args.get("db") is not None:
+            found.append(table.text("db"))
+    for column in tree.find_all(exp.Column):
+        if column.args.get("db") is not None:
+            found.append(column.text("db"))
+    return found
+
+
+def _rule(engine: EngineName) -> Rule:
+    if engine == "mysql":
+        from ptah.engines.mysql.confine import refusal
+
+        return refusal
+    if engine == "sqlite":
+        from ptah.engines.sqlite.confine import refusal as sqlite_refusal
+
+        return sqlite_refusal
+    from ptah.engines.postgres.confine import refusal as pg_refusal
+
+    return pg_refusal
+
+
+def split(sql: str, engine: EngineName) -> list[Statement]:
+    """The desired source's statements with their lines (the splitter's dialect rules)."""
+    try:
+        return split_statements(sql, engine)
+    except SplitError as exc:
+        raise DesiredSchemaInvalid(f"desired schema does not load: {exc}") from None
+
+
+def check(sql: str, engine: EngineName) -> list[Statement]:
+    """The statements of ``sql``, after refusing any that acts outside one database.
+
+    Raises :class:`StatementRefused` for the first such statement (its line,
+    an excerpt and why) and :class:`DesiredSchemaInvalid` when the source
+    cannot be split. A statement the tokenizer cannot read is refused too: a
+    guard that cannot read a statement cannot vouch for it.
+    """
+    rule = _rule(engine)
+    statements = split(sql, engine)
+    for statement in statements:
+        try:
+            words = read_words(statement.text, engine)
+        except SqlglotError:
+            raise StatementRefused(
+                statement.line, statement.text, "the statement cannot be read to be checked"
+            ) from None
+        why = rule(words, statement.text)
+        if why:
+            raise StatementRefused(statement.line, statement.text, why)
+    return statements

@@ -1,0 +1,111 @@
+"""What a SQLite desired file may not do: reach another database file or write settings.
+
+The scratch is an in-memory database; what could escape it are other files:
+``ATTACH`` (which creates a file that does not exist), ``DETACH``,
+``VACUUM INTO`` (which writes one), names qualified with an attached schema,
+and pragmas that write a database's settings. Pragmas that only read, or only
+set this connection's behaviour (``foreign_keys``, ``recursive_triggers``,
+``defer_foreign_keys``), are allowed: sample schemas start with
+``PRAGMA foreign_keys = ON``.
+
+The same rules are enforced a second time while the scratch loads, by
+SQLite's own authorizer (:func:`authorizer`): the reading here gives the
+line and the reason, the authorizer holds even where a reading might miss.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from ptah.engines.confine import (
+    OBJECT_POSITIONS,
+    Word,
+    dotted_names,
+    first_reason,
+    names_an_object,
+    qualified_tables,
+)
+
+OWN_SCHEMAS = {"main", "temp"}
+# Pragmas that may be given a value because they only set this connection's behaviour.
+SESSION_PRAGMAS = {"foreign_keys", "recursive_triggers", "defer_foreign_keys"}
+# Pragmas whose argument names what to read, not a value to write.
+READING_PRAGMAS = {
+    "table_info",
+    "table_xinfo",
+    "table_list",
+    "index_info",
+    "index_xinfo",
+    "index_list",
+    "foreign_key_list",
+    "foreign_key_check",
+    "integrity_check",
+    "quick_check",
+}
+# Pragmas that write even without a value.
+WRITING_PRAGMAS = {"optimize", "incremental_vacuum", "wal_checkpoint", "shrink_memory"}
+
+
+def _pragma(words: list[Word], i: int) -> str | None:
+    j = i + 1
+    schema = ""
+    if j + 2 < len(words) and words[j].is_name and words[j + 1].punct("."):
+        schema = words[j].text.lower()
+        j += 2
+    if j >= len(words) or not words[j].is_name:
+        return None
+    name = words[j].text.lower()
+    if schema and schema not in OWN_SCHEMAS:
+        return f"names another schema ({schema})"
+    has_value = j + 1 < len(words) and (words[j + 1].punct("=") or words[j + 1].punct("("))
+    if name in WRITING_PRAGMAS or (
+        has_value and name not in SESSION_PRAGMAS and name not in READING_PRAGMAS
+    ):
+        return f"writes a database setting (PRAGMA {name})"
+    return None
+
+
+def _head(words: list[Word], i: int) -> str | None:
+    w = words[i]
+    if w.is_("ATTACH"):
+        return "attaches another database file"
+    if w.is_("DETACH"):
+        return "detaches a database"
+    if w.is_("VACUUM") and any(x.is_("INTO") for x in words[i + 1 :]):
+        return "writes another database file (VACUUM INTO)"
+    if w.is_("PRAGMA"):
+        return _pragma(words, i)
+    return None
+
+
+def refusal(words: list[Word], text: str) -> str | None:
+    """Why this statement reaches outside its database, or None."""
+    why = first_reason(words, _head)
+    if why:
+        return why
+    if words and words[0].is_("PRAGMA"):
+        return None
+    for name in dotted_names(words):
+        if name.parts[0].lower() in OWN_SCHEMAS:
+            continue
+        if names_an_object(name, OBJECT_POSITIONS):
+            return f"names another schema ({name.parts[0]})"
+    for schema in qualified_tables(text, "sqlite"):
+        if schema.lower() not in OWN_SCHEMAS:
+            return f"names another schema ({schema})"
+    return None
+
+
+def authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None, _: object) -> int:
+    """SQLite's own check while the scratch loads: the same rules, enforced by the library."""
+    if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+        return sqlite3.SQLITE_DENY
+    if db is not None and db not in OWN_SCHEMAS:
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_PRAGMA:
+        name = (arg1 or "").lower()
+        if name in WRITING_PRAGMAS or (
+            arg2 is not None and name not in SESSION_PRAGMAS and name not in READING_PRAGMAS
+        ):
+            return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK

@@ -1,0 +1,247 @@
+"""A plan writes nothing but its scratch: a sentinel database beside the target proves it.
+
+For each engine a sentinel database (a table with rows) sits beside the target.
+Its contents are checksummed, hostile desired files are planned against the
+target (whole-database statements naming the sentinel, names qualified with it,
+attach, server files, accounts, global variables), and the checksum is taken
+again. Each plan must be refused with the statement's line and reason
+``StatementRefused``; the sentinel, the target and the server are unchanged.
+The last case of each engine turns the guard off and shows the same hostile
+file *does* change the sentinel: the proof can fail.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from ptah.engines import confine, planner
+from ptah.engines.connect import open_target
+from ptah.engines.sqlite import confine as sqconfine
+from ptah.runner import operations
+
+pytestmark = pytest.mark.integration
+
+
+def _refused_plan(url: str, sql: str, tmp_path: Path) -> dict[str, object]:
+    """Plan through the runner's own operation; return the frame's reason and message."""
+    desired = tmp_path / f"desired-{uuid.uuid4().hex[:6]}.sql"
+    desired.write_text(sql)
+    with open_target(url) as target:
+        before = planner.current_fingerprint(target)
+        frame = operations.plan(target, "op-sentinel", str(desired), None, None)
+        assert planner.current_fingerprint(target) == before  # the target is untouched
+    assert frame.outcome == "failed", frame
+    return {"reason": frame.reason, "message": frame.data.get("message", "")}
+
+
+def _line_of(sql: str, needle: str) -> int:
+    return next(i for i, line in enumerate(sql.splitlines(), 1) if needle in line)
+
+
+def _assert_confined(
+    url: str,
+    hostile: list[tuple[str, str]],
+    state: Callable[[], str],
+    tmp_path: Path,
+) -> None:
+    before = state()
+    for sql, first_bad in hostile:
+        got = _refused_plan(url, sql, tmp_path)
+        assert got["reason"] == "StatementRefused", got
+        assert f"line {_line_of(sql, first_bad)}:" in str(got["message"]), got
+        assert state() == before, f"sentinel changed by {sql!r}"
+
+
+def _disarm(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(confine, "check", lambda sql, engine: confine.split(sql, engine))
+    monkeypatch.setattr(sqconfine, "authorizer", lambda *args: 0)
+
+
+# -- MariaDB -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def mysql_sentinel(mysql_url: str) -> Iterator[str]:
+    name = "ptah_sentinel_" + uuid.uuid4().hex[:8]
+    with open_target(mysql_url) as admin, admin.connection.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{name}`")
+        cur.execute(f"CREATE TABLE `{name}`.keep (id INT PRIMARY KEY, v VARCHAR(20))")
+        cur.execute(f"INSERT INTO `{name}`.keep VALUES (1, 'one'), (2, 'two')")
+    yield name
+    with open_target(mysql_url) as admin, admin.connection.cursor() as cur:
+        cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
+        cur.execute(f"DROP DATABASE IF EXISTS `{name}_new`")
+        cur.execute(f"DROP USER IF EXISTS `{name}`@'%'")
+
+
+def _mysql_state(url: str, name: str, outfile: str) -> Callable[[], str]:
+    def state() -> str:
+        with open_target(url) as admin, admin.connection.cursor() as cur:
+            cur.execute(
+                "SELECT schema_name FROM information_schema.schemata WHERE schema_name IN (%s, %s)",
+                (name, name + "_new"),
+            )
+            parts = [repr(sorted(r[0] for r in cur.fetchall()))]
+            cur.execute(
+                "SELECT table_name FROM information_schema.tables"
+                " WHERE table_schema = %s ORDER BY 1",
+                (name,),
+            )
+            for (table,) in cur.fetchall():
+                cur.execute(f"SHOW CREATE TABLE `{name}`.`{table}`")
+                parts.append(cur.fetchone()[1])
+                cur.execute(f"SELECT * FROM `{name}`.`{table}` ORDER BY 1")
+                parts.append(repr(cur.fetchall()))
+            cur.execute("SELECT @@global.max_connections, @@global.general_log")
+            parts.append(repr(cur.fetchone()))
+            cur.execute("SELECT COUNT(*) FROM mysql.user WHERE user = %s", (name,))
+            parts.append(repr(cur.fetchone()))
+        parts.append(str(os.path.exists(outfile)))
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+    return state
+
+
+def test_mysql_plans_of_hostile_files_leave_the_sentinel(
+    mysql_db: str,
+    mysql_url: str,
+    mysql_sentinel: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    s = mysql_sentinel
+    outfile = f"/tmp/ptah-sentinel-{uuid.uuid4().hex[:8]}"
+    table = "CREATE TABLE film (\n  id INT PRIMARY KEY\n);\n"
+    sample = (
+        f"-- a well-known sample's header\nDROP DATABASE IF EXISTS {s};\n"
+        f"CREATE DATABASE {s};\nUSE {s};\n\n{table}"
+    )
+    hostile = [
+        (sample, "DROP DATABASE"),
+        (f"{table}/*!40101 DROP DATABASE `{s}` */;\n", "/*!40101"),
+        (f"{table}CREATE TABLE `{s}`.keep2 (id INT);\n", "keep2"),
+        (f"{table}INSERT INTO {s}.keep VALUES (3, 'three');\n", "INSERT"),
+        (f"{table}create view v as\n  select * from film, `{s}`.keep;\n", "create view"),
+        (f"{table}DROP TABLE {s.upper()}.KEEP;\n", "DROP TABLE"),
+        (f"{table}CREATE DATABASE {s}_new;\n", "CREATE DATABASE"),
+        (f"{table}SET GLOBAL max_connections = 7;\n", "SET GLOBAL"),
+        (f"{table}SET @@global.general_log = 1;\n", "SET @@global"),
+        (f"{table}CREATE USER `{s}`@'%' IDENTIFIED BY 'x';\n", "CREATE USER"),
+        (f"{table}GRANT ALL ON `{s}`.* TO `{s}`@'%';\n", "GRANT"),
+        (f"{table}SELECT 1 INTO OUTFILE '{outfile}';\n", "OUTFILE"),
+        (f"{table}LOAD DATA INFILE '/etc/hostname' INTO TABLE film;\n", "LOAD DATA"),
+        (f"{table}INSTALL PLUGIN example SONAME 'ha_example';\n", "INSTALL"),
+        (
+            f"{table}DELIMITER //\nCREATE PROCEDURE p()\nBEGIN\n  DROP DATABASE {s};\nEND//\n"
+            "DELIMITER ;\nCALL p();\n",
+            "CREATE PROCEDURE",
+        ),
+    ]
+    state = _mysql_state(mysql_url, s, outfile)
+    _assert_confined(mysql_db, hostile, state, tmp_path)
+    before = state()
+    _disarm(monkeypatch)  # the proof can fail: without the guard the sample destroys it
+    with open_target(mysql_db) as target:
+        planner.plan(target, sample)
+    assert state() != before
+
+
+# -- SQLite --------------------------------------------------------------------------
+
+
+def _sqlite_state(directory: Path, sentinel: Path) -> Callable[[], str]:
+    def state() -> str:
+        listing = sorted(p.name for p in directory.iterdir() if not p.name.startswith("desired-"))
+        return hashlib.sha256(repr(listing).encode() + sentinel.read_bytes()).hexdigest()
+
+    return state
+
+
+def test_sqlite_plans_of_hostile_files_leave_the_sentinel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    data = tmp_path / "data"
+    data.mkdir()
+    sentinel = data / "sentinel.db"
+    with sqlite3.connect(sentinel) as conn:
+        conn.execute("CREATE TABLE keep (id INTEGER PRIMARY KEY, v TEXT)")
+        conn.execute("INSERT INTO keep VALUES (1, 'one'), (2, 'two')")
+    conn.close()
+    url = f"sqlite:///{data}/target.db"
+    table = "PRAGMA foreign_keys = ON;\nCREATE TABLE film (id INTEGER PRIMARY KEY);\n"
+    attach = f"{table}ATTACH DATABASE '{sentinel}' AS s;\nDROP TABLE s.keep;\n"
+    hostile = [
+        (attach, "ATTACH"),
+        (f"{table}attach '{data}/new.db' as n;\n", "attach"),
+        (f"{table}VACUUM INTO '{data}/copy.db';\n", "VACUUM"),
+        (f"{table}PRAGMA user_version = 3;\n", "user_version"),
+        (f"{table}PRAGMA main.journal_mode = WAL;\n", "journal_mode"),
+        (f"{table}CREATE TABLE s.keep2 (id);\n", "keep2"),
+        (f'{table}create view v as select * from film, "s".keep;\n', "create view"),
+        (f"{table}DETACH s;\n", "DETACH"),
+    ]
+    with open_target(url):
+        pass  # the target file exists before the first checksum
+    state = _sqlite_state(data, sentinel)
+    _assert_confined(url, hostile, state, tmp_path)
+    before = state()
+    _disarm(monkeypatch)
+    with open_target(url) as target, pytest.raises(Exception, match="does not load"):
+        planner.plan(target, attach + "SELECT * FROM s.keep;\n")
+    assert state() != before
+
+
+# -- PostgreSQL ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def pg_sentinel(pg_url: str) -> Iterator[str]:
+    name = "ptah_sentinel_" + uuid.uuid4().hex[:8]
+    with open_target(pg_url) as admin:
+        admin.connection.execute(f'CREATE DATABASE "{name}"')
+    with open_target(pg_url.rsplit("/", 1)[0] + "/" + name) as db:
+        db.connection.execute("CREATE TABLE keep (id int PRIMARY KEY, v text)")
+        db.connection.execute("INSERT INTO keep VALUES (1, 'one'), (2, 'two')")
+    yield name
+    with open_target(pg_url) as admin:
+        admin.connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.connection.execute(f'DROP ROLE IF EXISTS "{name}"')
+
+
+def test_postgres_plans_of_hostile_files_leave_the_sentinel(
+    pg_db: str, pg_url: str, pg_sentinel: str, tmp_path: Path
+) -> None:
+    s = pg_sentinel
+    outfile = f"/tmp/ptah-sentinel-{uuid.uuid4().hex[:8]}"
+    sentinel_url = pg_url.rsplit("/", 1)[0] + "/" + s
+
+    def state() -> str:
+        with open_target(pg_url) as admin:
+            dbs = admin.connection.execute(
+                "SELECT datname FROM pg_database WHERE datname = %s", (s,)
+            ).fetchall()
+            roles = admin.connection.execute(
+                "SELECT rolname FROM pg_roles WHERE rolname = %s", (s,)
+            ).fetchall()
+        with open_target(sentinel_url) as db:
+            rows = db.connection.execute("SELECT * FROM keep ORDER BY id").fetchall()
+        return repr((dbs, roles, rows, os.path.exists(outfile)))
+
+    table = "CREATE TABLE film (\n  id int PRIMARY KEY\n);\n"
+    hostile = [
+        (f"DROP DATABASE IF EXISTS {s};\nCREATE DATABASE {s};\n\\connect {s}\n{table}", "DROP"),
+        (f"{table}\\connect {s}\nDROP TABLE keep;\n", "\\connect"),
+        (f"{table}CREATE ROLE {s} LOGIN;\n", "CREATE ROLE"),
+        (f"{table}INSERT INTO {s}.public.keep VALUES (3, 'x');\n", "INSERT"),
+        (f"{table}COPY (SELECT 1) TO '{outfile}';\n", "COPY"),
+        (f"{table}ALTER SYSTEM SET work_mem = '64MB';\n", "ALTER SYSTEM"),
+    ]
+    _assert_confined(pg_db, hostile, state, tmp_path)

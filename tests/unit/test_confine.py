@@ -1,0 +1,153 @@
+"""The desired-source guard: what acts outside one database is refused with its line.
+
+Each case is read by the guard exactly as a plan reads it; the harmless cases
+show the guard reads tokens (comments, strings, quoted names stay harmless)
+rather than matching words in raw text.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ptah.engines.base import DesiredSchemaInvalid
+from ptah.engines.confine import StatementRefused, check, uncover_versioned_comments
+from ptah.engines.urls import EngineName
+
+REFUSED: list[tuple[EngineName, str, str]] = [
+    ("mysql", "DROP DATABASE IF EXISTS x;\nCREATE DATABASE x;\nUSE x;", "whole database"),
+    ("mysql", "create table t(a int);\n\n/*!40101 drop database x */;", "whole database"),
+    ("mysql", "/*M!100100 USE foo */;", "switches the session"),
+    (
+        "mysql",
+        "/*!50001 CREATE ALGORITHM=UNDEFINED */\n/*!50001 VIEW v AS select * from o.t */",
+        "another database",
+    ),
+    ("mysql", "CrEaTe ScHeMa s", "whole database"),
+    ("mysql", "ALTER DATABASE d CHARACTER SET utf8mb4", "whole database"),
+    ("mysql", "CREATE TABLE `other db`.`t` (a int)", "another database"),
+    ("mysql", "create table t (a int, foreign key (a) references other.p(id))", "another database"),
+    ("mysql", "create view v as select * from a, other.b", "another database"),
+    ("mysql", "create view v as select other.f(1)", "another database"),
+    ("mysql", "insert into ptah_test.t values (1)", "another database"),
+    ("mysql", "SET GLOBAL max_connections = 1", "server-wide variable"),
+    ("mysql", "set names utf8, @@global.general_log = 1", "server-wide variable"),
+    ("mysql", "SET persist x = 1", "server-wide variable"),
+    ("mysql", "GRANT ALL ON *.* TO 'x'@'%'", "accounts"),
+    ("mysql", "REVOKE ALL ON t FROM u", "accounts"),
+    ("mysql", "CREATE USER u IDENTIFIED BY 'p'", "accounts"),
+    ("mysql", "drop user if exists u", "accounts"),
+    ("mysql", "CREATE OR REPLACE ROLE r", "accounts"),
+    ("mysql", "SET PASSWORD FOR u = PASSWORD('x')", "accounts"),
+    ("mysql", "INSTALL PLUGIN x SONAME 'ha_x.so'", "plugins"),
+    ("mysql", "install soname 'ha_x'", "plugins"),
+    ("mysql", "LOAD DATA LOCAL INFILE '/etc/passwd' INTO TABLE t", "reads files"),
+    ("mysql", "select * from t into outfile '/tmp/x'", "writes a file"),
+    ("mysql", "SELECT 1 INTO DUMPFILE '/tmp/x'", "writes a file"),
+    ("mysql", "PREPARE s FROM 'DROP DATABASE x'", "dynamic SQL"),
+    ("mysql", "EXECUTE IMMEDIATE 'DROP DATABASE x'", "dynamic SQL"),
+    ("mysql", "FLUSH PRIVILEGES", "administers"),
+    (
+        "mysql",
+        "DELIMITER //\nCREATE PROCEDURE p()\nBEGIN\n  DROP DATABASE x;\nEND//\nDELIMITER ;",
+        "whole database",
+    ),
+    (
+        "mysql",
+        "DELIMITER $$\nCREATE PROCEDURE p() BEGIN IF 1 THEN USE x; END IF; END$$",
+        "switches the session",
+    ),
+    ("mysql", "CREATE TRIGGER tr BEFORE INSERT ON o.t FOR EACH ROW SET NEW.a = 1", "another"),
+    ("sqlite", "ATTACH DATABASE '/tmp/x.db' AS x", "attaches"),
+    ("sqlite", "attach '/tmp/x.db' as x", "attaches"),
+    ("sqlite", "DETACH DATABASE x", "detaches"),
+    ("sqlite", "VACUUM INTO '/tmp/y.db'", "VACUUM INTO"),
+    ("sqlite", "vacuum main into '/tmp/y.db'", "VACUUM INTO"),
+    ("sqlite", "PRAGMA user_version = 5", "PRAGMA user_version"),
+    ("sqlite", "pragma main.journal_mode=WAL", "PRAGMA journal_mode"),
+    ("sqlite", "PRAGMA writable_schema(1)", "PRAGMA writable_schema"),
+    ("sqlite", "PRAGMA other.table_info(t)", "another schema"),
+    ("sqlite", "create table other.t(a)", "another schema"),
+    ("sqlite", 'create table "o".t(a)', "another schema"),
+    ("sqlite", "create view v as select * from a, other.b", "another schema"),
+    ("sqlite", "create index x.i on t(a)", "another schema"),
+    ("sqlite", "CREATE TRIGGER tr AFTER INSERT ON x.t BEGIN SELECT 1; END", "another schema"),
+    ("postgres", "DROP DATABASE x", "whole database"),
+    ("postgres", "CREATE ROLE r LOGIN", "roles"),
+    ("postgres", "ALTER SYSTEM SET work_mem = '1GB'", "configuration"),
+    ("postgres", "COPY t FROM '/etc/passwd'", "files or programs"),
+    ("postgres", "copy t to program 'true'", "files or programs"),
+    ("postgres", "\\connect other", "psql meta-command"),
+    ("postgres", "CREATE TABLE other.public.t (a int)", "another database"),
+    ("postgres", "GRANT r TO u", "role membership"),
+]
+
+ACCEPTED: list[tuple[EngineName, str]] = [
+    ("mysql", "-- DROP DATABASE x;\nCREATE TABLE t (a int COMMENT 'drop database x; use y');"),
+    ("mysql", "# USE x\n/* GRANT ALL */ create table `database` (`use` int, `grant` int);"),
+    (
+        "mysql",
+        "/*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */;\n"
+        "/*!40014 SET @OLD_FOREIGN_KEY_CHECKS=@@FOREIGN_KEY_CHECKS, FOREIGN_KEY_CHECKS=0 */;\n"
+        "SET NAMES utf8mb4;\nSET @@SESSION.SQL_LOG_BIN = 0;",
+    ),
+    ("mysql", "create table p(id int primary key);\ncreate table c (p int references p(id));"),
+    ("mysql", "create view v as select a.x, b.y from a join b on a.id = b.aid"),
+    (
+        "mysql",
+        "DELIMITER ;;\nCREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW BEGIN\n"
+        "  SET NEW.a = 1; IF NEW.b THEN SET NEW.c = 2; END IF;\nEND;;\nDELIMITER ;",
+    ),
+    ("mysql", "alter table t drop user, add column `role` int"),
+    ("mysql", "create table t (a int, check (t.a > 0))"),
+    ("sqlite", "PRAGMA foreign_keys = ON;\ncreate table t(a);\ncreate index main.i on t(a);"),
+    ("sqlite", "-- ATTACH 'x' AS y\ncreate table t(a default 'attach database x as y')"),
+    ("sqlite", "create view v as select a.x from a join b on a.id = b.id"),
+    ("sqlite", "CREATE TRIGGER tr AFTER INSERT ON t BEGIN UPDATE t SET a = NEW.a; END;"),
+    ("sqlite", "create temp table x(a); create table [my t](a); pragma table_info(t)"),
+    ("postgres", "create schema s; create table s.t(a int); grant select on s.t to public;"),
+    ("postgres", "create function f() returns int as $$ drop database x $$ language sql"),
+    ("postgres", "COPY t FROM stdin"),
+]
+
+
+@pytest.mark.parametrize(("engine", "sql", "why"), REFUSED)
+def test_statements_outside_the_database_are_refused_with_their_line(
+    engine: EngineName, sql: str, why: str
+) -> None:
+    with pytest.raises(StatementRefused) as info:
+        check(sql, engine)
+    refused = info.value
+    assert refused.reason == "StatementRefused"
+    assert why in refused.why
+    # The line is the refused statement's own: count to it in the source.
+    assert sql.splitlines()[refused.line - 1].strip() != ""
+    assert refused.statement.split()[0] in sql.splitlines()[refused.line - 1]
+    assert f"line {refused.line}:" in str(refused)
+
+
+@pytest.mark.parametrize(("engine", "sql"), ACCEPTED)
+def test_statements_inside_the_database_pass(engine: EngineName, sql: str) -> None:
+    assert check(sql, engine)
+
+
+def test_refusal_names_the_line_of_a_later_statement() -> None:
+    sql = "CREATE TABLE a (id int);\n\n-- a comment\nCREATE TABLE b (id int);\nUSE other;\n"
+    with pytest.raises(StatementRefused) as info:
+        check(sql, "mysql")
+    assert info.value.line == 5
+    assert "USE other" in str(info.value)
+
+
+def test_unclosed_quote_is_a_load_error_not_a_refusal() -> None:
+    with pytest.raises(DesiredSchemaInvalid, match="line 2"):
+        check("create table t (a int);\ncreate table u (b int default 'x);", "mysql")
+
+
+def test_versioned_comments_are_opened_but_strings_and_comments_kept() -> None:
+    text = "/*!40101 SET x=1 */ '/*!40101 no */' /* /*!1 */ -- /*!2 */\n/*M!100100 USE a */"
+    out = uncover_versioned_comments(text)
+    assert len(out) == len(text)
+    assert "SET x=1" in out and "/*!40101 SET" not in out
+    assert "'/*!40101 no */'" in out
+    assert "/* /*!1 */" in out and "-- /*!2 */" in out
+    assert "USE a" in out and "M!" not in out
