@@ -23,7 +23,7 @@ from ptah.engines.ops import DriftedError, Progress, Timeouts, ops_for
 from ptah.engines.urls import DbUrl
 
 # Bump when inspection output changes shape: cached normalisations become stale.
-INSPECTOR_VERSION = "1"
+INSPECTOR_VERSION = "2"
 
 
 def _cache_path(cache_dir: str, key: str) -> Path:

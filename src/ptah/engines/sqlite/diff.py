@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from sqlglot import expressions as exp
+
 from ptah.engines.model import DATA_DEPENDENT, DESTRUCTIVE, LOCK_HEAVY, Schema, Statement
-from ptah.engines.sqlite.inspect import table_parts
+from ptah.engines.sqlite.inspect import body_segments, canonical_sql, parse, table_options
 
 _CREATE_TABLE = re.compile(
     r"^\s*CREATE\s+TABLE\s+(IF\s+NOT\s+EXISTS\s+)?(\"(?:[^\"]|\"\")+\"|`[^`]+`|\[[^\]]+\]|[\w$]+)",
@@ -24,26 +26,76 @@ def q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+_CONSTANTS = (exp.Literal, exp.Null, exp.Boolean, exp.HexString)
+
+
+def _constant(value: exp.Expression | None) -> bool:
+    """A default SQLite accepts for ADD COLUMN: a literal, a signed number, NULL, a blob."""
+    if isinstance(value, exp.Neg):
+        value = value.this
+    return isinstance(value, _CONSTANTS)
+
+
+def column_addable(column: exp.ColumnDef) -> bool:
+    """Whether ``ALTER TABLE ADD COLUMN`` can add this column (SQLite's documented limits).
+
+    No PRIMARY KEY or UNIQUE; a default that is a constant (not CURRENT_*,
+    not an expression in parentheses); NOT NULL only with a non-NULL default;
+    a REFERENCES clause only with a NULL default (foreign keys may be on);
+    a generated column only VIRTUAL. CHECK and COLLATE are allowed: SQLite
+    checks CHECK constraints against the existing rows.
+    """
+    kinds = [c.args.get("kind") for c in column.args.get("constraints") or []]
+    default: exp.Expression | None = None
+    has_default = not_null = references = False
+    for kind in kinds:
+        if isinstance(kind, exp.PrimaryKeyColumnConstraint | exp.UniqueColumnConstraint):
+            return False
+        if isinstance(kind, exp.ComputedColumnConstraint) and kind.args.get("persisted"):
+            return False
+        if isinstance(kind, exp.DefaultColumnConstraint):
+            has_default, default = True, kind.this
+            if not _constant(default):
+                return False
+        if isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
+            not_null = True
+        if isinstance(kind, exp.Reference):
+            references = True
+    is_null = not has_default or isinstance(default, exp.Null)
+    if not_null and is_null:
+        return False
+    return not (references and not is_null)
+
+
 def _addable(cur_sql: str, want_sql: str) -> list[str] | None:
-    """Column definitions to ADD when ``want`` is ``cur`` plus trailing simple columns."""
-    old, new = table_parts(cur_sql), table_parts(want_sql)
-    if old is None or new is None or len(new) <= len(old):
+    """Column definitions to ADD when ``want`` is ``cur`` plus new columns after its last.
+
+    Table constraints and options (PRIMARY KEY (...), UNIQUE, CHECK, FOREIGN
+    KEY, WITHOUT ROWID, STRICT) do not matter as long as they are unchanged:
+    SQLite places an added column after the last column, before them, and the
+    result is the table as written whole.
+    """
+    cur, want = parse(cur_sql), parse(want_sql)
+    if not isinstance(cur, exp.Create) or not isinstance(want, exp.Create):
         return None
-    extra = new[len(old) :]
-    # Constraints (not columns) come after columns in SQLite DDL: compare without them.
-    if new[: len(old)] != old:
+    if not isinstance(cur.this, exp.Schema) or not isinstance(want.this, exp.Schema):
         return None
-    for coldef in extra:
-        upper = coldef.upper()
-        if any(
-            w in upper for w in ("PRIMARY KEY", "UNIQUE", "CONSTRAINT", "CHECK(", "FOREIGN KEY")
-        ):
-            return None
-        if "NOT NULL" in upper and "DEFAULT" not in upper:
-            return None
-        if upper.startswith(("PRIMARY", "UNIQUE", "CHECK", "FOREIGN", "CONSTRAINT")):
-            return None
-    return extra
+    cur_cols = [e for e in cur.this.expressions if isinstance(e, exp.ColumnDef)]
+    want_cols = [e for e in want.this.expressions if isinstance(e, exp.ColumnDef)]
+    extra = want_cols[len(cur_cols) :]
+    if not extra or not all(column_addable(c) for c in extra):
+        return None
+    if table_options(cur_sql)[1] != table_options(want_sql)[1]:
+        return None
+    without = want.copy()
+    assert isinstance(without.this, exp.Schema)
+    without.this.set("expressions", [e for e in without.this.expressions if e not in extra])
+    if canonical_sql(without.sql(dialect="sqlite")) != canonical_sql(table_options(cur_sql)[0]):
+        return None
+    segments = body_segments(want_sql)
+    if len(segments) != len(want.this.expressions):
+        return None
+    return [" ".join(segments[want.this.expressions.index(c)].split()) for c in extra]
 
 
 def _rebuild(name: str, cur: dict[str, Any], want: dict[str, Any]) -> list[Statement]:

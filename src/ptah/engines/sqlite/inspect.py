@@ -16,6 +16,8 @@ from typing import Any
 
 import sqlglot
 from sqlglot import expressions as exp
+from sqlglot.dialects.sqlite import SQLite
+from sqlglot.tokens import TokenType  # type: ignore[attr-defined]
 
 from ptah.engines.model import Schema
 
@@ -30,10 +32,18 @@ def fold(sql: str) -> str:
 
 
 def parse(sql: str) -> exp.Expression | None:
-    """The statement as a tree, with needless identifier quotes dropped (``"t"`` is ``t``)."""
+    """The statement as a tree, with needless identifier quotes dropped (``"t"`` is ``t``).
+
+    Table options after the body (``WITHOUT ROWID``, ``STRICT``) are not part
+    of the tree (sqlglot does not read ``WITHOUT ROWID``); see
+    :func:`table_options`.
+    """
+    core, _ = table_options(sql)
     try:
-        tree: Any = sqlglot.parse_one(sql, read="sqlite")
+        tree: Any = sqlglot.parse_one(core, read="sqlite")
     except sqlglot.errors.ParseError:
+        return None
+    if tree is None or isinstance(tree, exp.Command):
         return None
     for ident in tree.find_all(exp.Identifier):
         if ident.quoted and _SIMPLE.match(ident.name):
@@ -44,17 +54,76 @@ def parse(sql: str) -> exp.Expression | None:
 
 def canonical_sql(sql: str) -> str:
     tree = parse(sql)
-    if tree is None:
-        return fold(sql)
-    return fold(tree.sql(dialect="sqlite"))
+    core, options = table_options(sql)
+    base = fold(core) if tree is None else fold(tree.sql(dialect="sqlite"))
+    return f"{base} {options}" if options else base
 
 
-def table_parts(sql: str) -> list[str] | None:
-    """The canonical column and constraint definitions of a CREATE TABLE, in order."""
-    tree = parse(sql)
-    if not isinstance(tree, exp.Create) or not isinstance(tree.this, exp.Schema):
+def _table_tokens(sql: str) -> tuple[list[Any], int, int] | None:
+    """A CREATE TABLE's tokens and the indices of its body's parentheses."""
+    if not re.match(r"\s*CREATE\s+(TEMP\w*\s+)?TABLE\b", sql, re.IGNORECASE):
         return None
-    return [fold(e.sql(dialect="sqlite")) for e in tree.this.expressions]
+    try:
+        tokens = SQLite.Tokenizer().tokenize(sql)
+    except sqlglot.errors.TokenError:
+        return None
+    depth, opened = 0, -1
+    for k, tok in enumerate(tokens):
+        if tok.token_type == TokenType.L_PAREN:
+            if depth == 0:
+                opened = k
+            depth += 1
+        elif tok.token_type == TokenType.R_PAREN:
+            depth -= 1
+            if depth == 0:
+                return tokens, opened, k
+        elif depth == 0 and tok.token_type in (TokenType.ALIAS, TokenType.SELECT):
+            return None  # CREATE TABLE ... AS SELECT: no body
+    return None
+
+
+def table_options(sql: str) -> tuple[str, str]:
+    """``sql`` without its table options, and the options in one canonical spelling."""
+    found = _table_tokens(sql)
+    if found is None:
+        return sql, ""
+    tokens, _, close = found
+    end = tokens[close].end + 1
+    rest = sql[end:].strip().rstrip(";").strip()
+    if not rest:
+        return sql, ""
+    options = ", ".join(" ".join(o.split()).upper() for o in rest.split(","))
+    return sql[:end], options
+
+
+def body_segments(sql: str) -> list[str]:
+    """The CREATE TABLE body's comma-separated definitions, each as written.
+
+    A definition to add with ADD COLUMN is taken from the author's own text
+    (its type spelling matters to a STRICT table and to ``table_info``), not
+    from a re-rendering.
+    """
+    found = _table_tokens(sql)
+    if found is None:
+        return []
+    tokens, opened, close = found
+    out: list[str] = []
+    depth, first, last = 0, -1, -1
+    for tok in tokens[opened + 1 : close]:
+        if depth == 0 and tok.token_type == TokenType.COMMA:
+            out.append(sql[first : last + 1])
+            first = -1
+            continue
+        if tok.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tok.token_type == TokenType.R_PAREN:
+            depth -= 1
+        if first < 0:
+            first = tok.start
+        last = tok.end
+    if first >= 0:
+        out.append(sql[first : last + 1])
+    return out
 
 
 def inspect(conn: sqlite3.Connection) -> Schema:

@@ -14,6 +14,14 @@ from ptah.engines.sqlite import inspect as sqinspect
 from ptah.engines.urls import DbUrl
 
 
+def _violations(conn: sqlite3.Connection) -> dict[tuple[str, str], int]:
+    """Foreign-key violations per (table, parent): rowids change in a rebuild, these do not."""
+    counts: dict[tuple[str, str], int] = {}
+    for table, _rowid, parent, _fkid in conn.execute("PRAGMA foreign_key_check").fetchall():
+        counts[(table, parent)] = counts.get((table, parent), 0) + 1
+    return counts
+
+
 class SqliteOps:
     def version_key(self, target: Target) -> str:
         return f"sqlite-{sqlite3.sqlite_version}"
@@ -65,8 +73,13 @@ class SqliteOps:
     ) -> None:
         """One IMMEDIATE transaction; foreign keys checked before commit, not per step.
 
-        ``foreign_keys`` must be off during a rebuild (dropping the old table
-        would otherwise cascade), and it cannot change inside a transaction.
+        SQLite's documented procedure for changes ALTER TABLE cannot make (the
+        "12 steps"): ``foreign_keys`` off before the transaction (dropping the
+        old table would otherwise cascade, and the pragma cannot change inside
+        a transaction), the rebuild, ``PRAGMA foreign_key_check`` before
+        commit, then ``foreign_keys`` restored. A violation the change brings
+        fails the apply and rolls it back; violations that were there before
+        it (possible while foreign keys are off) are not the change's doing.
         """
         conn: sqlite3.Connection = target.connection
         fk_on = conn.execute("PRAGMA foreign_keys").fetchone()[0]
@@ -78,14 +91,17 @@ class SqliteOps:
                 actual = fingerprint(sqinspect.inspect(conn))
                 if actual != expected_before:
                     raise DriftedError(actual)
+                violations_before = _violations(conn)
                 for stmt in statements:
                     progress.failed_index = progress.executed
                     conn.execute(stmt.sql)
                     progress.executed += 1
                 progress.failed_index = None
-                bad = conn.execute("PRAGMA foreign_key_check").fetchmany(5)
+                after = _violations(conn)
+                bad = sorted(k for k, n in after.items() if n > violations_before.get(k, 0))
                 if bad:
-                    raise sqlite3.IntegrityError(f"foreign key violations after apply: {bad}")
+                    pairs = ", ".join(f"{t} -> {p}" for t, p in bad[:5])
+                    raise sqlite3.IntegrityError(f"foreign key violations after apply: {pairs}")
                 conn.execute("COMMIT")
                 progress.committed = progress.executed
             except BaseException:
