@@ -8,7 +8,7 @@ import pytest
 from migsupport import write_dir
 
 from ptah.migrations import sumfile
-from ptah.migrations.directory import DirectoryError, Version, read_directory
+from ptah.migrations.directory import SUM_FILE, DirectoryError, Version, read_directory
 
 
 def test_versions_order_numerically_by_dotted_parts(tmp_path: Path) -> None:
@@ -54,8 +54,34 @@ def test_configmap_mount_noise_is_ignored_bad_names_are_not(tmp_path: Path) -> N
         read_directory([d])
     (d / "oops.sql").unlink()
     (d / "R__view.sql").write_text("SELECT 1;")
-    with pytest.raises(DirectoryError, match="repeatable and undo"):
-        read_directory([d])
+    (d / "U1__a.sql").write_text("DROP TABLE a;")
+    read = read_directory([d])
+    assert [f.name for f in read.repeatables] == ["R__view.sql"]
+    assert [f.name for f in read.undo] == ["U1__a.sql"]
+    assert [f.name for f in read.summed] == ["1_a.sql", "R__view.sql", "U1__a.sql"]
+
+
+def test_repeatables_merge_in_name_order_and_may_not_repeat(tmp_path: Path) -> None:
+    a = write_dir(tmp_path / "a", {"V1__a.sql": "SELECT 1;", "R__b_view.sql": "1"}, sums=False)
+    b = write_dir(tmp_path / "b", {"R__a_funcs.sql": "2", "U1__a.sql": "3"}, sums=False)
+    merged = read_directory([a, b])
+    assert [f.name for f in merged.repeatables] == ["R__a_funcs.sql", "R__b_view.sql"]
+    assert merged.repeatables[0].description == "a funcs"
+    c = write_dir(tmp_path / "c", {"R__b_view.sql": "other"}, sums=False)
+    with pytest.raises(DirectoryError, match=r"R__b_view\.sql appears twice"):
+        read_directory([a, c])
+
+
+def test_sum_file_covers_repeatable_and_undo_files(tmp_path: Path) -> None:
+    d = write_dir(tmp_path, {"V1__a.sql": "SELECT 1;", "R__v.sql": "SELECT 2;"})
+    assert sumfile.problems(read_directory([d])) == []
+    (d / "R__v.sql").write_text("SELECT 3;")
+    assert sumfile.problems(read_directory([d])) == [
+        f"R__v.sql: edited since {SUM_FILE} was written"
+    ]
+    (d / "R__v.sql").write_text("SELECT 2;")
+    (d / "U1__a.sql").write_text("DROP TABLE a;")
+    assert "U1__a.sql: added after the last file" in sumfile.problems(read_directory([d]))[0]
 
 
 def test_no_transaction_directive_only_in_leading_comments(tmp_path: Path) -> None:

@@ -40,6 +40,19 @@ def _row(version: str, checksum: str, **over: Any) -> dict[str, Any]:
     return row
 
 
+def _record() -> UncertainRecord:
+    return UncertainRecord.model_validate(
+        {
+            "operationId": "migrate-1",
+            "type": "Migrate",
+            "jobName": "j",
+            "reason": "NoPod",
+            "expectedAfter": "x",
+            "recordedAt": "2026-11-30T00:00:00Z",
+        }
+    )
+
+
 def _frame(data: dict[str, Any]) -> ResultFrame:
     return ResultFrame.model_validate(
         {
@@ -79,14 +92,30 @@ def test_interrupted_and_out_of_order_entries_are_read(tmp_path: Path) -> None:
         ("2", 2, 3, "interrupted")
     ]
     assert reading.out_of_order == ["2"]
-    record = UncertainRecord.model_validate(
-        {
-            "operationId": "migrate-1",
-            "type": "Migrate",
-            "jobName": "j",
-            "reason": "NoPod",
-            "expectedAfter": "x",
-            "recordedAt": "2026-11-30T00:00:00Z",
-        }
-    )
+    record = _record()
     assert family.settles(record, frame) is False
+
+
+def test_repeatables_are_planned_apart_from_versions_and_settle_by_checksum(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "V1__a.sql").write_text("SELECT 1;\n")
+    (tmp_path / "R__views.sql").write_text("SELECT 2;\n")
+    (tmp_path / "U1__a.sql").write_text("SELECT 3;\n")
+    directory = read_directory([tmp_path])
+    v1 = directory.files[0].checksum
+    family = MigrationFamily()
+    rows = [_row("1", v1), _row("R:2", "old", kind="repeatable", installed_rank=2)]
+    rows[1]["script"] = "R__views.sql"
+    reading = family._reading(_frame(compare(directory, rows).to_data()))
+    assert reading.pending == [] and reading.repeatables_pending == ["R__views.sql"]
+    assert [(r.name, r.state, r.applied_checksum) for r in reading.repeatables] == [
+        ("R__views.sql", "changed", "old")
+    ]
+    assert reading.undo_ignored == ["U1__a.sql"]
+    record = _record()
+    assert family.settles(record, _frame(compare(directory, rows).to_data())) is False
+    rows[1]["checksum"] = directory.repeatables[0].checksum
+    settled = _frame(compare(directory, rows).to_data())
+    assert family._reading(settled).repeatables_pending == []
+    assert family.settles(record, settled) is True

@@ -95,9 +95,23 @@ class Mismatch(Model):
     actual: str
 
 
+class RepeatableFile(Model):
+    """A repeatable (``R__``) file against the latest application recorded for its name:
+    ``pending`` (never run), ``applied`` (same checksum), ``changed`` (edited since;
+    runs again) or ``dirty`` (its last application stopped part-way)."""
+
+    name: str
+    checksum: str
+    applied_checksum: str = ""
+    state: Literal["pending", "applied", "changed", "dirty"]
+
+
 class HistoryReading(Model):
     applied: list[str] = Field(default_factory=list)
     pending: list[str] = Field(default_factory=list)
+    repeatables: list[RepeatableFile] = Field(default_factory=list)
+    repeatables_pending: list[str] = Field(default_factory=list)
+    undo_ignored: list[str] = Field(default_factory=list)
     dirty: list[DirtyFile] = Field(default_factory=list)
     mismatched: list[Mismatch] = Field(default_factory=list)
     out_of_order: list[str] = Field(default_factory=list)
@@ -110,6 +124,7 @@ class HistoryReading(Model):
 class MigrationStatus(LifecycleStatus):
     history: HistoryReading | None = None
     pending_versions: list[str] = Field(default_factory=list)
+    pending_repeatables: list[str] = Field(default_factory=list)
     unresolved_run: UncertainRecord | None = None
 
 

@@ -26,7 +26,7 @@ from ptah.migrations import sumfile
 from ptah.migrations.apply import MigrateOptions, migrate
 from ptah.migrations.dialects import LockBusy, Session
 from ptah.migrations.directory import DirectoryError, Version, read_directory
-from ptah.migrations.history import Reading, compare, is_dirty, row_summary
+from ptah.migrations.history import REPEATABLE, Reading, compare, is_dirty, row_summary
 
 
 def register(subparsers: Any) -> None:
@@ -86,16 +86,27 @@ def cmd_hash(args: argparse.Namespace) -> int:
         for p in problems:
             _err(p)
         if not problems:
-            print(f"ptah.sum ok: {len(directory.files)} files")
+            print(f"ptah.sum ok: {len(directory.summed)} files")
         return 1 if problems else 0
     sumfile.write(directory)
-    header = sumfile.compute(directory.files).header
-    print(f"wrote ptah.sum: {len(directory.files)} files, h1:{header}")
+    header = sumfile.compute(directory.summed).header
+    print(f"wrote ptah.sum: {len(directory.summed)} files, h1:{header}")
     return 0
 
 
+def _repeatable_table(reading: Reading) -> list[str]:
+    """Repeatable files apart from versions: their state against the latest application."""
+    if not reading.repeatables and not reading.repeatables_missing:
+        return []
+    out = [f"{'REPEATABLE':<40} {'STATE':<10} CHECKSUM"]
+    for entry in reading.repeatables:
+        out.append(f"{entry['name'][:40]:<40} {entry['state']:<10} {entry['checksum'][:12]}")
+    out += [f"{name[:40]:<40} {'NOT IN DIR':<10}" for name in reading.repeatables_missing]
+    return out
+
+
 def _table(reading: Reading, directory_files: dict[Version, Any]) -> list[str]:
-    rows = {str(r["version"]): r for r in reading.rows}
+    rows = {str(r["version"]): r for r in reading.rows if r["kind"] != REPEATABLE}
     dirty = {d["version"]: d for d in reading.dirty}
     mismatched = {m["version"] for m in reading.mismatched}
     late = {o["version"] for o in reading.out_of_order}
@@ -152,12 +163,15 @@ def cmd_status(args: argparse.Namespace) -> int:
             session.rollback()
     reading = compare(directory, rows, history_exists=exists, database_digest=identity.digest)
     print(f"database: {identity.engine} {identity.digest[:12]}")
-    for line in _table(reading, directory.by_version()):
+    for line in _table(reading, directory.by_version()) + _repeatable_table(reading):
         print(line)
+    for name in reading.undo_ignored:
+        print(f"undo file {name}: ignored (Ptah does not run undo migrations)")
     problems = sumfile.problems(directory)
     print(f"ptah.sum: {'ok' if not problems else '; '.join(problems)}")
     print(
         f"{len(reading.applied)} applied, {len(reading.pending)} pending, "
+        f"{len(reading.repeatables_pending)} repeatable to run, "
         f"{len(reading.dirty)} dirty, {len(reading.mismatched)} edited: "
         f"{'settled' if reading.settled else 'NOT settled'}"
     )
@@ -196,7 +210,9 @@ def cmd_apply(args: argparse.Namespace) -> int:
 
 def cmd_resolve(args: argparse.Namespace) -> int:
     try:
-        version = str(Version.parse(args.resolve_version))
+        key = args.resolve_version.strip()
+        # a repeatable's application is keyed R:<rank>, as status and the frames show it
+        version = key if key.startswith("R:") else str(Version.parse(key))
     except ValueError as exc:
         _err(str(exc))
         return 1

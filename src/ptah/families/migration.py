@@ -1,10 +1,12 @@
-"""PtahMigration: a directory of versioned migrations, a History reading, an Apply of
-what is pending.
+"""PtahMigration: a directory of versioned (and repeatable) migrations, a History
+reading, an Apply of what is pending.
 
 Only what differs from PtahSchema lives here: the directory mounts, the runner's
 history and migrate subcommands, how a History reading becomes a plan (one
 statement per pending version) and which reading settles an uncertain run
 (a History of the same database with nothing pending and nothing dirty).
+Repeatable files count as pending when their checksum changed; the state a run
+reaches is the applied versions plus each repeatable's applied checksum.
 """
 
 from __future__ import annotations
@@ -33,6 +35,14 @@ MIGRATIONS_MOUNT = "/ptah/migrations"
 
 def _version_key(v: str) -> tuple[int, ...]:
     return tuple(int(x) if x.isdigit() else 0 for x in v.replace("_", ".").split("."))
+
+
+def _applied_state(reading: HistoryReading) -> list[str]:
+    """What the database has: versions, then each repeatable at its applied checksum."""
+    return [
+        *reading.applied,
+        *(f"{r.name}@{r.applied_checksum}" for r in reading.repeatables if r.applied_checksum),
+    ]
 
 
 class MigrationFamily:
@@ -173,10 +183,22 @@ class MigrationFamily:
         late = [
             str(o["version"]) if isinstance(o, dict) else str(o) for o in data.get("outOfOrder", [])
         ]
+        repeatables = [
+            {
+                "name": str(r["name"]),
+                "checksum": str(r["checksum"]),
+                "appliedChecksum": str(r.get("appliedChecksum") or ""),
+                "state": str(r["state"]),
+            }
+            for r in data.get("repeatables", [])
+        ]
         return HistoryReading.model_validate(
             {
                 "applied": data.get("applied", []),
                 "pending": data.get("pending", []),
+                "repeatables": repeatables,
+                "repeatablesPending": data.get("repeatablesPending", []),
+                "undoIgnored": data.get("undoIgnored", []),
                 "dirty": dirty,
                 "mismatched": data.get("mismatched", []),
                 "outOfOrder": late,
@@ -190,25 +212,38 @@ class MigrationFamily:
         reading = self._reading(frame)
         spec = MigrationSpec.model_validate(p.spec)
         pending = self._pending(spec, reading)
+        repeatables = list(reading.repeatables_pending)
+        after = [
+            *reading.applied,
+            *pending,
+            *(f"{r.name}@{r.checksum}" for r in reading.repeatables),
+        ]
         return PlanDraft(
-            statements=[PlannedStatement(sql=f"-- migration {v}") for v in pending],
-            changes=bool(pending) and not reading.dirty and not reading.mismatched,
+            statements=[PlannedStatement(sql=f"-- migration {v}") for v in pending]
+            + [PlannedStatement(sql=f"-- repeatable {name}") for name in repeatables],
+            changes=bool(pending or repeatables) and not reading.dirty and not reading.mismatched,
             destructive=False,
-            target_schema=digest(reading.applied),
-            expected_after=digest([*reading.applied, *pending]),
+            target_schema=digest(_applied_state(reading)),
+            expected_after=digest(after),
         )
 
     def reading_status(self, p: Pass, frame: ResultFrame) -> dict[str, Any]:
         reading = self._reading(frame).model_copy(update={"read_at": p.now_iso()})
         spec = MigrationSpec.model_validate(p.spec)
-        return {"history": reading.replacing(), "pendingVersions": self._pending(spec, reading)}
+        return {
+            "history": reading.replacing(),
+            "pendingVersions": self._pending(spec, reading),
+            "pendingRepeatables": list(reading.repeatables_pending),
+        }
 
     def settles(self, record: UncertainRecord, frame: ResultFrame) -> bool:
         reading = self._reading(frame)
         if reading.dirty or reading.mismatched:
             return False
-        reached = bool(record.expected_after) and digest(reading.applied) == record.expected_after
-        return reached or not reading.pending
+        reached = (
+            bool(record.expected_after) and digest(_applied_state(reading)) == record.expected_after
+        )
+        return reached or not (reading.pending or reading.repeatables_pending)
 
     def proves_complete(self, record: UncertainRecord, frame: ResultFrame) -> bool:
         return self.settles(record, frame)
@@ -225,4 +260,6 @@ class MigrationFamily:
             )
         if reading.mismatched:
             return f"applied migration {reading.mismatched[0].version} was edited"
-        return f"versions still pending: {', '.join(reading.pending[:10])}"
+        if reading.pending:
+            return f"versions still pending: {', '.join(reading.pending[:10])}"
+        return f"repeatable files still to run: {', '.join(reading.repeatables_pending[:10])}"

@@ -33,8 +33,8 @@ from typing import Any
 
 from ptah.migrations import sumfile
 from ptah.migrations.dialects import LockBusy, Session
-from ptah.migrations.directory import Directory, MigrationFile, Version
-from ptah.migrations.history import Reading, compare, dirty_entry
+from ptah.migrations.directory import Directory, MigrationFile, SqlFile, Version
+from ptah.migrations.history import REPEATABLE, Reading, compare, dirty_entry, repeatable_key
 from ptah.migrations.splitter import SplitError, Statement, split_statements
 from ptah.runner.frame import DatabaseIdentity, Outcome
 
@@ -73,6 +73,7 @@ class MigrateResult:
     reason: str = ""
     message: str = ""
     applied: list[str] = field(default_factory=list)
+    repeatables_applied: list[str] = field(default_factory=list)
     statements_executed: int = 0
     partial: dict[str, Any] | None = None
     failure: dict[str, Any] | None = None
@@ -84,6 +85,7 @@ class MigrateResult:
     def to_data(self, opts: MigrateOptions) -> dict[str, Any]:
         return {
             "applied": list(self.applied),
+            "repeatablesApplied": list(self.repeatables_applied),
             "statementsExecuted": self.statements_executed,
             "partial": self.partial,
             "failure": self.failure,
@@ -103,22 +105,23 @@ class _Refused(Exception):
         self.details = details or []
 
 
-def split_directory(directory: Directory, dialect: Any) -> dict[Version, list[Statement]]:
-    """Every file's statements, or _Refused naming the file that cannot be split."""
-    out: dict[Version, list[Statement]] = {}
-    for f in directory.files:
+def split_directory(directory: Directory, dialect: Any) -> dict[str, list[Statement]]:
+    """Every runnable file's statements by file name, or _Refused naming the file that
+    cannot be split (undo files are never run, so never split)."""
+    out: dict[str, list[Statement]] = {}
+    for f in (*directory.files, *directory.repeatables):
         try:
-            out[f.version] = split_statements(f.text, dialect)
+            out[f.name] = split_statements(f.text, dialect)
         except SplitError as exc:
             raise _Refused("InvalidMigration", f"{f.name}: {exc}") from None
         # A -- ptah:no-transaction file on PostgreSQL/SQLite runs in autocommit and may
         # manage its own transactions; everywhere else the runner owns them.
         if f.transactional or dialect == "mysql":
-            _refuse_tx_control(f, out[f.version])
+            _refuse_tx_control(f, out[f.name])
     return out
 
 
-def _refuse_tx_control(f: MigrationFile, stmts: list[Statement]) -> None:
+def _refuse_tx_control(f: SqlFile, stmts: list[Statement]) -> None:
     for stmt in stmts:
         if _TX_CONTROL.match(stmt.text):
             raise _Refused(
@@ -186,17 +189,15 @@ class _Run:
         self.progress = progress
         self.scrub = scrub
         self.result = MigrateResult()
-        self.statements: dict[Version, list[Statement]] = {}
+        self.statements: dict[str, list[Statement]] = {}
 
-    def row(
-        self, f: MigrationFile, total: int, rank: int, kind: str = "migration"
-    ) -> dict[str, Any]:
+    def row(self, f: SqlFile, total: int, rank: int, kind: str = "migration") -> dict[str, Any]:
         key = json.dumps({"engine": self.identity.engine, "key": self.identity.key}, sort_keys=True)
         return {
-            "version": str(f.version),
+            "version": _history_key(f, rank),
             "description": f.description[:512],
             "script": f.name[:512],
-            "kind": kind,
+            "kind": kind if isinstance(f, MigrationFile) else REPEATABLE,
             "checksum": f.checksum,
             "transactional": 1,
             "statements_total": total,
@@ -219,7 +220,7 @@ class _Run:
 
     def run(self) -> MigrateResult:
         r = self.result
-        r.directory_hash = sumfile.compute(self.directory.files).header
+        r.directory_hash = sumfile.compute(self.directory.summed).header
         problems = sumfile.problems(self.directory)
         if problems:
             missing = self.directory.sum_text is None
@@ -276,13 +277,17 @@ class _Run:
             if self.result.failure is not None:
                 return
 
-    def _next(self, reading: Reading) -> MigrationFile | None:
+    def _next(self, reading: Reading) -> SqlFile | None:
+        """The next pending version up to ``--to``; after the versions, the next repeatable."""
         by_version = self.directory.by_version()
         for text in reading.pending:
             v = Version.parse(text)
             if self.opts.to is not None and v > self.opts.to:
-                return None
+                break
             return by_version[v]
+        by_name = {f.name: f for f in self.directory.repeatables}
+        for name in reading.repeatables_pending:
+            return by_name[name]
         return None
 
     def _record_baseline(self, version: Version) -> None:
@@ -300,8 +305,8 @@ class _Run:
         self.result.baseline_recorded = str(version)
         self.progress(f"baseline recorded at version {version}")
 
-    def _apply(self, f: MigrationFile, rank: int) -> None:
-        stmts = self.statements[f.version]
+    def _apply(self, f: SqlFile, rank: int) -> None:
+        stmts = self.statements[f.name]
         transactional = f.transactional and self.s.dialect != "mysql"
         mode = "one transaction" if transactional else "statement by statement"
         self.progress(f"applying {f.name}: {len(stmts)} statements, {mode}")
@@ -310,7 +315,14 @@ class _Run:
         else:
             self._apply_stepwise(f, stmts, rank)
 
-    def _apply_transactional(self, f: MigrationFile, stmts: list[Statement], rank: int) -> None:
+    def _done(self, f: SqlFile, count: int) -> None:
+        if isinstance(f, MigrationFile):
+            self.result.applied.append(str(f.version))
+        else:
+            self.result.repeatables_applied.append(f.name)
+        self.result.statements_executed += count
+
+    def _apply_transactional(self, f: SqlFile, stmts: list[Statement], rank: int) -> None:
         r = self.result
         if self.s.dialect != "sqlite":  # SQLite is already inside BEGIN EXCLUSIVE
             self.s.begin()
@@ -330,7 +342,8 @@ class _Run:
             r.outcome, r.reason = "failed", "StatementFailed"
             r.message = f"{f.name} statement {index} (line {stmts[index - 1].line}) failed"
             r.failure = {
-                "version": str(f.version),
+                "version": _history_key(f, rank),
+                "script": f.name,
                 "statement": index,
                 "total": len(stmts),
                 "line": stmts[index - 1].line if index else None,
@@ -338,13 +351,12 @@ class _Run:
                 "rolledBack": True,
             }
             return
-        r.applied.append(str(f.version))
-        r.statements_executed += len(stmts)
+        self._done(f, len(stmts))
 
-    def _apply_stepwise(self, f: MigrationFile, stmts: list[Statement], rank: int) -> None:
+    def _apply_stepwise(self, f: SqlFile, stmts: list[Statement], rank: int) -> None:
         r = self.result
         s = self.s
-        version = str(f.version)
+        version = _history_key(f, rank)
         row = self.row(f, len(stmts), rank)
         row["transactional"] = 0
         s.insert_history(row)
@@ -379,6 +391,7 @@ class _Run:
                 r.partial = dirty_entry(rows[version]) if version in rows else None
                 r.failure = {
                     "version": version,
+                    "script": f.name,
                     "statement": index,
                     "total": len(stmts),
                     "line": stmt.line,
@@ -388,8 +401,12 @@ class _Run:
                 return
             self.progress(f"{f.name}: statement {index}/{len(stmts)} done")
         s.update_history(version, finished_at=s.now())
-        r.applied.append(version)
-        r.statements_executed += len(stmts)
+        self._done(f, len(stmts))
+
+
+def _history_key(f: SqlFile, rank: int) -> str:
+    """A versioned file's row is keyed by its version; a repeatable's by its rank."""
+    return str(f.version) if isinstance(f, MigrationFile) else repeatable_key(rank)
 
 
 def migrate(

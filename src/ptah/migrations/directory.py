@@ -12,6 +12,12 @@ Two naming schemes are accepted:
 * Flyway's ``V<version>__<description>.sql`` where parts may be separated by ``.``
   or ``_`` (``V1_1__init.sql`` is version 1.1).
 
+Beside them, as Flyway directories have them: *repeatable* files
+``R__<description>.sql`` (no version; applied after the versioned ones, in name
+order, whenever their checksum changes) and *undo* files
+``U<version>__<description>.sql``, which are read, reported and covered by the
+sum file but never run (Ptah does not undo).
+
 Versions compare numerically part by part, and trailing zero parts do not count
 (``1``, ``01`` and ``1.0`` are the same version, hence a duplicate). The canonical
 spelling (``1.2``) is what the history table records.
@@ -34,7 +40,8 @@ KNOWN_DIRECTIVES = frozenset({NO_TRANSACTION})
 
 _PTAH_NAME = re.compile(r"^(?P<version>\d+(?:\.\d+)*)_(?P<description>[^/]+)\.sql$")
 _FLYWAY_NAME = re.compile(r"^V(?P<version>\d+(?:[._]\d+)*)__(?P<description>[^/]+)\.sql$")
-_FLYWAY_UNSUPPORTED = re.compile(r"^(R|U\d[\d._]*)__.+\.sql$")
+_REPEATABLE_NAME = re.compile(r"^R__(?P<description>[^/]+)\.sql$")
+_UNDO_NAME = re.compile(r"^U\d+(?:[._]\d+)*__(?P<description>[^/]+)\.sql$")
 _DIRECTIVE = re.compile(r"^--\s*ptah:(?P<name>[A-Za-z0-9_-]+)\s*$")
 
 
@@ -62,11 +69,10 @@ class Version:
         return ".".join(str(p) for p in self.parts)
 
 
-@dataclass(frozen=True)
-class MigrationFile:
-    """One versioned migration file, with its content and directives."""
+@dataclass(frozen=True, kw_only=True)
+class SqlFile:
+    """One file of the directory, with its content and directives."""
 
-    version: Version
     description: str
     name: str
     path: Path
@@ -87,16 +93,31 @@ class MigrationFile:
         return self.content.decode("utf-8-sig")
 
 
+@dataclass(frozen=True, kw_only=True)
+class MigrationFile(SqlFile):
+    """One versioned migration file."""
+
+    version: Version
+
+
 @dataclass(frozen=True)
 class Directory:
-    """The merged directory: files in version order, and the sum file text if one exists."""
+    """The merged directory: versioned files in version order, repeatable and undo
+    files in name order, and the sum file text if one exists."""
 
     paths: tuple[Path, ...]
     files: tuple[MigrationFile, ...]
     sum_text: str | None
+    repeatables: tuple[SqlFile, ...] = ()
+    undo: tuple[SqlFile, ...] = ()
 
     def by_version(self) -> dict[Version, MigrationFile]:
         return {f.version: f for f in self.files}
+
+    @property
+    def summed(self) -> tuple[SqlFile, ...]:
+        """Every file the sum file covers, in its order: versioned, repeatable, undo."""
+        return (*self.files, *self.repeatables, *self.undo)
 
 
 def parse_name(name: str) -> tuple[Version, str] | None:
@@ -134,38 +155,57 @@ def parse_directives(text: str, name: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def _read_one(path: Path) -> tuple[list[MigrationFile], str | None]:
+def _read_file(entry: Path) -> tuple[bytes, str]:
+    content = entry.read_bytes()
+    try:
+        return content, content.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DirectoryError(f"{entry}: not UTF-8 ({exc.reason})") from exc
+
+
+@dataclass
+class _Listing:
+    files: list[MigrationFile] = field(default_factory=list)
+    repeatables: list[SqlFile] = field(default_factory=list)
+    undo: list[SqlFile] = field(default_factory=list)
+    sum_text: str | None = None
+
+
+def _read_one(path: Path) -> _Listing:
     if not path.is_dir():
         raise DirectoryError(f"{path}: not a directory")
-    files: list[MigrationFile] = []
-    sum_text: str | None = None
+    out = _Listing()
     for entry in sorted(path.iterdir(), key=lambda p: p.name):
         name = entry.name
         if name.startswith(".") or not entry.is_file():
             continue
         if name == SUM_FILE:
-            sum_text = entry.read_text(encoding="utf-8")
+            out.sum_text = entry.read_text(encoding="utf-8")
             continue
         if not name.endswith(".sql"):
             continue
-        if _FLYWAY_UNSUPPORTED.match(name):
-            raise DirectoryError(
-                f"{entry}: repeatable and undo migrations are not supported; "
-                "write a new versioned file instead"
+        other = _REPEATABLE_NAME.match(name) or _UNDO_NAME.match(name)
+        if other:
+            content, text = _read_file(entry)
+            unversioned = SqlFile(
+                description=other.group("description").replace("_", " ").strip(),
+                name=name,
+                path=entry,
+                content=content,
+                directives=parse_directives(text, name),
             )
+            (out.repeatables if name.startswith("R") else out.undo).append(unversioned)
+            continue
         parsed = parse_name(name)
         if parsed is None:
             raise DirectoryError(
-                f"{entry}: not a migration file name; expected <version>_<description>.sql "
-                "or V<version>__<description>.sql"
+                f"{entry}: not a migration file name; expected <version>_<description>.sql, "
+                "V<version>__<description>.sql, R__<description>.sql or "
+                "U<version>__<description>.sql"
             )
-        content = entry.read_bytes()
-        try:
-            text = content.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise DirectoryError(f"{entry}: not UTF-8 ({exc.reason})") from exc
+        content, text = _read_file(entry)
         version, description = parsed
-        files.append(
+        out.files.append(
             MigrationFile(
                 version=version,
                 description=description,
@@ -175,31 +215,45 @@ def _read_one(path: Path) -> tuple[list[MigrationFile], str | None]:
                 directives=parse_directives(text, name),
             )
         )
-    return files, sum_text
+    return out
 
 
 def read_directory(paths: list[Path] | tuple[Path, ...] | Path) -> Directory:
-    """Read and merge one or more directories; duplicate versions and sum files conflict."""
+    """Read and merge one or more directories; duplicate versions, duplicate repeatable
+    names and differing sum files conflict."""
     if isinstance(paths, Path):
         paths = (paths,)
     paths = tuple(paths)
     if not paths:
         raise DirectoryError("no migration directory given")
     seen: dict[Version, MigrationFile] = {}
+    named: dict[str, SqlFile] = {}
     sums: list[tuple[Path, str]] = []
     for path in paths:
-        files, sum_text = _read_one(path)
-        for f in files:
+        listing = _read_one(path)
+        for f in listing.files:
             other = seen.get(f.version)
             if other is not None:
                 raise DirectoryError(
                     f"version {f.version} appears twice: {other.path} and {f.path}"
                 )
             seen[f.version] = f
-        if sum_text is not None:
-            sums.append((path, sum_text))
+        for u in [*listing.repeatables, *listing.undo]:
+            twin = named.get(u.name)
+            if twin is not None:
+                raise DirectoryError(f"{u.name} appears twice: {twin.path} and {u.path}")
+            named[u.name] = u
+        if listing.sum_text is not None:
+            sums.append((path, listing.sum_text))
     if len({text for _, text in sums}) > 1:
         where = ", ".join(str(p / SUM_FILE) for p, _ in sums)
         raise DirectoryError(f"different {SUM_FILE} files in the merged directories: {where}")
     ordered = tuple(sorted(seen.values(), key=lambda f: f.version))
-    return Directory(paths=paths, files=ordered, sum_text=sums[0][1] if sums else None)
+    by_name = sorted(named.values(), key=lambda f: f.name)
+    return Directory(
+        paths=paths,
+        files=ordered,
+        sum_text=sums[0][1] if sums else None,
+        repeatables=tuple(f for f in by_name if f.name.startswith("R")),
+        undo=tuple(f for f in by_name if f.name.startswith("U")),
+    )

@@ -17,7 +17,13 @@ Rules:
 * a baseline row covers every directory version at or below it;
 * *out of order*: an applied row installed after a higher version, or a pending
   file below the highest applied version (applying it now would run it after
-  files that were written to follow it).
+  files that were written to follow it);
+* a *repeatable* (``R__``) file is pending when no clean row of its name exists,
+  or when the latest one recorded another checksum (it was edited): it is run
+  again, never refused for it. Its rows (kind ``repeatable``, keyed ``R:<rank>``)
+  take no part in versions, order or baselines. A repeatable row whose file left
+  the directory is reported, not refused (as Flyway does). Undo (``U``) files
+  are reported and never run.
 """
 
 from __future__ import annotations
@@ -60,10 +66,19 @@ class Reading:
     applied_elsewhere: list[str] = field(default_factory=list)
     history_exists: bool = False
     rows: list[dict[str, Any]] = field(default_factory=list)
+    repeatables: list[dict[str, Any]] = field(default_factory=list)
+    repeatables_pending: list[str] = field(default_factory=list)
+    repeatables_missing: list[str] = field(default_factory=list)
+    undo_ignored: list[str] = field(default_factory=list)
 
     @property
     def settled(self) -> bool:
-        return not self.pending and not self.dirty and not self.mismatched
+        return (
+            not self.pending
+            and not self.repeatables_pending
+            and not self.dirty
+            and not self.mismatched
+        )
 
     @property
     def highest_applied(self) -> Version | None:
@@ -87,6 +102,10 @@ class Reading:
             "appliedElsewhere": list(self.applied_elsewhere),
             "historyExists": self.history_exists,
             "settled": self.settled,
+            "repeatables": list(self.repeatables),
+            "repeatablesPending": list(self.repeatables_pending),
+            "repeatablesMissing": list(self.repeatables_missing),
+            "undoIgnored": list(self.undo_ignored),
         }
 
 
@@ -104,14 +123,24 @@ def row_summary(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+REPEATABLE = "repeatable"
+
+
+def repeatable_key(rank: int) -> str:
+    """The history key of one application of a repeatable file: one row per application."""
+    return f"R:{rank}"
+
+
 def is_dirty(row: dict[str, Any]) -> bool:
-    return row["kind"] == "migration" and (row["finished_at"] is None or row["error"] is not None)
+    return row["kind"] in ("migration", REPEATABLE) and (
+        row["finished_at"] is None or row["error"] is not None
+    )
 
 
 def dirty_entry(row: dict[str, Any]) -> dict[str, Any]:
     running = row["statement_running"]
     statement = int(running) if running is not None else int(row["statements_applied"]) + 1
-    return {
+    entry = {
         "version": str(row["version"]),
         "statement": statement,
         "total": int(row["statements_total"]),
@@ -120,6 +149,9 @@ def dirty_entry(row: dict[str, Any]) -> dict[str, Any]:
         "state": "failed" if row["error"] is not None else "interrupted",
         "startedAt": _ts(row["started_at"]),
     }
+    if row["kind"] == REPEATABLE:
+        entry["script"] = str(row["script"])  # R:<rank> alone does not name the file
+    return entry
 
 
 def compare(
@@ -134,7 +166,10 @@ def compare(
     files = directory.by_version()
     recorded: set[Version] = set()
     highest_so_far: Version | None = None
+    _compare_repeatables(directory, [r for r in rows if r["kind"] == REPEATABLE], reading)
     for row in rows:
+        if row["kind"] == REPEATABLE:
+            continue
         version = _version(str(row["version"]))
         if version is None:
             reading.missing_from_directory.append(str(row["version"]))
@@ -176,3 +211,29 @@ def compare(
                 {"version": str(version), "state": "pending", "after": str(top)}
             )
     return reading
+
+
+def _compare_repeatables(
+    directory: Directory, rows: list[dict[str, Any]], reading: Reading
+) -> None:
+    """Each repeatable file against the latest row of its name (``rows`` in rank order)."""
+    latest: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        latest[str(row["script"])] = row
+    reading.undo_ignored = [f.name for f in directory.undo]
+    names = {f.name for f in directory.repeatables}
+    reading.repeatables_missing = sorted(n for n in latest if n not in names)
+    for f in directory.repeatables:
+        last = latest.get(f.name)
+        entry: dict[str, Any] = {"name": f.name, "checksum": f.checksum, "appliedChecksum": None}
+        if last is not None and is_dirty(last):
+            reading.dirty.append(dirty_entry(last))
+            entry["state"] = "dirty"
+        elif last is None:
+            entry["state"] = "pending"
+        else:
+            entry["appliedChecksum"] = str(last["checksum"])
+            entry["state"] = "applied" if last["checksum"] == f.checksum else "changed"
+        if entry["state"] in ("pending", "changed"):
+            reading.repeatables_pending.append(f.name)
+        reading.repeatables.append(entry)

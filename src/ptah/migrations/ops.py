@@ -180,7 +180,7 @@ def run_history(args: argparse.Namespace) -> int:
         data = reading.to_data()
         problems = sumfile.problems(directory)
         data.update(
-            directoryHash=sumfile.compute(directory.files).header,
+            directoryHash=sumfile.compute(directory.summed).header,
             sumFileOk=not problems,
             sumFileProblems=problems,
         )

@@ -10,7 +10,9 @@ The cumulative hash of line *i* covers the name and content of file *i* and ever
 file before it, so changing any earlier file changes every later line too; the
 header hashes all file lines, so the one short value ``h1:<header>`` stands for the
 whole directory (it is the ``directoryHash`` of history readings). Checking happens
-before any statement runs.
+before any statement runs. The versioned files come first in version order, then
+the repeatable (``R__``) and undo (``U``) files in name order: a repeatable edited
+or added is as visible as a versioned one.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ptah.migrations.directory import SUM_FILE, Directory, MigrationFile
+from ptah.migrations.directory import SUM_FILE, Directory, SqlFile
 
 HEADER = "ptah-sum v1"
 
@@ -41,8 +43,8 @@ class SumFile:
         return "\n".join(body) + "\n"
 
 
-def compute(files: Sequence[MigrationFile]) -> SumFile:
-    """The sum file a directory should carry."""
+def compute(files: Sequence[SqlFile]) -> SumFile:
+    """The sum file of ``files`` (a directory's :attr:`Directory.summed`)."""
     running = hashlib.sha256(b"ptah-sum v1").hexdigest()
     lines: list[SumLine] = []
     for f in files:
@@ -91,7 +93,7 @@ def problems(directory: Directory) -> list[str]:
         recorded = parse(directory.sum_text)
     except ValueError as exc:
         return [str(exc)]
-    actual = compute(directory.files)
+    actual = compute(directory.summed)
     out: list[str] = []
     if _header(recorded.lines) != recorded.header:
         out.append(f"{SUM_FILE} header does not match its own lines (hand-edited?)")
@@ -121,7 +123,7 @@ def problems(directory: Directory) -> list[str]:
 
 def write(directory: Directory) -> str:
     """Write the sum file where one already is, else into the first directory."""
-    text = compute(directory.files).render()
+    text = compute(directory.summed).render()
     holders = [p for p in directory.paths if (p / SUM_FILE).is_file()]
     for path in holders or [directory.paths[0]]:
         (path / SUM_FILE).write_text(text, encoding="utf-8")
