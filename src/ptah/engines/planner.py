@@ -87,6 +87,14 @@ def plan(
     statements = ops.diff(current, desired)
     t3 = time.perf_counter()
     timings.update(normalise=t1 - t0, inspect=t2 - t1, diff=t3 - t2)
+    # The census (what inspection did not take in): on the target it is reported, and the
+    # plan leaves those objects alone; on the desired side the engine refused them already.
+    census = [s.get("_meta", {}) for s in (current, desired)]
+    timings["census"] = sum(float(m.get("censusSeconds", 0.0)) for m in census)
+    warnings = list(warnings) + [
+        f"not managed by Ptah, left as it is on the target: {item}"
+        for item in census[0].get("unmanaged", [])
+    ]
     return Plan(
         statements=statements,
         fingerprint_before=fingerprint(current),

@@ -1,5 +1,14 @@
 """What a PostgreSQL desired file may not do: act on the cluster instead of one database.
 
+Besides the statements below, this refuses role switching (``SET ROLE``,
+``SET SESSION AUTHORIZATION``), ownership sweeps (``REASSIGN OWNED``,
+``DROP OWNED``), foreign servers and user mappings, ``IMPORT FOREIGN SCHEMA``,
+comments, labels and grants on databases, tablespaces and parameters,
+transaction control that would end the scratch's own transaction
+(``ROLLBACK``, ``SAVEPOINT``, two-phase commit), and calls, at load time, of
+functions that act on other sessions, the server's files or other servers
+(``pg_terminate_backend``, ``lo_export``, ``dblink``...), ``DO`` bodies included.
+
 The minimal shared guard (the PostgreSQL fidelity work extends it): whole
 databases, roles, tablespaces, subscriptions, ``ALTER SYSTEM``, server files
 and programs through ``COPY``, loaded libraries, cluster maintenance, psql
@@ -9,6 +18,8 @@ one database on PostgreSQL, so ``schema.table`` stays inside.
 """
 
 from __future__ import annotations
+
+import re
 
 from ptah.engines.confine import OBJECT_POSITIONS, Word, dotted_names, object_kind
 
@@ -51,14 +62,127 @@ def _head(words: list[Word]) -> str | None:
         return "administers a whole database"
     if w.is_("GRANT", "REVOKE") and not any(x.is_("ON") for x in words):
         return "changes cluster role membership"
+    return _more(words)
+
+
+_TWO_WORDS = {
+    ("SET", "ROLE"): "switches to another role",
+    ("SET", "SESSION"): "switches to another role",
+    ("RESET", "ROLE"): "switches roles",
+    ("RESET", "SESSION"): "switches roles",
+    ("REASSIGN", "OWNED"): "changes ownership across roles",
+    ("DROP", "OWNED"): "drops every object of a role",
+    ("IMPORT", "FOREIGN"): "reads another server's schema",
+    ("PREPARE", "TRANSACTION"): "is two-phase commit (it would end the scratch's transaction)",
+    ("COMMIT", "PREPARED"): "is two-phase commit",
+    ("ROLLBACK", "PREPARED"): "is two-phase commit",
+}
+_ONE_WORD = {
+    "ROLLBACK": "is transaction control (it would end the scratch's transaction)",
+    "ABORT": "is transaction control (it would end the scratch's transaction)",
+    "SAVEPOINT": "is transaction control inside the desired file",
+    "RELEASE": "is transaction control inside the desired file",
+    "VACUUM": "is maintenance, not a schema object",
+}
+_CLUSTER_TARGETS = {"DATABASE", "TABLESPACE", "PARAMETER", "ROLE", "SUBSCRIPTION", "SERVER"}
+_OUTSIDE_FUNCTIONS = frozenset(
+    {
+        "PG_TERMINATE_BACKEND",
+        "PG_CANCEL_BACKEND",
+        "PG_RELOAD_CONF",
+        "PG_ROTATE_LOGFILE",
+        "PG_SWITCH_WAL",
+        "PG_PROMOTE",
+        "PG_CREATE_RESTORE_POINT",
+        "PG_BACKUP_START",
+        "PG_BACKUP_STOP",
+        "LO_IMPORT",
+        "LO_EXPORT",
+        "PG_READ_FILE",
+        "PG_READ_BINARY_FILE",
+        "PG_LS_DIR",
+        "PG_STAT_FILE",
+        "PG_FILE_WRITE",
+        "PG_FILE_UNLINK",
+        "PG_FILE_RENAME",
+        "DBLINK",
+        "DBLINK_EXEC",
+        "DBLINK_CONNECT",
+        "DBLINK_CONNECT_U",
+        "PG_CREATE_PHYSICAL_REPLICATION_SLOT",
+        "PG_CREATE_LOGICAL_REPLICATION_SLOT",
+        "PG_DROP_REPLICATION_SLOT",
+        "PG_REPLICATION_ORIGIN_CREATE",
+        "PG_LOGICAL_EMIT_MESSAGE",
+        "PG_STAT_RESET_SHARED",
+        "PG_LOG_BACKEND_MEMORY_CONTEXTS",
+    }
+)
+_CALL = re.compile(r"\b(" + "|".join(sorted(_OUTSIDE_FUNCTIONS)) + r")\s*\(", re.IGNORECASE)
+# Statements that run code while the file loads (a routine body only runs when called).
+_RUNS_AT_LOAD = {
+    "SELECT",
+    "DO",
+    "CALL",
+    "WITH",
+    "VALUES",
+    "EXECUTE",
+    "INSERT",
+    "UPDATE",
+    "DELETE",
+    "MERGE",
+    "EXPLAIN",
+    "CREATE",
+    "TABLE",
+}
+
+
+def _more(words: list[Word]) -> str | None:
+    w = words[0]
+    head = tuple(x.upper for x in words[:2])
+    if head in _TWO_WORDS:
+        return _TWO_WORDS[head]
+    if w.upper in _ONE_WORD:
+        return _ONE_WORD[w.upper]
+    if w.is_("CREATE", "ALTER", "DROP") and len(words) > 2:
+        pair = (words[1].upper, words[2].upper)
+        if pair == ("USER", "MAPPING"):
+            return "maps a role to another server's user"
+        if pair == ("FOREIGN", "DATA"):
+            return "defines a way to reach other servers"
+    if w.is_("COMMENT", "SECURITY", "GRANT", "REVOKE"):
+        for k, x in enumerate(words[:-1]):
+            if x.is_("ON"):
+                target = words[k + 1]
+                if target.upper in _CLUSTER_TARGETS or (
+                    target.is_("FOREIGN")
+                    and k + 2 < len(words)
+                    and words[k + 2].is_("SERVER", "DATA")
+                ):
+                    return f"acts on a {target.text.lower()} (outside the database's schema)"
+                break
     return None
+
+
+def _calls_outside(words: list[Word], text: str) -> str | None:
+    if not words[0].is_(*_RUNS_AT_LOAD):
+        return None
+    if words[0].is_("CREATE") and not any(x.is_("AS") for x in words):
+        return None
+    scan = text if words[0].is_("DO") else " ".join(x.text for x in words if x.kind != "string")
+    found = _CALL.search(scan)
+    if found is None:
+        return None
+    if words[0].is_("CREATE") and any(x.is_("FUNCTION", "PROCEDURE") for x in words[:4]):
+        return None
+    return f"calls {found.group(1).lower()}(), which acts outside the database"
 
 
 def refusal(words: list[Word], text: str) -> str | None:
     """Why this statement acts outside its database, or None."""
     if not words:
         return None
-    why = _head(words)
+    why = _head(words) or _calls_outside(words, text)
     if why:
         return why
     for name in dotted_names(words):

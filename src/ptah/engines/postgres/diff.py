@@ -1,15 +1,27 @@
 """Diff two inspected PostgreSQL schemas into ordered, hazard-classified statements.
 
 Written for Ptah: the inspected definitions are server-normalised text, so the
-diff is dict comparison. Ordering is by phase (drops of dependents before
-drops of what they depend on, then creates in the reverse order), and views
-are ordered among themselves by their recorded dependencies. A statement that
-touches an existing table is classified by what it does to existing rows.
+diff is dict comparison. It works in three steps:
+
+1. each kind decides, per object, whether it is created, dropped, changed in
+   place or replaced (dropped and created again);
+2. replacement spreads along the target's dependency graph: what depends on a
+   replaced object (a view on a view, an index on a materialized view, a
+   trigger on a function whose signature changed, a foreign key on a rebuilt
+   unique constraint) is rebuilt with it, and its comments and grants are
+   given back; something that cannot be rebuilt without losing data (a
+   table, a sequence) stops the plan with the reason;
+3. statements are ordered by the catalogs' dependency graphs: drops walk the
+   target's graph (dependents first), creates walk the desired graph
+   (dependencies first), with a fixed rank of kinds only breaking ties.
+
+A statement that touches an existing table is classified by what it does to
+existing rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ptah.engines.model import (
@@ -22,15 +34,51 @@ from ptah.engines.model import (
     canonical,
 )
 
+# Tie-break rank of kinds (lower first among independent creates).
+_RANK = {
+    "extension": 0,
+    "schema": 1,
+    "collation": 2,
+    "enum": 2,
+    "range": 2,
+    "domain": 3,
+    "ctype": 3,
+    "sequence": 4,
+    "table": 5,
+    "constraint": 7,
+    "index": 8,
+    "function": 9,
+    "view": 10,
+    "trigger": 11,
+    "policy": 11,
+    "event_trigger": 12,
+    "owned": 13,
+    "comment": 14,
+    "acl": 15,
+    "default_acl": 16,
+}
+# Kinds the plan may drop and create again without losing data.
+_REBUILDABLE = {"view", "index", "constraint", "trigger", "policy", "function", "event_trigger"}
+
 
 def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
+
+
+def _kind(node: str) -> str:
+    return node.split(":", 1)[0]
+
+
+def _name(node: str) -> str:
+    return node.split(":", 1)[1]
 
 
 def _column_sql(name: str, col: dict[str, Any]) -> str:
     parts = [name, col["type"]]
     if col.get("collation"):
         parts.append(f"COLLATE {col['collation']}")
+    if col.get("compression"):
+        parts.append(f"COMPRESSION {col['compression']}")
     if col.get("generated") == "s":
         parts.append(f"GENERATED ALWAYS AS ({col['default']}) STORED")
     elif col.get("default") is not None:
@@ -43,40 +91,42 @@ def _column_sql(name: str, col: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def _topo(names: Iterable[str], deps: dict[str, list[str]]) -> list[str]:
-    """Names ordered so each comes after the names it depends on (stable, cycle-safe)."""
-    wanted = set(names)
-    out: list[str] = []
-    seen: set[str] = set()
+@dataclass
+class _Step:
+    node: str
+    stmt: Statement
+    seq: int
 
-    def visit(name: str, stack: frozenset[str]) -> None:
-        if name in seen or name in stack:
-            return
-        for dep in deps.get(name, []):
-            if dep in wanted:
-                visit(dep, stack | {name})
-        seen.add(name)
-        out.append(name)
 
-    for name in sorted(wanted):
-        visit(name, frozenset())
-    return out
+@dataclass
+class _Changes:
+    """What step 1 decided, and what step 2 added."""
+
+    replaced: set[str] = field(default_factory=set)  # dropped and created again
+    recreated: set[str] = field(default_factory=set)  # created again (dropped with a parent)
+    rewritten: set[str] = field(default_factory=set)  # tables whose column shapes change
 
 
 class _Diff:
     def __init__(self, cur: Schema, want: Schema) -> None:
         self.cur = cur
         self.want = want
-        self.drops: dict[int, list[Statement]] = {}
-        self.creates: dict[int, list[Statement]] = {}
-        self.rewritten: set[str] = set()  # tables whose column shapes change (views must follow)
-        self.rebuilt_views: set[str] = set()
+        self.cur_deps: dict[str, dict[str, str]] = cur.get("_deps", {})
+        self.want_deps: dict[str, dict[str, str]] = want.get("_deps", {})
+        self.drops: list[_Step] = []
+        self.creates: list[_Step] = []
+        self.extra_deps: dict[str, set[str]] = {}
+        self.ch = _Changes()
+        self._seq = 0
 
-    def drop(self, phase: int, sql: str, *hazards: str) -> None:
-        self.drops.setdefault(phase, []).append(Statement(sql, tuple(hazards)))
+    # -- emitting -------------------------------------------------------------------------
+    def drop(self, node: str, sql: str, *hazards: str) -> None:
+        self._seq += 1
+        self.drops.append(_Step(node, Statement(sql, tuple(hazards)), self._seq))
 
-    def create(self, phase: int, sql: str, *hazards: str) -> None:
-        self.creates.setdefault(phase, []).append(Statement(sql, tuple(hazards)))
+    def create(self, node: str, sql: str, *hazards: str) -> None:
+        self._seq += 1
+        self.creates.append(_Step(node, Statement(sql, tuple(hazards)), self._seq))
 
     def pair(self, kind: str) -> tuple[dict[str, Any], dict[str, Any]]:
         return self.cur.get(kind, {}), self.want.get(kind, {})
@@ -84,47 +134,218 @@ class _Diff:
     def existing_table(self, table: str) -> bool:
         return table in self.cur.get("table", {})
 
-    # phases: drops run 9..0 (views first), creates 0..11
-    def run(self) -> list[Statement]:
-        self.extensions()
-        self.schemas()
-        self.enums()
-        self.sequences()
-        self.tables()
-        self.constraints()
-        self.indexes()
-        self.views()
-        self.comments()
-        ordered: list[Statement] = []
-        for phase in sorted(self.drops, reverse=True):
-            ordered.extend(self.drops[phase])
-        for phase in sorted(self.creates):
-            ordered.extend(self.creates[phase])
-        return ordered
+    def rebuilt(self, node: str) -> bool:
+        return node in self.ch.replaced or node in self.ch.recreated
 
+    # -- the three steps ------------------------------------------------------------------
+    def run(self) -> list[Statement]:
+        self.decide()
+        self.spread()
+        for emit in (
+            self.extensions,
+            self.schemas,
+            self.collations,
+            self.enums,
+            self.domains,
+            self.composites,
+            self.ranges,
+            self.functions,
+            self.sequences,
+            self.tables,
+            self.constraints,
+            self.indexes,
+            self.views,
+            self.triggers,
+            self.policies,
+            self.event_triggers,
+            self.comments,
+            self.acls,
+            self.default_acls,
+        ):
+            emit()
+        return self.order()
+
+    def decide(self) -> None:
+        """Step 1 for the kinds whose change is a replacement."""
+        for kind in ("view", "index", "constraint", "trigger", "policy", "event_trigger"):
+            cur, want = self.pair(kind)
+            for name in cur.keys() & want.keys():
+                if canonical(cur[name]) != canonical(want[name]):
+                    self.ch.replaced.add(f"{kind}:{name}")
+        cur, want = self.pair("function")
+        for name in cur.keys() & want.keys():
+            if canonical(cur[name]) != canonical(want[name]) and not _replaceable(
+                cur[name], want[name]
+            ):
+                self.ch.replaced.add(f"function:{name}")
+        for kind in ("range", "collation"):
+            cur, want = self.pair(kind)
+            for name in cur.keys() & want.keys():
+                if cur[name] != want[name]:
+                    self.ch.replaced.add(f"{kind}:{name}")
+        cur, want = self.pair("domain")
+        for name in cur.keys() & want.keys():
+            if (cur[name]["type"], cur[name]["collation"]) != (
+                want[name]["type"],
+                want[name]["collation"],
+            ):
+                self.ch.replaced.add(f"domain:{name}")
+        tables_cur, tables_want = self.pair("table")
+        for name in tables_cur.keys() & tables_want.keys():
+            old, new = tables_cur[name]["columns"], tables_want[name]["columns"]
+            for col in old.keys() & new.keys():
+                o, n = old[col], new[col]
+                if (o["type"], o["collation"]) != (n["type"], n["collation"]) or (
+                    o["generated"] != n["generated"]
+                    or (n["generated"] and o["default"] != n["default"])
+                ):
+                    self.ch.rewritten.add(name)
+
+    def dependents(self, node: str) -> list[tuple[str, str]]:
+        if not hasattr(self, "_rdeps"):
+            rdeps: dict[str, list[tuple[str, str]]] = {}
+            for child, edges in self.cur_deps.items():
+                for parent, deptype in edges.items():
+                    rdeps.setdefault(parent, []).append((child, deptype))
+            self._rdeps = rdeps
+        return sorted(self._rdeps.get(node, []))
+
+    def spread(self) -> None:
+        """Step 2: what depends on a replaced object is rebuilt with it."""
+        work = sorted(self.ch.replaced)
+        for table in sorted(self.ch.rewritten):
+            # A column type change: views and policies over the table must be rebuilt
+            # (PostgreSQL refuses to change a column they use); indexes and constraints
+            # follow the column by themselves.
+            for child, deptype in self.dependents(f"table:{table}"):
+                if deptype == "n" and _kind(child) in ("view", "policy", "trigger"):
+                    self._rebuild(child, work, f"column types of {table} change")
+        while work:
+            node = work.pop()
+            for child, deptype in self.dependents(node):
+                if self.rebuilt(child) or not self._in(self.cur, child):
+                    continue
+                if not self._in(self.want, child):
+                    continue  # dropped anyway
+                if deptype == "a" and _kind(child) not in ("function",):
+                    self.ch.recreated.add(child)  # dropped by the server with its parent
+                    work.append(child)
+                else:
+                    self._rebuild(child, work, f"{node} is dropped and created again")
+
+    def _rebuild(self, node: str, work: list[str], why: str) -> None:
+        if self.rebuilt(node):
+            return
+        if _kind(node) not in _REBUILDABLE:
+            raise PlanError(
+                f"{node.replace(':', ' ', 1)} depends on something that must be dropped and"
+                f" created again ({why}); Ptah does not drop it, because that would lose data",
+                "Unsupported",
+            )
+        self.ch.replaced.add(node)
+        work.append(node)
+
+    @staticmethod
+    def _in(schema: Schema, node: str) -> bool:
+        return _name(node) in schema.get(_kind(node), {})
+
+    def order(self) -> list[Statement]:
+        """Step 3: drops by the target's graph, creates by the desired graph."""
+        out: list[Statement] = []
+        by_node: dict[str, list[_Step]] = {}
+        for step in self.drops:
+            by_node.setdefault(step.node, []).append(step)
+        rdeps: dict[str, list[str]] = {}
+        for child, edges in self.cur_deps.items():
+            for parent in edges:
+                rdeps.setdefault(parent, []).append(child)
+        seen: set[str] = set()
+
+        def visit_drop(node: str) -> None:
+            if node in seen:
+                return
+            seen.add(node)
+            for child in sorted(rdeps.get(node, [])):
+                visit_drop(child)
+            out.extend(s.stmt for s in by_node.get(node, []))
+
+        for node in sorted(by_node, key=lambda n: (-_RANK.get(_kind(n), 6), by_node[n][0].seq)):
+            visit_drop(node)
+
+        by_node = {}
+        for step in self.creates:
+            by_node.setdefault(step.node, []).append(step)
+        deps = self.want_deps
+        seen = set()
+
+        def visit_create(node: str, stack: frozenset[str]) -> None:
+            if node in seen or node in stack:
+                return
+            for dep in sorted(set(deps.get(node, {})) | self.extra_deps.get(node, set())):
+                visit_create(dep, stack | {node})
+            seen.add(node)
+            out.extend(s.stmt for s in by_node.get(node, []))
+
+        for node in sorted(by_node, key=lambda n: (_RANK.get(_kind(n), 6), by_node[n][0].seq)):
+            visit_create(node, frozenset())
+        return out
+
+    # -- kinds ----------------------------------------------------------------------------
     def extensions(self) -> None:
         cur, want = self.pair("extension")
         for name in sorted(cur.keys() - want.keys()):
-            self.drop(0, f"DROP EXTENSION {name}", DESTRUCTIVE)
+            self.drop(f"extension:{name}", f"DROP EXTENSION {name}", DESTRUCTIVE)
         for name in sorted(want.keys() - cur.keys()):
             self.create(
-                0, f"CREATE EXTENSION IF NOT EXISTS {name} WITH SCHEMA {want[name]['schema']}"
+                f"extension:{name}",
+                f"CREATE EXTENSION IF NOT EXISTS {name} WITH SCHEMA {want[name]['schema']}",
             )
 
     def schemas(self) -> None:
         cur, want = self.pair("schema")
         for name in sorted(cur.keys() - want.keys()):
-            self.drop(1, f"DROP SCHEMA {name}", DESTRUCTIVE)
+            self.drop(f"schema:{name}", f"DROP SCHEMA {name}", DESTRUCTIVE)
         for name in sorted(want.keys() - cur.keys()):
-            self.create(1, f"CREATE SCHEMA {name}")
+            self.create(f"schema:{name}", f"CREATE SCHEMA {name}")
+
+    def _simple(self, kind: str, word: str, make: Any, alter: Any = None) -> None:
+        """Create/drop/replace for a kind; ``alter`` handles in-place changes."""
+        cur, want = self.pair(kind)
+        for name in sorted(cur.keys() - want.keys()):
+            self.drop(f"{kind}:{name}", f"DROP {word} {name}", DESTRUCTIVE)
+        for name in sorted(cur.keys() & want.keys()):
+            node = f"{kind}:{name}"
+            if self.rebuilt(node):
+                self.drop(node, f"DROP {word} {name}")
+                self.create(node, make(name, want[name]))
+            elif alter is not None and cur[name] != want[name]:
+                alter(name, cur[name], want[name])
+        for name in sorted(want.keys() - cur.keys()):
+            self.create(f"{kind}:{name}", make(name, want[name]))
+
+    def collations(self) -> None:
+        def make(name: str, c: dict[str, Any]) -> str:
+            provider = {"i": "icu", "c": "libc", "d": "libc"}[c["provider"]]
+            opts = [f"provider = {provider}"]
+            if provider == "icu":
+                opts.append(f"locale = {_lit(c['icuLocale'] or '')}")
+            elif c["collate"] == c["ctype"]:
+                opts.append(f"locale = {_lit(c['collate'] or '')}")
+            else:
+                opts += [f"lc_collate = {_lit(c['collate'])}", f"lc_ctype = {_lit(c['ctype'])}"]
+            if not c["deterministic"]:
+                opts.append("deterministic = false")
+            return f"CREATE COLLATION {name} ({', '.join(opts)})"
+
+        self._simple("collation", "COLLATION", make)
 
     def enums(self) -> None:
         cur, want = self.pair("enum")
         for name in sorted(cur.keys() - want.keys()):
-            self.drop(2, f"DROP TYPE {name}", DESTRUCTIVE)
+            self.drop(f"enum:{name}", f"DROP TYPE {name}", DESTRUCTIVE)
         for name in sorted(want.keys() - cur.keys()):
             labels = ", ".join(_lit(v) for v in want[name]["labels"])
-            self.create(2, f"CREATE TYPE {name} AS ENUM ({labels})")
+            self.create(f"enum:{name}", f"CREATE TYPE {name} AS ENUM ({labels})")
         for name in sorted(cur.keys() & want.keys()):
             old, new = cur[name]["labels"], want[name]["labels"]
             if old == new:
@@ -141,7 +362,110 @@ class _Diff:
                 where = f" AFTER {_lit(after)}" if after else f" BEFORE {_lit(new[i + 1])}"
                 if after is None and i + 1 >= len(new):
                     where = ""
-                self.create(2, f"ALTER TYPE {name} ADD VALUE {_lit(value)}{where}")
+                self.create(f"enum:{name}", f"ALTER TYPE {name} ADD VALUE {_lit(value)}{where}")
+
+    def domains(self) -> None:
+        def make(name: str, d: dict[str, Any]) -> str:
+            parts = [f"CREATE DOMAIN {name} AS {d['type']}"]
+            if d["collation"]:
+                parts.append(f"COLLATE {d['collation']}")
+            if d["default"] is not None:
+                parts.append(f"DEFAULT {d['default']}")
+            if d["notNull"]:
+                parts.append("NOT NULL")
+            parts += [f"CONSTRAINT {k} {v}" for k, v in sorted(d["checks"].items())]
+            return " ".join(parts)
+
+        def alter(name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+            node, at = f"domain:{name}", f"ALTER DOMAIN {name}"
+            for k in sorted(old["checks"].keys() - new["checks"].keys()):
+                self.drop(node, f"{at} DROP CONSTRAINT {k}")
+            for k in sorted(old["checks"].keys() & new["checks"].keys()):
+                if old["checks"][k] != new["checks"][k]:
+                    self.drop(node, f"{at} DROP CONSTRAINT {k}")
+                    self.create(node, f"{at} ADD CONSTRAINT {k} {new['checks'][k]}", DATA_DEPENDENT)
+            for k in sorted(new["checks"].keys() - old["checks"].keys()):
+                self.create(node, f"{at} ADD CONSTRAINT {k} {new['checks'][k]}", DATA_DEPENDENT)
+            if old["default"] != new["default"]:
+                if new["default"] is None:
+                    self.create(node, f"{at} DROP DEFAULT")
+                else:
+                    self.create(node, f"{at} SET DEFAULT {new['default']}")
+            if old["notNull"] != new["notNull"]:
+                if new["notNull"]:
+                    self.create(node, f"{at} SET NOT NULL", DATA_DEPENDENT)
+                else:
+                    self.create(node, f"{at} DROP NOT NULL")
+
+        self._simple("domain", "DOMAIN", make, alter)
+
+    def composites(self) -> None:
+        def attr_sql(a: list[str]) -> str:
+            return f"{a[0]} {a[1]}" + (f" COLLATE {a[2]}" if a[2] else "")
+
+        def make(name: str, t: dict[str, Any]) -> str:
+            return (
+                f"CREATE TYPE {name} AS (" + ", ".join(attr_sql(a) for a in t["attributes"]) + ")"
+            )
+
+        def alter(name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+            node = f"ctype:{name}"
+            o = {a[0]: a for a in old["attributes"]}
+            n = {a[0]: a for a in new["attributes"]}
+            kept = [a[0] for a in old["attributes"] if a[0] in n]
+            if [a[0] for a in new["attributes"] if a[0] in o] != kept:
+                raise PlanError(
+                    f"composite type {name} reorders its attributes; PostgreSQL"
+                    " cannot do that in place",
+                    "Unsupported",
+                )
+            for a in sorted(o.keys() - n.keys()):
+                self.drop(node, f"ALTER TYPE {name} DROP ATTRIBUTE {a}", DESTRUCTIVE)
+            for a in kept:
+                if o[a] != n[a]:
+                    self.create(
+                        node,
+                        f"ALTER TYPE {name} ALTER ATTRIBUTE {attr_sql(n[a])}".replace(
+                            f"ATTRIBUTE {a} ", f"ATTRIBUTE {a} TYPE ", 1
+                        ),
+                        DATA_DEPENDENT,
+                    )
+            for a in new["attributes"]:
+                if a[0] not in o:
+                    self.create(node, f"ALTER TYPE {name} ADD ATTRIBUTE {attr_sql(a)}")
+
+        self._simple("ctype", "TYPE", make, alter)
+
+    def ranges(self) -> None:
+        def make(name: str, r: dict[str, Any]) -> str:
+            opts = [f"SUBTYPE = {r['subtype']}"]
+            for key, word in (
+                ("opclass", "SUBTYPE_OPCLASS"),
+                ("collation", "COLLATION"),
+                ("canonical", "CANONICAL"),
+                ("subdiff", "SUBTYPE_DIFF"),
+            ):
+                if r[key]:
+                    opts.append(f"{word} = {r[key]}")
+            opts.append(f"MULTIRANGE_TYPE_NAME = {r['multirange']}")
+            return f"CREATE TYPE {name} AS RANGE ({', '.join(opts)})"
+
+        self._simple("range", "TYPE", make)
+
+    def functions(self) -> None:
+        cur, want = self.pair("function")
+        words = {"p": "PROCEDURE", "a": "AGGREGATE"}
+        for name in sorted(cur.keys() - want.keys()):
+            self.drop(f"function:{name}", f"DROP {words.get(cur[name]['kind'], 'FUNCTION')} {name}")
+        for name in sorted(cur.keys() & want.keys()):
+            node = f"function:{name}"
+            if self.rebuilt(node):
+                self.drop(node, f"DROP {words.get(cur[name]['kind'], 'FUNCTION')} {name}")
+                self.create(node, want[name]["def"])
+            elif canonical(cur[name]) != canonical(want[name]):
+                self.create(node, want[name]["def"])  # CREATE OR REPLACE keeps dependents
+        for name in sorted(want.keys() - cur.keys()):
+            self.create(f"function:{name}", want[name]["def"])
 
     def sequences(self) -> None:
         cur, want = self.pair("sequence")
@@ -149,13 +473,14 @@ class _Diff:
             owner = cur[name]["ownedBy"]
             if owner and not self._column_kept(owner):
                 continue  # goes with its owning column or table
-            self.drop(3, f"DROP SEQUENCE {name}", DESTRUCTIVE)
+            self.drop(f"sequence:{name}", f"DROP SEQUENCE {name}", DESTRUCTIVE)
         for name in sorted(want.keys() - cur.keys()):
             s = want[name]
             cycle = "CYCLE" if s["cycle"] else "NO CYCLE"
+            unlogged = "UNLOGGED " if s.get("unlogged") else ""
             self.create(
-                3,
-                f"CREATE SEQUENCE {name} AS {s['type']} INCREMENT BY {s['increment']}"
+                f"sequence:{name}",
+                f"CREATE {unlogged}SEQUENCE {name} AS {s['type']} INCREMENT BY {s['increment']}"
                 f" MINVALUE {s['min']} MAXVALUE {s['max']} START WITH {s['start']}"
                 f" CACHE {s['cache']} {cycle}",
             )
@@ -176,99 +501,248 @@ class _Diff:
             if old["cycle"] != new["cycle"]:
                 opts.append("CYCLE" if new["cycle"] else "NO CYCLE")
             if opts:
-                self.create(3, f"ALTER SEQUENCE {name} " + " ".join(opts))
+                self.create(f"sequence:{name}", f"ALTER SEQUENCE {name} " + " ".join(opts))
+            if bool(old.get("unlogged")) != bool(new.get("unlogged")):
+                word = "UNLOGGED" if new.get("unlogged") else "LOGGED"
+                self.create(f"sequence:{name}", f"ALTER SEQUENCE {name} SET {word}")
         for name in sorted(want):
             owned = want[name]["ownedBy"]
+            node = f"owned:{name}"
             if owned and (name not in cur or cur[name]["ownedBy"] != owned):
-                self.create(6, f"ALTER SEQUENCE {name} OWNED BY {owned}")
+                table = owned.rsplit(".", 1)[0]
+                self.extra_deps[node] = {f"sequence:{name}", f"table:{table}"}
+                self.create(node, f"ALTER SEQUENCE {name} OWNED BY {owned}")
             elif not owned and name in cur and cur[name]["ownedBy"]:
-                self.create(6, f"ALTER SEQUENCE {name} OWNED BY NONE")
+                self.create(node, f"ALTER SEQUENCE {name} OWNED BY NONE")
 
     def _column_kept(self, qualified: str) -> bool:
         table, col = qualified.rsplit(".", 1)
         return col in self.want.get("table", {}).get(table, {}).get("columns", {})
 
+    # -- tables ---------------------------------------------------------------------------
     def tables(self) -> None:
         cur, want = self.pair("table")
         for name in sorted(cur.keys() - want.keys()):
-            self.drop(5, f"DROP TABLE {name}", DESTRUCTIVE)
+            parent = cur[name].get("partitionOf")
+            if parent and parent not in want:
+                continue  # goes with its partitioned parent
+            self.drop(f"table:{name}", f"DROP TABLE {name}", DESTRUCTIVE)
         for name in sorted(want.keys() - cur.keys()):
-            cols = sorted(want[name]["columns"].items(), key=lambda kv: kv[1]["_n"])
-            body = ",\n".join(f"  {_column_sql(c, d)}" for c, d in cols)
-            self.create(4, f"CREATE TABLE {name} (\n{body}\n)")
+            self.create_table(name, want[name])
         for name in sorted(cur.keys() & want.keys()):
-            self.columns(name, cur[name]["columns"], want[name]["columns"])
+            self.alter_table(name, cur[name], want[name])
 
-    def columns(self, table: str, cur: dict[str, Any], want: dict[str, Any]) -> None:
-        # A dropped column cannot be used by a kept view (the view would have changed too).
+    def create_table(self, name: str, t: dict[str, Any]) -> None:
+        node = f"table:{name}"
+        unlogged = "UNLOGGED " if t.get("unlogged") else ""
+        if t.get("partitionOf"):
+            sql = f"CREATE {unlogged}TABLE {name} PARTITION OF {t['partitionOf']} {t['bound']}"
+            self.extra_deps.setdefault(node, set()).add(f"table:{t['partitionOf']}")
+        else:
+            cols = sorted(t["columns"].items(), key=lambda kv: kv[1]["_n"])
+            body = ",\n".join(f"  {_column_sql(c, d)}" for c, d in cols)
+            sql = f"CREATE {unlogged}TABLE {name} (\n{body}\n)"
+        if t.get("partitionBy"):
+            sql += f" PARTITION BY {t['partitionBy']}"
+        if t.get("accessMethod"):
+            sql += f" USING {t['accessMethod']}"
+        if t.get("reloptions"):
+            sql += f" WITH ({', '.join(t['reloptions'])})"
+        self.create(node, sql)
+        if t.get("partitionOf"):
+            parent = self.want["table"].get(t["partitionOf"], {}).get("columns", {})
+            for col, d in sorted(t["columns"].items(), key=lambda kv: kv[1]["_n"]):
+                base = parent.get(col)
+                if base is not None:
+                    self.column_properties(name, col, base, d, partition=True)
+        else:
+            for col, d in sorted(t["columns"].items(), key=lambda kv: kv[1]["_n"]):
+                self.column_storage(name, col, {}, d)
+        self.table_properties(name, {}, t)
+
+    def alter_table(self, name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+        node = f"table:{name}"
+        if old.get("partitionBy") != new.get("partitionBy"):
+            raise PlanError(
+                f"table {name}: the partition key changes ({old.get('partitionBy') or 'none'} ->"
+                f" {new.get('partitionBy') or 'none'}); PostgreSQL cannot change a table's"
+                " partitioning in place: create a new table and move the rows",
+                "Unsupported",
+            )
+        if old.get("unlogged", False) != new.get("unlogged", False):
+            word = "UNLOGGED" if new.get("unlogged") else "LOGGED"
+            self.create(node, f"ALTER TABLE {name} SET {word}", LOCK_HEAVY)
+        if (old.get("partitionOf"), old.get("bound")) != (new.get("partitionOf"), new.get("bound")):
+            if old.get("partitionOf"):
+                self.drop(node, f"ALTER TABLE {old['partitionOf']} DETACH PARTITION {name}")
+            if new.get("partitionOf"):
+                self.extra_deps.setdefault(node, set()).add(f"table:{new['partitionOf']}")
+                self.create(
+                    node,
+                    f"ALTER TABLE {new['partitionOf']} ATTACH PARTITION {name} {new['bound']}",
+                    DATA_DEPENDENT,
+                    LOCK_HEAVY,
+                )
+        self.columns(name, old, new)
+        self.table_properties(name, old, new)
+
+    def table_properties(self, name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+        node, at = f"table:{name}", f"ALTER TABLE {name}"
+        was, now = set(old.get("reloptions", [])), set(new.get("reloptions", []))
+        if old and was != now:
+            gone = sorted({o.split("=", 1)[0] for o in was} - {o.split("=", 1)[0] for o in now})
+            if gone:
+                self.create(node, f"{at} RESET ({', '.join(gone)})")
+            if now - was:
+                self.create(node, f"{at} SET ({', '.join(sorted(now - was))})")
+        rls_old = old.get("rls", {"enabled": False, "forced": False})
+        rls_new = new.get("rls", {"enabled": False, "forced": False})
+        if rls_old["enabled"] != rls_new["enabled"]:
+            word = "ENABLE" if rls_new["enabled"] else "DISABLE"
+            self.create(node, f"{at} {word} ROW LEVEL SECURITY")
+        if rls_old["forced"] != rls_new["forced"]:
+            word = "FORCE" if rls_new["forced"] else "NO FORCE"
+            self.create(node, f"{at} {word} ROW LEVEL SECURITY")
+        ident_old = old.get("replicaIdentity", "DEFAULT")
+        ident_new = new.get("replicaIdentity", "DEFAULT")
+        if ident_old != ident_new or (
+            ident_new.startswith("USING INDEX") and self._index_rebuilt(name, ident_new)
+        ):
+            rnode = f"replident:{name}"
+            self.extra_deps[rnode] = {node}
+            if ident_new.startswith("USING INDEX"):
+                index = ident_new.split()[-1]
+                schema = name.split(".", 1)[0]
+                self.extra_deps[rnode] = {
+                    node,
+                    f"index:{schema}.{index}",
+                    *(
+                        f"constraint:{k}"
+                        for k in self.want.get("constraint", {})
+                        if k == f"{name}.{index}"
+                    ),
+                }
+            self.create(rnode, f"{at} REPLICA IDENTITY {ident_new}")
+
+    def _index_rebuilt(self, table: str, ident: str) -> bool:
+        index = ident.split()[-1]
+        schema = table.split(".", 1)[0]
+        return self.rebuilt(f"index:{schema}.{index}") or self.rebuilt(
+            f"constraint:{table}.{index}"
+        )
+
+    def columns(self, table: str, old_t: dict[str, Any], new_t: dict[str, Any]) -> None:
+        cur, want = old_t["columns"], new_t["columns"]
+        node = f"table:{table}"
+        partition = bool(new_t.get("partitionOf")) and bool(old_t.get("partitionOf"))
         for col in sorted(cur.keys() - want.keys()):
-            self.drop(4, f"ALTER TABLE {table} DROP COLUMN {col}", DESTRUCTIVE)
+            if partition and cur[col].get("_inherited"):
+                continue  # goes with the parent's column
+            self.drop(node, f"ALTER TABLE {table} DROP COLUMN {col}", DESTRUCTIVE)
         for col in sorted(want.keys() - cur.keys(), key=lambda c: want[c]["_n"]):
             d = want[col]
+            if partition and d.get("_inherited"):
+                continue  # added through the parent
             hazards = []
             if d["notNull"] and d["default"] is None and not d["identity"]:
                 hazards.append(DATA_DEPENDENT)
             if d["identity"] or d["generated"]:
                 hazards.append(LOCK_HEAVY)  # fills every existing row: a table rewrite
-            self.create(5, f"ALTER TABLE {table} ADD COLUMN {_column_sql(col, d)}", *hazards)
+            self.create(node, f"ALTER TABLE {table} ADD COLUMN {_column_sql(col, d)}", *hazards)
+            self.column_storage(table, col, {}, d)
         for col in sorted(cur.keys() & want.keys()):
+            if partition and want[col].get("_inherited"):
+                parent = self.want["table"].get(new_t["partitionOf"], {}).get("columns", {})
+                pold = self.cur["table"].get(old_t["partitionOf"], {}).get("columns", {})
+                if col in parent and col in pold:
+                    # What the parent's change brings down is not changed twice.
+                    self.column_properties(
+                        table,
+                        col,
+                        _merge(cur[col], pold[col], parent[col]),
+                        want[col],
+                        partition=True,
+                    )
+                continue
             self.alter_column(table, col, cur[col], want[col])
+
+    def column_storage(
+        self, table: str, col: str, old: dict[str, Any], new: dict[str, Any]
+    ) -> None:
+        node, at = f"table:{table}", f"ALTER TABLE {table} ALTER COLUMN {col}"
+        if old.get("statistics", -1) != new.get("statistics", -1):
+            self.create(node, f"{at} SET STATISTICS {new.get('statistics', -1)}")
+        if old.get("storage") != new.get("storage") and new.get("storage"):
+            self.create(node, f"{at} SET STORAGE {new['storage']}")
+        if old and old.get("compression") != new.get("compression"):
+            self.create(node, f"{at} SET COMPRESSION {new.get('compression') or 'default'}")
+
+    def column_properties(
+        self, table: str, col: str, old: dict[str, Any], new: dict[str, Any], partition: bool
+    ) -> None:
+        """A partition's own column settings beside what it inherits from its parent."""
+        node, at = f"table:{table}", f"ALTER TABLE ONLY {table} ALTER COLUMN {col}"
+        if old["default"] != new["default"] and not new["generated"]:
+            if new["default"] is None:
+                self.create(node, f"{at} DROP DEFAULT")
+            else:
+                self.create(node, f"{at} SET DEFAULT {new['default']}")
+        if old["notNull"] != new["notNull"] and new["notNull"]:
+            self.create(node, f"{at} SET NOT NULL", DATA_DEPENDENT, LOCK_HEAVY)
+        base = {"_": 1, "storage": old.get("storage"), "compression": old.get("compression")}
+        self.column_storage(table, col, base, new)
 
     def alter_column(self, table: str, col: str, old: dict[str, Any], new: dict[str, Any]) -> None:
         if canonical(old) == canonical(new):
             return
+        node = f"table:{table}"
         at = f"ALTER TABLE {table} ALTER COLUMN {col}"
         if old["generated"] != new["generated"] or (
             new["generated"] and old["default"] != new["default"]
         ):
-            self.rewritten.add(table)
-            self.drop(4, f"ALTER TABLE {table} DROP COLUMN {col}", DESTRUCTIVE)
-            self.create(5, f"ALTER TABLE {table} ADD COLUMN {_column_sql(col, new)}", LOCK_HEAVY)
+            self.drop(node, f"ALTER TABLE {table} DROP COLUMN {col}", DESTRUCTIVE)
+            self.create(node, f"ALTER TABLE {table} ADD COLUMN {_column_sql(col, new)}", LOCK_HEAVY)
             return
         if old["identity"] and old["identity"] != new["identity"] and not new["identity"]:
-            self.create(5, f"{at} DROP IDENTITY")
+            self.create(node, f"{at} DROP IDENTITY")
         if old["default"] != new["default"] and old["default"] is not None:
-            self.create(5, f"{at} DROP DEFAULT")
+            self.drop(node, f"{at} DROP DEFAULT")
         if old["type"] != new["type"] or old["collation"] != new["collation"]:
-            self.rewritten.add(table)
             coll = f" COLLATE {new['collation']}" if new["collation"] else ""
             self.create(
-                5,
+                node,
                 f"{at} TYPE {new['type']}{coll} USING {col}::{new['type']}",
                 DATA_DEPENDENT,
                 LOCK_HEAVY,
             )
         if old["default"] != new["default"] and new["default"] is not None:
-            self.create(5, f"{at} SET DEFAULT {new['default']}")
+            self.create(node, f"{at} SET DEFAULT {new['default']}")
         if new["identity"] and old["identity"] != new["identity"]:
             kind = "ALWAYS" if new["identity"] == "a" else "BY DEFAULT"
             if old["identity"]:
-                self.create(5, f"{at} SET GENERATED {kind}")
+                self.create(node, f"{at} SET GENERATED {kind}")
             else:
-                self.create(5, f"{at} ADD GENERATED {kind} AS IDENTITY")
+                self.create(node, f"{at} ADD GENERATED {kind} AS IDENTITY")
         if old["notNull"] != new["notNull"]:
             if new["notNull"]:
-                self.create(5, f"{at} SET NOT NULL", DATA_DEPENDENT, LOCK_HEAVY)
+                self.create(node, f"{at} SET NOT NULL", DATA_DEPENDENT, LOCK_HEAVY)
             else:
-                self.create(5, f"{at} DROP NOT NULL")
+                self.create(node, f"{at} DROP NOT NULL")
+        self.column_storage(table, col, {**old, "_": 1}, new)
 
+    # -- things on tables -----------------------------------------------------------------
     def constraints(self) -> None:
         cur, want = self.pair("constraint")
-        for key in sorted(cur.keys() - want.keys()):
+        for key in sorted(cur.keys()):
             c = cur[key]
-            if self.existing_table(c["table"]) and c["table"] in self.want.get("table", {}):
-                self.drop(
-                    8 if c["type"] == "f" else 7,
-                    f"ALTER TABLE {c['table']} DROP CONSTRAINT {c['name']}",
-                )
-        changed = {k for k in cur.keys() & want.keys() if cur[k] != want[k]}
-        for key in sorted(changed):
-            c = cur[key]
-            self.drop(
-                8 if c["type"] == "f" else 7,
-                f"ALTER TABLE {c['table']} DROP CONSTRAINT {c['name']}",
-            )
-        for key in sorted((want.keys() - cur.keys()) | changed):
+            node = f"constraint:{key}"
+            gone = key not in want and c["table"] in self.want.get("table", {})
+            if gone or (key in want and node in self.ch.replaced):
+                self.drop(node, f"ALTER TABLE {c['table']} DROP CONSTRAINT {c['name']}")
+        for key in sorted(want.keys()):
+            node = f"constraint:{key}"
+            if key in cur and not self.rebuilt(node):
+                continue
             c = want[key]
             hazards: list[str] = []
             if self.existing_table(c["table"]):
@@ -277,73 +751,263 @@ class _Diff:
                 ref = c["def"].split(" REFERENCES ", 1)[-1].split("(", 1)[0].strip()
                 if self.existing_table(ref):
                     hazards = [LOCK_HEAVY]  # takes a lock on the referenced, existing table
-            phase = 9 if c["type"] == "f" else 7
             self.create(
-                phase, f"ALTER TABLE {c['table']} ADD CONSTRAINT {c['name']} {c['def']}", *hazards
+                node, f"ALTER TABLE {c['table']} ADD CONSTRAINT {c['name']} {c['def']}", *hazards
             )
+            if c.get("clustered"):
+                self.create(node, f"ALTER TABLE {c['table']} CLUSTER ON {c['name']}")
+        for key in sorted(cur.keys() & want.keys()):
+            node = f"constraint:{key}"
+            if (
+                cur[key].get("clustered")
+                and not want[key].get("clustered")
+                and not self.rebuilt(node)
+            ):
+                self.create(node, f"ALTER TABLE {want[key]['table']} SET WITHOUT CLUSTER")
 
     def indexes(self) -> None:
         cur, want = self.pair("index")
-        changed = {k for k in cur.keys() & want.keys() if cur[k] != want[k]}
-        for name in sorted((cur.keys() - want.keys()) | changed):
-            if cur[name]["table"] in self.want.get("table", {}) or name in changed:
-                self.drop(6, f"DROP INDEX {name}")
-        for name in sorted((want.keys() - cur.keys()) | changed):
+        for name in sorted(cur.keys()):
+            node = f"index:{name}"
+            if node in self.ch.recreated:
+                continue  # went with its parent
+            gone = name not in want and cur[name]["table"] in self._relations(self.want)
+            if gone or (name in want and node in self.ch.replaced):
+                self.drop(node, f"DROP INDEX {name}")
+        for name in sorted(want.keys()):
+            node = f"index:{name}"
+            if name in cur and not self.rebuilt(node):
+                continue
             i = want[name]
             hazards: list[str] = []
-            if self.existing_table(i["table"]):
+            if self.existing_table(i["table"]) and not self.rebuilt(f"view:{i['table']}"):
                 hazards = [LOCK_HEAVY] + ([DATA_DEPENDENT] if i["unique"] else [])
-            self.create(8, i["def"], *hazards)
+            self.create(node, i["def"], *hazards)
+            for col, target in sorted(i.get("statistics", {}).items()):
+                self.create(node, f"ALTER INDEX {name} ALTER COLUMN {col} SET STATISTICS {target}")
+        for name in sorted(want.keys()):
+            clustered = want[name].get("clustered", False)
+            was = (
+                name in cur
+                and cur[name].get("clustered", False)
+                and not self.rebuilt(f"index:{name}")
+            )
+            if clustered and not was:
+                index = name.split(".", 1)[1]
+                self.create(
+                    f"index:{name}", f"ALTER TABLE {want[name]['table']} CLUSTER ON {index}"
+                )
+            elif was and not clustered:
+                self.create(
+                    f"index:{name}", f"ALTER TABLE {want[name]['table']} SET WITHOUT CLUSTER"
+                )
+
+    @staticmethod
+    def _relations(schema: Schema) -> set[str]:
+        return set(schema.get("table", {})) | set(schema.get("view", {}))
 
     def views(self) -> None:
         cur, want = self.pair("view")
-        deps = {n: v["_deps"] for n, v in {**cur, **want}.items()}
-        changed = {n for n in cur.keys() & want.keys() if canonical(cur[n]) != canonical(want[n])}
-        # A view over a table whose columns change, or over a changed view, is rebuilt.
-        for name in _topo(cur.keys() & want.keys(), deps):
-            if any(d in self.rewritten or d in changed for d in deps.get(name, [])):
-                changed.add(name)
-        self.rebuilt_views = changed
-        gone = (cur.keys() - want.keys()) | changed
-        for name in reversed(_topo(gone, deps)):
-            kind = "MATERIALIZED VIEW" if cur[name]["materialized"] else "VIEW"
-            self.drop(9, f"DROP {kind} {name}")
-        for name in _topo((want.keys() - cur.keys()) | changed, deps):
+        for name in sorted(cur.keys()):
+            node = f"view:{name}"
+            if node in self.ch.recreated:
+                continue
+            if name not in want or node in self.ch.replaced:
+                kind = "MATERIALIZED VIEW" if cur[name]["materialized"] else "VIEW"
+                self.drop(node, f"DROP {kind} {name}")
+        for name in sorted(want.keys()):
+            node = f"view:{name}"
+            if name in cur and not self.rebuilt(node):
+                continue
             v = want[name]
             kind = "MATERIALIZED VIEW" if v["materialized"] else "VIEW"
-            self.create(10, f"CREATE {kind} {name} AS\n{v['def'].rstrip(';')}")
+            opts = f" WITH ({', '.join(v['reloptions'])})" if v.get("reloptions") else ""
+            self.create(node, f"CREATE {kind} {name}{opts} AS\n{v['def'].rstrip(';')}")
+
+    def _rebuildable_kind(self, kind: str, drop_sql: Any, create_sql: Any) -> None:
+        cur, want = self.pair(kind)
+        for name in sorted(cur.keys()):
+            node = f"{kind}:{name}"
+            if node in self.ch.recreated:
+                continue
+            table = cur[name].get("table")
+            dropped = name not in want and (table is None or table in self._relations(self.want))
+            if dropped or (name in want and node in self.ch.replaced):
+                self.drop(node, drop_sql(name, cur[name]))
+        for name in sorted(want.keys()):
+            node = f"{kind}:{name}"
+            if name in cur and not self.rebuilt(node):
+                continue
+            for sql in create_sql(name, want[name]):
+                self.create(node, sql)
+
+    def triggers(self) -> None:
+        def create(name: str, t: dict[str, Any]) -> list[str]:
+            out = [t["def"]]
+            word = {"D": "DISABLE", "R": "ENABLE REPLICA", "A": "ENABLE ALWAYS"}.get(t["enabled"])
+            if word:
+                out.append(f"ALTER TABLE {t['table']} {word} TRIGGER {t['name']}")
+            return out
+
+        self._rebuildable_kind(
+            "trigger", lambda n, t: f"DROP TRIGGER {t['name']} ON {t['table']}", create
+        )
+
+    def policies(self) -> None:
+        def create(name: str, p: dict[str, Any]) -> list[str]:
+            sql = f"CREATE POLICY {p['name']} ON {p['table']}"
+            if not p["permissive"]:
+                sql += " AS RESTRICTIVE"
+            sql += f" FOR {p['command']} TO {', '.join(p['roles'])}"
+            if p["using"] is not None:
+                sql += f" USING ({p['using']})"
+            if p["check"] is not None:
+                sql += f" WITH CHECK ({p['check']})"
+            return [sql]
+
+        self._rebuildable_kind(
+            "policy", lambda n, p: f"DROP POLICY {p['name']} ON {p['table']}", create
+        )
+
+    def event_triggers(self) -> None:
+        def create(name: str, e: dict[str, Any]) -> list[str]:
+            when = ""
+            if e["tags"]:
+                when = " WHEN TAG IN (" + ", ".join(_lit(t) for t in e["tags"]) + ")"
+            out = [
+                f"CREATE EVENT TRIGGER {name} ON {e['event']}{when}"
+                f" EXECUTE FUNCTION {e['function']}()"
+            ]
+            word = {"D": "DISABLE", "R": "ENABLE REPLICA", "A": "ENABLE ALWAYS"}.get(e["enabled"])
+            if word:
+                out.append(f"ALTER EVENT TRIGGER {name} {word}")
+            return out
+
+        self._rebuildable_kind("event_trigger", lambda n, e: f"DROP EVENT TRIGGER {n}", create)
+
+    # -- comments and privileges ----------------------------------------------------------
+    def _gone(self, node: str) -> bool:
+        kind, name = node.split(":", 1)
+        return name not in self.want.get(kind, {})
 
     def comments(self) -> None:
         cur, want = self.pair("comment")
-        rebuilt_views = self.rebuilt_views
         for key in sorted(cur.keys() | want.keys()):
             c = want.get(key) or cur[key]
             text = want[key]["text"] if key in want else None
             was = cur[key]["text"] if key in cur else None
-            on_rebuilt = c["on"].rsplit(".", 1)[0] in rebuilt_views or c["on"] in rebuilt_views
-            if text == was and not (text and on_rebuilt):
+            node = c["node"]
+            fresh = self.rebuilt(node) or not self._in(self.cur, node)
+            if fresh:
+                was = None
+            if text == was:
                 continue
-            if text is None and self._gone_with_parent(c):
+            if text is None and (self._gone(node) or self._column_gone(key, c)):
                 continue
             value = _lit(text) if text is not None else "NULL"
-            self.create(11, f"COMMENT ON {c['kind']} {c['on']} IS {value}")
+            cnode = f"comment:{key}"
+            self.extra_deps[cnode] = {node}
+            self.create(cnode, f"COMMENT ON {key} IS {value}")
 
-    def _gone_with_parent(self, c: dict[str, Any]) -> bool:
-        on: str = c["on"]
-        want = self.want
-        if c["kind"] == "COLUMN":
-            table, col = on.rsplit(".", 1)
-            return col not in want.get("table", {}).get(table, {}).get("columns", {})
-        kinds = {
-            "TABLE": "table",
-            "VIEW": "view",
-            "MATERIALIZED VIEW": "view",
-            "SEQUENCE": "sequence",
-            "INDEX": "index",
-            "SCHEMA": "schema",
-            "TYPE": "enum",
-        }
-        return on not in want.get(kinds.get(c["kind"], ""), {})
+    def _column_gone(self, key: str, c: dict[str, Any]) -> bool:
+        if not key.startswith("COLUMN ") or not c["node"].startswith("table:"):
+            return False
+        table = _name(c["node"])
+        col = key[len("COLUMN ") + len(table) + 1 :]
+        return col not in self.want.get("table", {}).get(table, {}).get("columns", {})
+
+    def acls(self) -> None:
+        cur, want = self.pair("acl")
+        for node in sorted(cur.keys() | want.keys()):
+            a = want.get(node) or cur[node]
+            if node not in want and self._gone(node):
+                continue
+            fresh = self.rebuilt(node) or not self._in(self.cur, node)
+            old = set(_default_acl(node) if fresh else cur.get(node, {}).get("entries", []))
+            new = set(want.get(node, {}).get("entries", []))
+            if fresh and node not in want:
+                new = set(_default_acl(node))
+            if old == new:
+                continue
+            anode = f"acl:{node}"
+            self.extra_deps[anode] = {node}
+            for grantee, privs, _ in _group(old - new):
+                self.create(anode, f"REVOKE {privs} ON {a['on']} FROM {grantee}")
+            for grantee, privs, grantable in _group(new - old):
+                option = " WITH GRANT OPTION" if grantable else ""
+                self.create(anode, f"GRANT {privs} ON {a['on']} TO {grantee}{option}")
+
+    def default_acls(self) -> None:
+        cur, want = self.pair("default_acl")
+        words = {"r": "TABLES", "S": "SEQUENCES", "f": "FUNCTIONS", "T": "TYPES", "n": "SCHEMAS"}
+        for key in sorted(cur.keys() | want.keys()):
+            d = want.get(key) or cur[key]
+            base = _default_acl_baseline(d)
+            old = set(cur[key]["entries"]) if key in cur else base
+            new = set(want[key]["entries"]) if key in want else base
+            if old == new:
+                continue
+            head = "ALTER DEFAULT PRIVILEGES"
+            if d["role"]:
+                head += f" FOR ROLE {d['role']}"
+            if d["schema"]:
+                head += f" IN SCHEMA {d['schema']}"
+            node = f"default_acl:{key}"
+            if d["schema"]:
+                self.extra_deps[node] = {f"schema:{d['schema']}"}
+            what = words[d["objtype"]]
+            for grantee, privs, _ in _group(old - new):
+                self.create(node, f"{head} REVOKE {privs} ON {what} FROM {grantee}")
+            for grantee, privs, grantable in _group(new - old):
+                option = " WITH GRANT OPTION" if grantable else ""
+                self.create(node, f"{head} GRANT {privs} ON {what} TO {grantee}{option}")
+
+
+def _merge(child: dict[str, Any], pold: dict[str, Any], pnew: dict[str, Any]) -> dict[str, Any]:
+    """A partition's column as it will be once its parent's column changed."""
+    out = dict(child)
+    for key in ("type", "collation", "notNull"):
+        out[key] = pnew[key]
+    if child["default"] == pold["default"]:
+        out["default"] = pnew["default"]
+    return out
+
+
+def _replaceable(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """CREATE OR REPLACE can take ``old`` to ``new`` (same kind, result, names, defaults)."""
+    return bool(
+        old["kind"] == new["kind"]
+        and old["kind"] != "a"
+        and old["result"] == new["result"]
+        and old["_argnames"] == new["_argnames"]
+        and new["_defaults"] >= old["_defaults"]
+    )
+
+
+def _default_acl(node: str) -> list[str]:
+    """What an object of this kind grants when just created (besides its owner)."""
+    if node.startswith("function:"):
+        return ["PUBLIC|EXECUTE|"]
+    if node.split(":", 1)[0] in ("domain", "enum", "ctype", "range"):
+        return ["PUBLIC|USAGE|"]
+    return []
+
+
+def _default_acl_baseline(d: dict[str, Any]) -> set[str]:
+    if d["schema"]:
+        return set()
+    return {"f": {"PUBLIC|EXECUTE|"}, "T": {"PUBLIC|USAGE|"}}.get(d["objtype"], set())
+
+
+def _group(entries: set[str]) -> list[tuple[str, str, bool]]:
+    """Entries grouped per grantee and grant option: (grantee, 'SELECT, UPDATE (c)', option)."""
+    grouped: dict[tuple[str, bool], list[str]] = {}
+    for entry in entries:
+        grantee, priv, grantable = entry.split("|")
+        grouped.setdefault((grantee, grantable == "g"), []).append(
+            priv.replace("(", " (", 1) if "(" in priv else priv
+        )
+    return [(g, ", ".join(sorted(p)), opt) for (g, opt), p in sorted(grouped.items())]
 
 
 def diff(current: Schema, desired: Schema) -> list[Statement]:

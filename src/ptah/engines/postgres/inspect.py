@@ -1,18 +1,26 @@
-"""Set-based PostgreSQL catalog inspection: one query per object kind, any number of tables.
+"""Set-based PostgreSQL catalog inspection: one query per object kind, any number of objects.
 
 Every query runs with ``search_path = pg_catalog`` so that ``format_type``,
-``pg_get_expr``, ``pg_get_constraintdef``, ``pg_get_indexdef`` and
-``pg_get_viewdef`` print fully qualified names: the text is then valid in any
-session and identical between the scratch database and the target. Names are
-quoted by the server (``quote_ident``), so the differ never guesses quoting.
-Objects that belong to an extension are left to the extension.
+``pg_get_expr``, ``pg_get_constraintdef``, ``pg_get_indexdef``,
+``pg_get_functiondef``, ``pg_get_triggerdef`` and ``pg_get_viewdef`` print
+fully qualified names: the text is then valid in any session and identical
+between the scratch database and the target. Names are quoted by the server
+(``quote_ident``), so the differ never guesses quoting. Objects that belong to
+an extension are left to the extension.
+
+Besides the definitions, inspection records (under private keys, outside the
+fingerprint) the dependency graph between the objects, read from
+``pg_depend`` (:mod:`ptah.engines.postgres.graph`), and the census of every
+object the catalogs hold that the inspection did not take in.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from ptah.engines.model import PlanError, Schema
+from ptah.engines.postgres import graph
 
 _USER_NS = (
     "n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')"
@@ -27,28 +35,131 @@ def _not_ext(catalog: str, oid: str) -> str:
     )
 
 
+def _qn(ns: str, name: str) -> str:
+    return f"quote_ident({ns}.nspname) || '.' || quote_ident({name})"
+
+
+KINDS = (
+    "extension",
+    "schema",
+    "collation",
+    "enum",
+    "domain",
+    "ctype",
+    "range",
+    "function",
+    "sequence",
+    "table",
+    "constraint",
+    "index",
+    "view",
+    "trigger",
+    "policy",
+    "event_trigger",
+    "acl",
+    "default_acl",
+    "comment",
+)
+
 Q_SCHEMAS = f"""
-SELECT quote_ident(n.nspname) FROM pg_namespace n
+SELECT n.oid, quote_ident(n.nspname) FROM pg_namespace n
 WHERE {_USER_NS} AND {_not_ext("pg_namespace", "n.oid")}
 """
 
 Q_EXTENSIONS = """
-SELECT quote_ident(x.extname), quote_ident(n.nspname)
+SELECT x.oid, quote_ident(x.extname), quote_ident(n.nspname)
 FROM pg_extension x JOIN pg_namespace n ON n.oid = x.extnamespace
 WHERE x.extname <> 'plpgsql'
 """
 
+Q_COLLATIONS = f"""
+SELECT c.oid, {_qn("n", "c.collname")}, c.collprovider::text, c.collisdeterministic,
+       c.collcollate, c.collctype, c.colliculocale
+FROM pg_collation c JOIN pg_namespace n ON n.oid = c.collnamespace
+WHERE {_USER_NS} AND {_not_ext("pg_collation", "c.oid")}
+"""
+
 Q_ENUMS = f"""
-SELECT quote_ident(n.nspname) || '.' || quote_ident(t.typname),
+SELECT t.oid, {_qn("n", "t.typname")},
        array_agg(e.enumlabel::text ORDER BY e.enumsortorder)
 FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
 JOIN pg_enum e ON e.enumtypid = t.oid
 WHERE {_USER_NS} AND {_not_ext("pg_type", "t.oid")}
-GROUP BY 1
+GROUP BY t.oid, n.nspname, t.typname
+"""
+
+Q_DOMAINS = f"""
+SELECT t.oid, {_qn("n", "t.typname")}, format_type(t.typbasetype, t.typtypmod),
+       CASE WHEN t.typcollation <> b.typcollation
+            THEN {_qn("cn", "co.collname")} END,
+       pg_get_expr(t.typdefaultbin, 0), t.typnotnull,
+       ARRAY(SELECT ARRAY[quote_ident(k.conname), pg_get_constraintdef(k.oid)]
+               FROM pg_constraint k WHERE k.contypid = t.oid AND k.contype = 'c'
+              ORDER BY k.conname)
+FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace
+JOIN pg_type b ON b.oid = t.typbasetype
+LEFT JOIN pg_collation co ON co.oid = t.typcollation
+LEFT JOIN pg_namespace cn ON cn.oid = co.collnamespace
+WHERE t.typtype = 'd' AND {_USER_NS} AND {_not_ext("pg_type", "t.oid")}
+"""
+
+Q_COMPOSITES = f"""
+SELECT t.oid, c.oid, {_qn("n", "t.typname")},
+       ARRAY(SELECT ARRAY[quote_ident(a.attname), format_type(a.atttypid, a.atttypmod),
+                          CASE WHEN a.attcollation <> at.typcollation
+                               THEN {_qn("cn", "co.collname")} ELSE '' END]
+               FROM pg_attribute a JOIN pg_type at ON at.oid = a.atttypid
+               LEFT JOIN pg_collation co ON co.oid = a.attcollation
+               LEFT JOIN pg_namespace cn ON cn.oid = co.collnamespace
+              WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+              ORDER BY a.attnum)
+FROM pg_type t JOIN pg_class c ON c.oid = t.typrelid AND c.relkind = 'c'
+JOIN pg_namespace n ON n.oid = t.typnamespace
+WHERE t.typtype = 'c' AND {_USER_NS} AND {_not_ext("pg_type", "t.oid")}
+"""
+
+Q_RANGES = f"""
+SELECT t.oid, r.rngmultitypid, {_qn("n", "t.typname")}, format_type(r.rngsubtype, NULL),
+       CASE WHEN NOT o.opcdefault THEN {_qn("on_", "o.opcname")} END,
+       CASE WHEN r.rngcollation <> 0 AND r.rngcollation <> st.typcollation
+            THEN {_qn("cn", "co.collname")} END,
+       CASE WHEN r.rngcanonical <> 0 THEN r.rngcanonical::regproc::text END,
+       CASE WHEN r.rngsubdiff <> 0 THEN r.rngsubdiff::regproc::text END,
+       {_qn("mn", "mt.typname")}
+FROM pg_range r JOIN pg_type t ON t.oid = r.rngtypid
+JOIN pg_namespace n ON n.oid = t.typnamespace
+JOIN pg_type st ON st.oid = r.rngsubtype
+JOIN pg_opclass o ON o.oid = r.rngsubopc JOIN pg_namespace on_ ON on_.oid = o.opcnamespace
+LEFT JOIN pg_collation co ON co.oid = r.rngcollation
+LEFT JOIN pg_namespace cn ON cn.oid = co.collnamespace
+JOIN pg_type mt ON mt.oid = r.rngmultitypid JOIN pg_namespace mn ON mn.oid = mt.typnamespace
+WHERE {_USER_NS} AND {_not_ext("pg_type", "t.oid")}
+"""
+
+Q_FUNCTIONS = f"""
+SELECT p.oid, {_qn("n", "p.proname")} || '(' || pg_get_function_identity_arguments(p.oid) || ')',
+       p.prokind::text, pg_get_function_result(p.oid), pg_get_function_arguments(p.oid),
+       CASE WHEN p.prokind IN ('f', 'p', 'w') THEN pg_get_functiondef(p.oid) END,
+       coalesce(array_to_string(p.proargnames, ','), ''), p.pronargdefaults,
+       a.aggkind::text, a.aggtransfn::regproc::text, format_type(a.aggtranstype, NULL),
+       nullif(a.aggfinalfn::regproc::text, '-'), a.aggfinalextra, a.aggfinalmodify::text,
+       nullif(a.aggcombinefn::regproc::text, '-'), nullif(a.aggserialfn::regproc::text, '-'),
+       nullif(a.aggdeserialfn::regproc::text, '-'), a.agginitval,
+       nullif(a.aggmtransfn::regproc::text, '-'), nullif(a.aggminvtransfn::regproc::text, '-'),
+       CASE WHEN a.aggmtranstype <> 0 THEN format_type(a.aggmtranstype, NULL) END,
+       nullif(a.aggmfinalfn::regproc::text, '-'), a.aggmfinalextra,
+       a.aggmfinalmodify::text, a.aggminitval,
+       CASE WHEN a.aggsortop <> 0 THEN a.aggsortop::regoperator::text END,
+       a.aggtransspace, a.aggmtransspace, p.proparallel::text, a.aggnumdirectargs
+FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+LEFT JOIN pg_aggregate a ON a.aggfnoid = p.oid
+WHERE {_USER_NS} AND {_not_ext("pg_proc", "p.oid")}
+  AND NOT EXISTS (SELECT 1 FROM pg_depend i WHERE i.classid = 'pg_proc'::regclass
+                  AND i.objid = p.oid AND i.deptype = 'i')
 """
 
 Q_SEQUENCES = f"""
-SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname),
+SELECT c.oid, {_qn("n", "c.relname")},
        format_type(s.seqtypid, NULL), s.seqstart::text, s.seqincrement::text,
        s.seqmin::text, s.seqmax::text, s.seqcache::text, s.seqcycle,
        (SELECT quote_ident(tn.nspname) || '.' || quote_ident(tc.relname) || '.'
@@ -57,7 +168,8 @@ SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname),
           JOIN pg_namespace tn ON tn.oid = tc.relnamespace
           JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
          WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid
-           AND d.refclassid = 'pg_class'::regclass AND d.deptype = 'a' LIMIT 1)
+           AND d.refclassid = 'pg_class'::regclass AND d.deptype = 'a' LIMIT 1),
+       c.relpersistence::text
 FROM pg_sequence s JOIN pg_class c ON c.oid = s.seqrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE {_USER_NS} AND {_not_ext("pg_class", "c.oid")}
@@ -66,18 +178,29 @@ WHERE {_USER_NS} AND {_not_ext("pg_class", "c.oid")}
 """
 
 Q_TABLES = f"""
-SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), c.relkind::text,
-       c.relispartition
+SELECT c.oid, {_qn("n", "c.relname")}, c.relkind::text, c.relispartition,
+       c.relpersistence::text, coalesce(c.reloptions, '{{}}'), c.relrowsecurity,
+       c.relforcerowsecurity, c.relreplident::text,
+       (SELECT quote_ident(ri.relname) FROM pg_index x JOIN pg_class ri ON ri.oid = x.indexrelid
+         WHERE x.indrelid = c.oid AND x.indisreplident),
+       CASE WHEN c.relkind = 'p' THEN pg_get_partkeydef(c.oid) END,
+       (SELECT {_qn("pn", "pc.relname")} FROM pg_inherits h JOIN pg_class pc ON pc.oid = h.inhparent
+          JOIN pg_namespace pn ON pn.oid = pc.relnamespace WHERE h.inhrelid = c.oid),
+       pg_get_expr(c.relpartbound, c.oid),
+       c.reloftype <> 0, am.amname
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+LEFT JOIN pg_am am ON am.oid = c.relam
 WHERE c.relkind IN ('r', 'p') AND {_USER_NS} AND {_not_ext("pg_class", "c.oid")}
 """
 
 Q_COLUMNS = f"""
-SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), quote_ident(a.attname),
+SELECT c.oid, quote_ident(a.attname),
        a.attnum, format_type(a.atttypid, a.atttypmod), a.attnotnull,
        pg_get_expr(ad.adbin, ad.adrelid), a.attidentity::text, a.attgenerated::text,
        CASE WHEN a.attcollation <> t.typcollation
-            THEN quote_ident(cn.nspname) || '.' || quote_ident(co.collname) END
+            THEN quote_ident(cn.nspname) || '.' || quote_ident(co.collname) END,
+       a.attstattarget, CASE WHEN a.attstorage <> t.typstorage THEN a.attstorage::text END,
+       a.attcompression::text, a.attislocal, ad.oid
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_type t ON t.oid = a.atttypid
@@ -89,172 +212,566 @@ WHERE c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped
 """
 
 Q_CONSTRAINTS = f"""
-SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), quote_ident(k.conname),
-       k.contype::text, pg_get_constraintdef(k.oid)
+SELECT k.oid, k.conindid, {_qn("n", "c.relname")}, quote_ident(k.conname),
+       k.contype::text, pg_get_constraintdef(k.oid),
+       k.contype IN ('p', 'u', 'x') AND coalesce(
+         (SELECT x.indisclustered FROM pg_index x WHERE x.indexrelid = k.conindid), false)
 FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE k.contype IN ('p', 'u', 'c', 'f', 'x') AND k.conislocal
+WHERE k.contype IN ('p', 'u', 'c', 'f', 'x') AND k.conislocal AND k.conparentid = 0
   AND {_USER_NS} AND {_not_ext("pg_class", "c.oid")}
 """
 
 Q_INDEXES = f"""
-SELECT quote_ident(n.nspname) || '.' || quote_ident(ic.relname),
-       quote_ident(n.nspname) || '.' || quote_ident(tc.relname),
-       pg_get_indexdef(i.indexrelid), i.indisunique
+SELECT ic.oid, {_qn("n", "ic.relname")}, {_qn("n", "tc.relname")},
+       pg_get_indexdef(i.indexrelid), i.indisunique,
+       ARRAY(SELECT ARRAY[a.attnum::text, a.attstattarget::text] FROM pg_attribute a
+              WHERE a.attrelid = ic.oid AND a.attstattarget >= 0 ORDER BY a.attnum),
+       i.indisclustered
 FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
 JOIN pg_class tc ON tc.oid = i.indrelid
 JOIN pg_namespace n ON n.oid = ic.relnamespace
 WHERE tc.relkind IN ('r', 'p', 'm') AND {_USER_NS} AND {_not_ext("pg_class", "tc.oid")}
+  AND NOT ic.relispartition
   AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid
                   AND k.contype IN ('p', 'u', 'x'))
 """
 
 Q_VIEWS = f"""
-SELECT quote_ident(n.nspname) || '.' || quote_ident(c.relname), c.relkind::text,
-       pg_get_viewdef(c.oid),
-       ARRAY(SELECT DISTINCT quote_ident(rn.nspname) || '.' || quote_ident(rc.relname)
-               FROM pg_rewrite r JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass
-                    AND d.objid = r.oid AND d.refclassid = 'pg_class'::regclass
-               JOIN pg_class rc ON rc.oid = d.refobjid AND rc.oid <> c.oid
-               JOIN pg_namespace rn ON rn.oid = rc.relnamespace
-              WHERE r.ev_class = c.oid)
+SELECT c.oid, {_qn("n", "c.relname")}, c.relkind::text,
+       pg_get_viewdef(c.oid), coalesce(c.reloptions, '{{}}')
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('v', 'm') AND {_USER_NS} AND {_not_ext("pg_class", "c.oid")}
 """
 
-# Comments on schemas, relations (and their columns), and types.
-Q_COMMENTS = f"""
-SELECT CASE WHEN c.relkind IN ('r', 'p') AND d.objsubid = 0 THEN 'TABLE'
-            WHEN d.objsubid <> 0 THEN 'COLUMN'
-            WHEN c.relkind = 'v' THEN 'VIEW'
-            WHEN c.relkind = 'm' THEN 'MATERIALIZED VIEW'
-            WHEN c.relkind = 'S' THEN 'SEQUENCE'
-            WHEN c.relkind = 'i' THEN 'INDEX' END,
-       quote_ident(n.nspname) || '.' || quote_ident(c.relname)
-         || CASE WHEN d.objsubid <> 0 THEN '.' || quote_ident(a.attname) ELSE '' END,
-       d.description
-FROM pg_description d JOIN pg_class c ON d.classoid = 'pg_class'::regclass AND c.oid = d.objoid
+Q_TRIGGERS = f"""
+SELECT g.oid, g.tgconstraint, {_qn("n", "c.relname")}, quote_ident(g.tgname),
+       pg_get_triggerdef(g.oid), g.tgenabled::text
+FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
-LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = d.objsubid
-WHERE {_USER_NS} AND c.relkind IN ('r', 'p', 'v', 'm', 'S', 'i')
+WHERE NOT g.tgisinternal AND g.tgparentid = 0 AND {_USER_NS}
   AND {_not_ext("pg_class", "c.oid")}
-UNION ALL
-SELECT 'SCHEMA', quote_ident(n.nspname), d.description
-FROM pg_description d JOIN pg_namespace n
-  ON d.classoid = 'pg_namespace'::regclass AND n.oid = d.objoid
-WHERE {_USER_NS} AND {_not_ext("pg_namespace", "n.oid")}
-UNION ALL
-SELECT 'TYPE', quote_ident(n.nspname) || '.' || quote_ident(t.typname), d.description
-FROM pg_description d JOIN pg_type t ON d.classoid = 'pg_type'::regclass AND t.oid = d.objoid
-JOIN pg_namespace n ON n.oid = t.typnamespace
-WHERE {_USER_NS} AND {_not_ext("pg_type", "t.oid")}
 """
 
-# Objects Ptah does not manage yet: reported, never silently ignored.
-Q_UNMANAGED = f"""
-SELECT 'function', count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
- WHERE {_USER_NS} AND {_not_ext("pg_proc", "p.oid")}
-UNION ALL
-SELECT 'trigger', count(*) FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid
-  JOIN pg_namespace n ON n.oid = c.relnamespace WHERE NOT g.tgisinternal AND {_USER_NS}
-UNION ALL
-SELECT 'domain or composite type', count(*) FROM pg_type t
-  JOIN pg_namespace n ON n.oid = t.typnamespace
- WHERE t.typtype IN ('d', 'c') AND {_USER_NS} AND {_not_ext("pg_type", "t.oid")}
-   AND NOT EXISTS (SELECT 1 FROM pg_class r WHERE r.oid = t.typrelid AND r.relkind <> 'c')
+Q_POLICIES = f"""
+SELECT p.oid, {_qn("n", "c.relname")}, quote_ident(p.polname), p.polpermissive,
+       p.polcmd::text,
+       ARRAY(SELECT CASE WHEN r = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(r)) END
+               FROM unnest(p.polroles) r ORDER BY 1),
+       pg_get_expr(p.polqual, p.polrelid), pg_get_expr(p.polwithcheck, p.polrelid)
+FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE {_USER_NS} AND {_not_ext("pg_class", "c.oid")}
 """
+
+Q_EVENT_TRIGGERS = f"""
+SELECT et.oid, quote_ident(et.evtname), et.evtevent, et.evtfoid::regproc::text,
+       et.evtenabled::text, coalesce(et.evttags, '{{}}')
+FROM pg_event_trigger et WHERE {_not_ext("pg_event_trigger", "et.oid")}
+"""
+
+# Privileges as granted, with the object's defaults filled in and the owner's own left out:
+# the owner differs between scratch and target only by who loaded the file.
+_ACL_ROW = """
+SELECT {kind}, {name}, {node_cat}, {node_oid},
+       CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)) END
+         || '|' || x.privilege_type || {col} || '|' || CASE WHEN x.is_grantable THEN 'g' ELSE ''
+         END
+FROM {source}, aclexplode(coalesce({acl}, acldefault({deftype}, {owner}))) x
+WHERE x.grantee <> {owner}
+"""
+
+Q_ACLS = "\nUNION ALL\n".join(
+    _ACL_ROW.format(**parts)
+    for parts in (
+        {
+            "kind": "CASE WHEN c.relkind = 'S' THEN 'SEQUENCE' ELSE 'TABLE' END",
+            "name": _qn("n", "c.relname"),
+            "node_cat": "'pg_class'",
+            "node_oid": "c.oid",
+            "col": "''",
+            "source": "pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace",
+            "acl": "c.relacl",
+            "deftype": "CASE WHEN c.relkind = 'S' THEN 's' ELSE 'r' END::\"char\"",
+            "owner": "c.relowner",
+        },
+        {
+            "kind": "'TABLE'",
+            "name": _qn("n", "c.relname"),
+            "node_cat": "'pg_class'",
+            "node_oid": "c.oid",
+            "col": "'(' || quote_ident(a.attname) || ')'",
+            "source": "pg_attribute a JOIN pg_class c ON c.oid = a.attrelid"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace",
+            "acl": "a.attacl",
+            "deftype": "'c'::\"char\"",
+            "owner": "c.relowner",
+        },
+        {
+            "kind": "'SCHEMA'",
+            "name": "quote_ident(n.nspname)",
+            "node_cat": "'pg_namespace'",
+            "node_oid": "n.oid",
+            "col": "''",
+            "source": "pg_namespace n",
+            "acl": "n.nspacl",
+            "deftype": "'n'::\"char\"",
+            "owner": "n.nspowner",
+        },
+        {
+            "kind": "CASE WHEN p.prokind = 'p' THEN 'PROCEDURE' ELSE 'FUNCTION' END",
+            "name": _qn("n", "p.proname")
+            + " || '(' || pg_get_function_identity_arguments(p.oid) || ')'",
+            "node_cat": "'pg_proc'",
+            "node_oid": "p.oid",
+            "col": "''",
+            "source": "pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace",
+            "acl": "p.proacl",
+            "deftype": "'f'::\"char\"",
+            "owner": "p.proowner",
+        },
+        {
+            "kind": "CASE WHEN t.typtype = 'd' THEN 'DOMAIN' ELSE 'TYPE' END",
+            "name": _qn("n", "t.typname"),
+            "node_cat": "'pg_type'",
+            "node_oid": "t.oid",
+            "col": "''",
+            "source": "pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace",
+            "acl": "t.typacl",
+            "deftype": "'T'::\"char\"",
+            "owner": "t.typowner",
+        },
+    )
+)
+# Restrict each branch to user objects (appended per branch by the caller below).
+_ACL_FILTERS = (
+    f"c.relkind IN ('r', 'p', 'v', 'm', 'S') AND {_USER_NS} AND {_not_ext('pg_class', 'c.oid')}",
+    f"a.attacl IS NOT NULL AND a.attnum > 0 AND NOT a.attisdropped AND {_USER_NS}"
+    f" AND {_not_ext('pg_class', 'c.oid')}",
+    f"{_USER_NS} AND {_not_ext('pg_namespace', 'n.oid')}",
+    f"{_USER_NS} AND {_not_ext('pg_proc', 'p.oid')}",
+    f"t.typtype IN ('e', 'd', 'c', 'r') AND {_USER_NS} AND {_not_ext('pg_type', 't.oid')}"
+    " AND NOT EXISTS (SELECT 1 FROM pg_class r WHERE r.oid = t.typrelid AND r.relkind <> 'c')",
+)
+Q_ACLS = "\nUNION ALL\n".join(
+    part.strip() + f"\n  AND {flt}"
+    for part, flt in zip(Q_ACLS.split("\nUNION ALL\n"), _ACL_FILTERS, strict=True)
+)
+
+Q_DEFAULT_ACLS = """
+SELECT d.oid, CASE WHEN d.defaclrole = (SELECT oid FROM pg_roles WHERE rolname = current_user)
+            THEN '' ELSE quote_ident(pg_get_userbyid(d.defaclrole)) END,
+       coalesce(quote_ident(n.nspname), ''), d.defaclobjtype::text,
+       ARRAY(SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC'
+                         ELSE quote_ident(pg_get_userbyid(x.grantee)) END
+                    || '|' || x.privilege_type || '|' || CASE WHEN x.is_grantable THEN 'g'
+                    ELSE '' END
+               FROM aclexplode(d.defaclacl) x WHERE x.grantee <> d.defaclrole ORDER BY 1)
+FROM pg_default_acl d LEFT JOIN pg_namespace n ON n.oid = d.defaclnamespace
+"""
+
+# Every comment, named as COMMENT ON names its object.
+Q_COMMENTS = """
+SELECT d.classoid::regclass::text, d.objoid, d.objsubid, o.type, o.identity, d.description
+FROM pg_description d, pg_identify_object(d.classoid, d.objoid, d.objsubid) o
+WHERE d.objoid >= 16384
+  AND NOT EXISTS (SELECT 1 FROM pg_depend e WHERE e.classid = d.classoid
+                  AND e.objid = d.objoid AND e.deptype = 'e')
+UNION ALL
+SELECT 'pg_namespace', n.oid, 0, 'schema', quote_ident(n.nspname), d.description
+FROM pg_description d JOIN pg_namespace n
+  ON d.classoid = 'pg_namespace'::regclass AND n.oid = d.objoid
+WHERE n.oid < 16384 AND n.nspname = 'public'
+"""
+
+_COMMENT_WORDS = {
+    "table column": "COLUMN",
+    "view column": "COLUMN",
+    "materialized view column": "COLUMN",
+    "composite type column": "COLUMN",
+    "composite type": "TYPE",
+    "table constraint": "CONSTRAINT",
+    "domain constraint": "CONSTRAINT",
+}
+
+
+def comment_target(objtype: str, identity: str) -> str:
+    """What follows COMMENT ON for an object pg_identify_object named so."""
+    word = _COMMENT_WORDS.get(objtype, objtype.upper())
+    if objtype == "domain constraint":
+        name, _, dom = identity.partition(" on ")
+        return f"CONSTRAINT {name} ON DOMAIN {dom}"
+    if objtype in ("table constraint", "trigger", "policy"):
+        name, _, rel = identity.partition(" on ")
+        return f"{word} {name} ON {rel}"
+    return f"{word} {identity}"
+
+
+def _rows(cur: Any, query: str) -> list[tuple[Any, ...]]:
+    cur.execute(query)
+    rows: list[tuple[Any, ...]] = cur.fetchall()
+    return rows
+
+
+def _aggregate_sql(name: str, args: str, r: tuple[Any, ...]) -> str:
+    (
+        kind,
+        sfunc,
+        stype,
+        ffunc,
+        fextra,
+        fmod,
+        combine,
+        serial,
+        deserial,
+        init,
+        msfunc,
+        minv,
+        mstype,
+        mffunc,
+        mfextra,
+        mfmod,
+        minit,
+        sortop,
+        space,
+        mspace,
+        parallel,
+    ) = r
+    opts = [f"SFUNC = {sfunc}", f"STYPE = {stype}"]
+    if space:
+        opts.append(f"SSPACE = {space}")
+    if ffunc:
+        opts.append(f"FINALFUNC = {ffunc}")
+        if fextra:
+            opts.append("FINALFUNC_EXTRA")
+        opts.append(f"FINALFUNC_MODIFY = {_MODIFY[fmod]}")
+    for word, value in (
+        ("COMBINEFUNC", combine),
+        ("SERIALFUNC", serial),
+        ("DESERIALFUNC", deserial),
+    ):
+        if value:
+            opts.append(f"{word} = {value}")
+    if init is not None:
+        opts.append("INITCOND = " + _lit(init))
+    if msfunc:
+        opts += [f"MSFUNC = {msfunc}", f"MINVFUNC = {minv}", f"MSTYPE = {mstype}"]
+        if mspace:
+            opts.append(f"MSSPACE = {mspace}")
+        if mffunc:
+            opts.append(f"MFINALFUNC = {mffunc}")
+            if mfextra:
+                opts.append("MFINALFUNC_EXTRA")
+            opts.append(f"MFINALFUNC_MODIFY = {_MODIFY[mfmod]}")
+        if minit is not None:
+            opts.append("MINITCOND = " + _lit(minit))
+    if sortop:
+        opts.append(f"SORTOP = {sortop.split('(')[0]}")
+    if parallel != "u":
+        opts.append("PARALLEL = " + {"s": "SAFE", "r": "RESTRICTED"}[parallel])
+    if kind == "h":
+        opts.append("HYPOTHETICAL")
+    return (
+        f"CREATE AGGREGATE {name.split('(')[0]}({args or '*'}) (\n  " + ",\n  ".join(opts) + "\n)"
+    )
+
+
+_MODIFY = {"r": "READ_ONLY", "s": "SHAREABLE", "w": "READ_WRITE"}
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 def inspect(conn: Any) -> Schema:
     """Read the whole user schema in the connection's current transaction.
 
     The caller owns the transaction (read-only, repeatable read on the target;
-    the loading transaction on a scratch database).
+    the loading transaction on a scratch database). The census of what was
+    not taken in is under ``schema["_meta"]["unmanaged"]``.
     """
-    schema: Schema = {
-        k: {}
-        for k in (
-            "extension",
-            "schema",
-            "enum",
-            "sequence",
-            "table",
-            "constraint",
-            "index",
-            "view",
-            "comment",
-        )
-    }
+    schema: Schema = {k: {} for k in KINDS}
+    nodes = graph.NodeMap()
     with conn.cursor() as cur:
         cur.execute("SET LOCAL search_path = pg_catalog")
-        cur.execute(Q_SCHEMAS)
-        for (name,) in cur.fetchall():
-            schema["schema"][name] = {}
-        cur.execute(Q_EXTENSIONS)
-        for name, nsp in cur.fetchall():
-            schema["extension"][name] = {"schema": nsp}
-        cur.execute(Q_ENUMS)
-        for name, labels in cur.fetchall():
-            schema["enum"][name] = {"labels": list(labels)}
-        cur.execute(Q_SEQUENCES)
-        for name, typ, start, inc, mn, mx, cache, cycle, owned in cur.fetchall():
-            schema["sequence"][name] = {
-                "type": typ,
-                "start": start,
-                "increment": inc,
-                "min": mn,
-                "max": mx,
-                "cache": cache,
-                "cycle": bool(cycle),
-                "ownedBy": owned,
-            }
-        cur.execute(Q_TABLES)
-        for name, kind, is_partition in cur.fetchall():
-            if kind == "p" or is_partition:
-                raise PlanError(
-                    f"table {name} is partitioned; Ptah does not plan partitioning yet",
-                    "Unsupported",
-                )
-            schema["table"][name] = {"columns": {}}
-        cur.execute(Q_COLUMNS)
-        for table, col, num, typ, notnull, default, ident, gen, coll in cur.fetchall():
-            schema["table"][table]["columns"][col] = {
-                "_n": num,
-                "type": typ,
-                "notNull": bool(notnull),
-                "default": default,
-                "identity": ident or "",
-                "generated": gen or "",
-                "collation": coll,
-            }
-        cur.execute(Q_CONSTRAINTS)
-        for table, name, kind, definition in cur.fetchall():
-            schema["constraint"][f"{table}.{name}"] = {
-                "table": table,
-                "name": name,
-                "type": kind,
-                "def": definition,
-            }
-        cur.execute(Q_INDEXES)
-        for name, table, definition, unique in cur.fetchall():
-            schema["index"][name] = {"table": table, "def": definition, "unique": bool(unique)}
-        cur.execute(Q_VIEWS)
-        for name, kind, definition, deps in cur.fetchall():
-            schema["view"][name] = {
-                "materialized": kind == "m",
-                "def": definition.strip(),
-                "_deps": sorted(deps),
-            }
-        cur.execute(Q_COMMENTS)
-        for kind, name, text in cur.fetchall():
-            if kind:
-                schema["comment"][f"{kind} {name}"] = {"kind": kind, "on": name, "text": text}
+        _read_namespaces(cur, schema, nodes)
+        _read_types(cur, schema, nodes)
+        _read_functions(cur, schema, nodes)
+        _read_relations(cur, schema, nodes)
+        _read_dependents(cur, schema, nodes)
+        _read_privileges(cur, schema, nodes)
+        _read_comments(cur, schema, nodes)
+        t0 = time.perf_counter()
+        schema["_deps"] = graph.dependencies(cur, nodes)
+        unmanaged = graph.census(cur, nodes)
+        schema["_meta"] = {"unmanaged": unmanaged, "censusSeconds": time.perf_counter() - t0}
     return schema
 
 
-def unmanaged(conn: Any) -> list[str]:
-    """Warnings for objects the planner does not manage (functions, triggers, domains)."""
-    with conn.cursor() as cur:
-        cur.execute(Q_UNMANAGED)
-        rows = cur.fetchall()
-    return [f"{count} {kind}(s) not managed by Ptah's planner" for kind, count in rows if count]
+def _read_namespaces(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
+    for oid, name in _rows(cur, Q_SCHEMAS):
+        schema["schema"][name] = {}
+        nodes.add("pg_namespace", oid, f"schema:{name}")
+    for oid, name, nsp in _rows(cur, Q_EXTENSIONS):
+        schema["extension"][name] = {"schema": nsp}
+        nodes.add("pg_extension", oid, f"extension:{name}")
+    for oid, name, provider, deterministic, collate, ctype, icu in _rows(cur, Q_COLLATIONS):
+        schema["collation"][name] = {
+            "provider": provider,
+            "deterministic": bool(deterministic),
+            "collate": collate,
+            "ctype": ctype,
+            "icuLocale": icu,
+        }
+        nodes.add("pg_collation", oid, f"collation:{name}")
+
+
+def _read_types(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
+    for oid, name, labels in _rows(cur, Q_ENUMS):
+        schema["enum"][name] = {"labels": list(labels)}
+        nodes.add("pg_type", oid, f"enum:{name}")
+    for oid, name, base, coll, default, notnull, checks in _rows(cur, Q_DOMAINS):
+        schema["domain"][name] = {
+            "type": base,
+            "collation": coll,
+            "default": default,
+            "notNull": bool(notnull),
+            "checks": {c[0]: c[1] for c in checks},
+        }
+        nodes.add("pg_type", oid, f"domain:{name}")
+    for oid, reloid, name, attrs in _rows(cur, Q_COMPOSITES):
+        schema["ctype"][name] = {"attributes": [list(a) for a in attrs]}
+        nodes.add("pg_type", oid, f"ctype:{name}")
+        nodes.add("pg_class", reloid, f"ctype:{name}")
+    for oid, multi, name, sub, opclass, coll, canon, subdiff, mname in _rows(cur, Q_RANGES):
+        schema["range"][name] = {
+            "subtype": sub,
+            "opclass": opclass,
+            "collation": coll,
+            "canonical": canon,
+            "subdiff": subdiff,
+            "multirange": mname,
+        }
+        nodes.add("pg_type", oid, f"range:{name}")
+        nodes.add("pg_type", multi, f"range:{name}")
+    nodes.read_type_aliases(cur)
+
+
+def _read_functions(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
+    for row in _rows(cur, Q_FUNCTIONS):
+        oid, ident, kind, result, args, definition, argnames, ndefaults = row[:8]
+        if kind == "a":
+            definition = _aggregate_sql(ident, args, (*row[8:28], row[28]))
+            if row[8] == "o" or row[8] == "h":  # ordered-set: direct args before ORDER BY
+                pass
+        schema["function"][ident] = {
+            "kind": kind,
+            "result": result,
+            "args": args,
+            "def": definition.strip(),
+            "_argnames": argnames,
+            "_defaults": ndefaults,
+        }
+        nodes.add("pg_proc", oid, f"function:{ident}")
+
+
+def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
+    for oid, name, typ, start, inc, mn, mx, cache, cycle, owned, persist in _rows(cur, Q_SEQUENCES):
+        schema["sequence"][name] = {
+            "type": typ,
+            "start": start,
+            "increment": inc,
+            "min": mn,
+            "max": mx,
+            "cache": cache,
+            "cycle": bool(cycle),
+            "ownedBy": owned,
+            "unlogged": persist == "u",
+        }
+        nodes.add("pg_class", oid, f"sequence:{name}")
+    tables_by_oid: dict[int, str] = {}
+    for row in _rows(cur, Q_TABLES):
+        (
+            oid,
+            name,
+            kind,
+            is_partition,
+            persist,
+            reloptions,
+            rls,
+            force,
+            replident,
+            replindex,
+            partkey,
+            parent,
+            bound,
+            typed,
+            am,
+        ) = row
+        if parent and not is_partition:
+            raise PlanError(
+                f"table {name} inherits from {parent} (table inheritance); Ptah plans"
+                " declarative partitioning but not INHERITS",
+                "Unsupported",
+            )
+        if typed:
+            raise PlanError(
+                f"table {name} is a typed table (OF type); Ptah does not plan those", "Unsupported"
+            )
+        table: dict[str, Any] = {"columns": {}}
+        if persist == "u":
+            table["unlogged"] = True
+        if reloptions:
+            table["reloptions"] = sorted(reloptions)
+        if rls or force:
+            table["rls"] = {"enabled": bool(rls), "forced": bool(force)}
+        if replident != "d":
+            table["replicaIdentity"] = {
+                "n": "NOTHING",
+                "f": "FULL",
+                "i": f"USING INDEX {replindex}",
+            }[replident]
+        if partkey:
+            table["partitionBy"] = partkey
+        if is_partition:
+            table["partitionOf"] = parent
+            table["bound"] = bound
+        if am and am != "heap":
+            table["accessMethod"] = am
+        schema["table"][name] = table
+        tables_by_oid[oid] = name
+        nodes.add("pg_class", oid, f"table:{name}")
+    for row in _rows(cur, Q_COLUMNS):
+        (
+            reloid,
+            col,
+            num,
+            typ,
+            notnull,
+            default,
+            ident,
+            gen,
+            coll,
+            stat,
+            storage,
+            compression,
+            local,
+            adoid,
+        ) = row
+        table = schema["table"][tables_by_oid[reloid]]
+        column: dict[str, Any] = {
+            "_n": num,
+            "type": typ,
+            "notNull": bool(notnull),
+            "default": default,
+            "identity": ident or "",
+            "generated": gen or "",
+            "collation": coll,
+        }
+        if stat is not None and stat >= 0:
+            column["statistics"] = stat
+        if storage:
+            column["storage"] = {"p": "PLAIN", "e": "EXTERNAL", "m": "MAIN", "x": "EXTENDED"}[
+                storage
+            ]
+        if compression:
+            column["compression"] = {"p": "pglz", "l": "lz4"}.get(compression, compression)
+        if not local:
+            column["_inherited"] = True
+        table["columns"][col] = column
+        if adoid is not None:
+            nodes.add("pg_attrdef", adoid, f"table:{tables_by_oid[reloid]}")
+    for oid, indid, table, name, kind, definition, clustered in _rows(cur, Q_CONSTRAINTS):
+        key = f"{table}.{name}"
+        schema["constraint"][key] = {"table": table, "name": name, "type": kind, "def": definition}
+        if clustered:
+            schema["constraint"][key]["clustered"] = True
+        nodes.add("pg_constraint", oid, f"constraint:{key}")
+        if indid:
+            nodes.add("pg_class", indid, f"constraint:{key}")
+    for oid, name, table, definition, unique, stats, clustered in _rows(cur, Q_INDEXES):
+        index: dict[str, Any] = {
+            "table": table,
+            "def": definition.replace(" ON ONLY ", " ON ", 1),
+            "unique": bool(unique),
+        }
+        if stats:
+            index["statistics"] = {s[0]: int(s[1]) for s in stats}
+        if clustered:
+            index["clustered"] = True
+        schema["index"][name] = index
+        nodes.add("pg_class", oid, f"index:{name}")
+    for oid, name, kind, definition, reloptions in _rows(cur, Q_VIEWS):
+        view: dict[str, Any] = {"materialized": kind == "m", "def": definition.strip()}
+        if reloptions:
+            view["reloptions"] = sorted(reloptions)
+        schema["view"][name] = view
+        nodes.add("pg_class", oid, f"view:{name}")
+    nodes.read_rules(cur)
+
+
+def _read_dependents(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
+    for oid, conoid, table, name, definition, enabled in _rows(cur, Q_TRIGGERS):
+        key = f"{table}.{name}"
+        schema["trigger"][key] = {
+            "table": table,
+            "name": name,
+            "def": definition,
+            "enabled": enabled,
+        }
+        nodes.add("pg_trigger", oid, f"trigger:{key}")
+        if conoid:
+            nodes.add("pg_constraint", conoid, f"trigger:{key}")
+    for oid, table, name, permissive, cmd, roles, qual, check in _rows(cur, Q_POLICIES):
+        key = f"{table}.{name}"
+        schema["policy"][key] = {
+            "table": table,
+            "name": name,
+            "permissive": bool(permissive),
+            "command": {"r": "SELECT", "a": "INSERT", "w": "UPDATE", "d": "DELETE", "*": "ALL"}[
+                cmd
+            ],
+            "roles": list(roles),
+            "using": qual,
+            "check": check,
+        }
+        nodes.add("pg_policy", oid, f"policy:{key}")
+    for oid, name, event, func, enabled, tags in _rows(cur, Q_EVENT_TRIGGERS):
+        schema["event_trigger"][name] = {
+            "event": event,
+            "function": func,
+            "enabled": enabled,
+            "tags": sorted(tags),
+        }
+        nodes.add("pg_event_trigger", oid, f"event_trigger:{name}")
+
+
+def _read_privileges(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
+    acls: dict[str, dict[str, Any]] = {}
+    for kind, name, catalog, oid, entry in _rows(cur, Q_ACLS):
+        node = nodes.get(catalog, oid)
+        if node is None:
+            continue
+        acl = acls.setdefault(node, {"on": f"{kind} {name}", "entries": []})
+        acl["entries"].append(entry)
+    for node, acl in acls.items():
+        acl["entries"].sort()
+        schema["acl"][node] = acl
+    for oid, role, nsp, objtype, entries in _rows(cur, Q_DEFAULT_ACLS):
+        key = f"{role}|{nsp}|{objtype}"
+        nodes.add("pg_default_acl", oid, f"default_acl:{key}")
+        schema["default_acl"][key] = {
+            "role": role,
+            "schema": nsp,
+            "objtype": objtype,
+            "entries": list(entries),
+        }
+
+
+def _read_comments(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
+    for catalog, oid, subid, objtype, identity, text in _rows(cur, Q_COMMENTS):
+        node = nodes.get(catalog, oid)
+        if node is None:
+            continue  # the census names the object itself
+        target = comment_target(objtype, identity)
+        schema["comment"][target] = {"on": target, "node": node, "text": text, "_sub": subid}

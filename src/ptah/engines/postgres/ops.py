@@ -65,6 +65,9 @@ class PostgresOps:
                 continue
             with conn.transaction():
                 self._set_timeouts(conn, timeouts, local=True)
+                # As pg_dump does: bodies were checked when the desired file was loaded,
+                # and a body may name objects the plan creates later in the same run.
+                conn.execute("SET LOCAL check_function_bodies = false")
                 if number == 0:
                     self._check(conn, expected_before)
                 for stmt in group:

@@ -1,0 +1,217 @@
+"""The catalog's own view of a PostgreSQL schema: object nodes, dependencies, census.
+
+Inspection names every object it takes in by a node key (``table:app.orders``,
+``function:app.f(integer)``) and records which catalog row (catalog, oid) it
+came from. From that map this module reads:
+
+* the dependency graph, from ``pg_depend`` (normal and automatic
+  dependencies between user objects), so the differ orders creates and drops
+  as the server requires rather than by a fixed list of kinds;
+* the census: every object the catalogs hold in the database (outside
+  extensions and the system), found from the catalogs themselves and never
+  by reading the desired file. An object that maps to no node was not taken
+  in by inspection; it is named (kind and identity, as
+  ``pg_identify_object`` gives them) so the planner can refuse it on the
+  desired side and report it on the target, instead of losing it silently.
+  Properties inspection does not carry (column options, toast reloptions,
+  tablespaces, security labels) are counted the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FIRST_USER_OID = 16384
+
+# Catalogs that hold database-level objects a desired file can create.
+_CENSUS_CATALOGS = (
+    "pg_class",
+    "pg_proc",
+    "pg_type",
+    "pg_namespace",
+    "pg_constraint",
+    "pg_trigger",
+    "pg_policy",
+    "pg_operator",
+    "pg_opclass",
+    "pg_opfamily",
+    "pg_cast",
+    "pg_collation",
+    "pg_conversion",
+    "pg_ts_config",
+    "pg_ts_dict",
+    "pg_ts_parser",
+    "pg_ts_template",
+    "pg_event_trigger",
+    "pg_rewrite",
+    "pg_statistic_ext",
+    "pg_publication",
+    "pg_publication_rel",
+    "pg_publication_namespace",
+    "pg_foreign_data_wrapper",
+    "pg_foreign_server",
+    "pg_default_acl",
+    "pg_extension",
+    "pg_attrdef",
+    "pg_language",
+    "pg_transform",
+    "pg_am",
+)
+
+_CENSUS = (
+    "WITH objs(classid, objid) AS (\n"
+    + "\nUNION ALL\n".join(
+        f"  SELECT '{cat}'::regclass, oid FROM {cat} WHERE oid >= {FIRST_USER_OID}"
+        + (" AND conislocal" if cat == "pg_constraint" else "")
+        for cat in _CENSUS_CATALOGS
+    )
+    + "\n)\n"
+    """SELECT o.classid::regclass::text, o.objid FROM objs o
+WHERE NOT EXISTS (
+  SELECT 1 FROM pg_depend d
+   WHERE d.classid = o.classid AND d.objid = o.objid
+     AND (d.deptype IN ('e', 'i', 'P', 'S')
+          OR (d.deptype = 'a' AND EXISTS (
+                SELECT 1 FROM pg_depend x WHERE x.classid = d.refclassid
+                   AND x.objid = d.refobjid AND x.deptype = 'e'))))
+  AND NOT (o.classid = 'pg_class'::regclass AND EXISTS (
+        SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE c.oid = o.objid AND (n.nspname = 'pg_toast' OR n.nspname LIKE 'pg_temp_%'
+                                   OR n.nspname LIKE 'pg_toast_temp_%')))
+"""
+)
+
+_IDENTIFY = """
+SELECT x.c, x.o, i.type, coalesce(i.identity, '')
+FROM unnest(%s::text[], %s::oid[]) AS x(c, o),
+     pg_identify_object(x.c::regclass, x.o, 0) i
+"""
+
+# Properties of managed objects that inspection does not carry.
+_PROPERTIES = f"""
+SELECT 'column options (ALTER COLUMN ... SET (...))', c.oid, a.attname
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+WHERE c.oid >= {FIRST_USER_OID} AND a.attnum > 0 AND NOT a.attisdropped
+  AND (a.attoptions IS NOT NULL OR a.attfdwoptions IS NOT NULL)
+UNION ALL
+SELECT 'TOAST storage parameters', c.oid, array_to_string(t.reloptions, ',')
+FROM pg_class c JOIN pg_class t ON t.oid = c.reltoastrelid
+WHERE c.oid >= {FIRST_USER_OID} AND t.reloptions IS NOT NULL
+UNION ALL
+SELECT 'a tablespace', c.oid, ts.spcname
+FROM pg_class c JOIN pg_tablespace ts ON ts.oid = c.reltablespace
+WHERE c.oid >= {FIRST_USER_OID} AND c.relkind IN ('r', 'p', 'i', 'I', 'm')
+UNION ALL
+SELECT 'a security label', s.objoid, s.provider FROM pg_seclabel s
+WHERE s.objoid >= {FIRST_USER_OID}
+UNION ALL
+SELECT 'a disabled rule', r.ev_class, r.rulename FROM pg_rewrite r
+WHERE r.ev_class >= {FIRST_USER_OID} AND r.ev_enabled <> 'O'
+"""
+
+_DEPENDS = f"""
+SELECT d.classid::regclass::text, d.objid, d.refclassid::regclass::text, d.refobjid,
+       d.deptype::text
+FROM pg_depend d
+WHERE d.deptype IN ('n', 'a') AND d.objid >= {FIRST_USER_OID}
+  AND d.refobjid >= {FIRST_USER_OID}
+UNION ALL
+SELECT d.classid::regclass::text, d.objid, 'pg_namespace', d.refobjid, 'n'
+FROM pg_depend d JOIN pg_namespace n ON n.oid = d.refobjid
+WHERE d.refclassid = 'pg_namespace'::regclass AND n.nspname = 'public'
+  AND d.objid >= {FIRST_USER_OID} AND d.deptype = 'n'
+"""
+
+_MEMBERS = """
+SELECT d.classid::regclass::text, d.objid, d.refobjid FROM pg_depend d
+WHERE d.deptype = 'e' AND d.refclassid = 'pg_extension'::regclass
+"""
+
+_TYPE_ALIASES = f"""
+SELECT 'pg_type', t.oid,
+       CASE WHEN t.typelem <> 0 AND t.typsubscript = 'array_subscript_handler'::regproc
+                   THEN 'pg_type' ELSE 'pg_class' END,
+       CASE WHEN t.typelem <> 0 AND t.typsubscript = 'array_subscript_handler'::regproc
+            THEN t.typelem ELSE t.typrelid END
+FROM pg_type t WHERE t.oid >= {FIRST_USER_OID}
+  AND ((t.typelem <> 0 AND t.typsubscript = 'array_subscript_handler'::regproc)
+       OR t.typrelid <> 0)
+UNION ALL
+SELECT 'pg_constraint', k.oid, 'pg_type', k.contypid FROM pg_constraint k
+WHERE k.contypid <> 0 AND k.oid >= {FIRST_USER_OID}
+"""
+
+_RULES = f"""
+SELECT r.oid, r.ev_class FROM pg_rewrite r JOIN pg_class c ON c.oid = r.ev_class
+WHERE r.oid >= {FIRST_USER_OID} AND c.relkind IN ('v', 'm') AND r.rulename = '_RETURN'
+"""
+
+
+class NodeMap:
+    """(catalog, oid) -> node key, with aliases resolved on lookup (array types, rules)."""
+
+    def __init__(self) -> None:
+        self.nodes: dict[tuple[str, int], str] = {}
+        self.aliases: dict[tuple[str, int], tuple[str, int]] = {}
+
+    def add(self, catalog: str, oid: int, node: str) -> None:
+        self.nodes[(catalog, oid)] = node
+
+    def get(self, catalog: str, oid: int) -> str | None:
+        key = (catalog, oid)
+        for _ in range(8):  # an array of a domain of a composite: a short chain at most
+            node = self.nodes.get(key)
+            if node is not None:
+                return node
+            nxt = self.aliases.get(key)
+            if nxt is None:
+                return None
+            key = nxt
+        return None
+
+    def read_type_aliases(self, cur: Any) -> None:
+        cur.execute(_TYPE_ALIASES)
+        for source, oid, catalog, target in cur.fetchall():
+            self.aliases[(source, oid)] = (catalog, target)
+
+    def read_rules(self, cur: Any) -> None:
+        cur.execute(_RULES)
+        for oid, view in cur.fetchall():
+            self.aliases[("pg_rewrite", oid)] = ("pg_class", view)
+
+
+def dependencies(cur: Any, nodes: NodeMap) -> dict[str, dict[str, str]]:
+    """node -> {node it depends on: 'n' (normal) or 'a' (automatic, goes with it)}."""
+    cur.execute(_MEMBERS)
+    for catalog, oid, ext in cur.fetchall():
+        if (catalog, oid) not in nodes.nodes:
+            nodes.aliases[(catalog, oid)] = ("pg_extension", ext)
+    cur.execute(_DEPENDS)
+    deps: dict[str, dict[str, str]] = {}
+    for catalog, oid, refcatalog, refoid, deptype in cur.fetchall():
+        node = nodes.get(catalog, oid)
+        ref = nodes.get(refcatalog, refoid)
+        if node is None or ref is None or node == ref:
+            continue
+        if deptype == "a" and node.startswith("sequence:") and ref.startswith("table:"):
+            continue  # OWNED BY: a statement of its own after both exist
+        edges = deps.setdefault(node, {})
+        if edges.get(ref) != "n":
+            edges[ref] = deptype
+    return deps
+
+
+def census(cur: Any, nodes: NodeMap) -> list[str]:
+    """Every object and property in the database that inspection did not take in."""
+    cur.execute(_CENSUS)
+    missing = [(c, o) for c, o in cur.fetchall() if nodes.get(c, o) is None]
+    out: list[str] = []
+    if missing:
+        cur.execute(_IDENTIFY, ([c for c, _ in missing], [o for _, o in missing]))
+        out = sorted(f"{kind} {identity}".strip() for _, _, kind, identity in cur.fetchall())
+    cur.execute(_PROPERTIES)
+    for what, oid, detail in cur.fetchall():
+        node = nodes.get("pg_class", oid)
+        if node is not None:
+            out.append(f"{what} on {node.split(':', 1)[1]} ({detail})")
+    return out

@@ -1,0 +1,82 @@
+"""The desired file as the scratch loads it, after the confinement check passed.
+
+:mod:`ptah.engines.confine` has already refused anything that acts outside the
+database. What is left to decide is policy, statement by statement:
+
+* ownership (``spec.policy.ownership``): under ``ignore``, the default,
+  ``ALTER ... OWNER TO role`` statements are left out of the load, so a file
+  naming roles this server lacks (as every ``pg_dump`` output does) still
+  loads; under ``manage`` they run as written;
+* top-level transaction control (``BEGIN``/``START TRANSACTION``/``COMMIT``/
+  ``END``) is left out with a warning: the whole file loads in one transaction
+  that is always rolled back, and a ``COMMIT`` in it would end that
+  transaction early.
+
+The statements are joined into one text for a single round trip; :class:`Load`
+maps a position the server reports back to the line of the desired file.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass
+
+from ptah.migrations.splitter import Statement
+
+OWNERSHIP_POLICIES = ("ignore", "manage")
+
+_LEADING_COMMENTS = re.compile(r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*", re.DOTALL)
+_OWNER_TO = re.compile(
+    r"\AALTER\s.*\sOWNER\s+TO\s+(?:\"(?:[^\"]|\"\")+\"|[\w$]+)\s*\Z", re.DOTALL | re.IGNORECASE
+)
+_TRANSACTION = re.compile(r"\A(?:BEGIN|COMMIT|END|START\s+TRANSACTION)\b", re.IGNORECASE)
+
+
+@dataclass
+class Load:
+    """The text to send, the statements in it (with their offsets), and warnings."""
+
+    sql: str
+    statements: list[Statement]
+    offsets: list[int]
+    warnings: list[str]
+
+    def line_of(self, position: int) -> int:
+        """The desired file's line of a 1-based character position in :attr:`sql`."""
+        at = max(0, position - 1)
+        k = max(0, bisect.bisect_right(self.offsets, at) - 1)
+        stmt = self.statements[k]
+        return stmt.line + self.sql.count("\n", self.offsets[k], at)
+
+
+def _body(text: str) -> str:
+    return text[_LEADING_COMMENTS.match(text).end() :]  # type: ignore[union-attr]
+
+
+def prepare(statements: list[Statement], ownership: str = "ignore") -> Load:
+    kept: list[Statement] = []
+    warnings: list[str] = []
+    for stmt in statements:
+        body = _body(stmt.text).rstrip().rstrip(";").rstrip()
+        if not body:
+            continue
+        if _TRANSACTION.match(body) and not body.upper().startswith("BEGIN ATOMIC"):
+            word = body.split()[0].upper()
+            warnings.append(
+                f"line {stmt.line}: {word} left out (the desired file loads in one transaction"
+                " that is always rolled back)"
+            )
+            continue
+        if ownership == "ignore" and _OWNER_TO.match(body):
+            continue
+        kept.append(stmt)
+    parts: list[str] = []
+    offsets: list[int] = []
+    pos = 0
+    for stmt in kept:
+        offsets.append(pos)
+        piece = stmt.text + "\n;\n"
+        parts.append(piece)
+        pos += len(piece)
+    return Load("".join(parts), kept, offsets, warnings)
