@@ -101,3 +101,18 @@ class Plan:
         if self.warnings:
             data["warnings"] = list(self.warnings)
         return data
+
+
+def difference(a: Schema, b: Schema, limit: int = 20) -> list[str]:
+    """The objects (``kind name``) whose normalised definitions differ between two schemas."""
+    out: list[str] = []
+    ca, cb = canonical(a), canonical(b)
+    for kind in sorted(ca.keys() | cb.keys()):
+        ka, kb = ca.get(kind, {}), cb.get(kind, {})
+        for name in sorted(ka.keys() | kb.keys()):
+            if ka.get(name) != kb.get(name):
+                state = "missing" if name not in ka else "extra" if name not in kb else "differs"
+                out.append(f"{kind} {name} {state}")
+                if len(out) >= limit:
+                    return out
+    return out

@@ -249,8 +249,22 @@ class _Diff:
     def _in(schema: Schema, node: str) -> bool:
         return _name(node) in schema.get(_kind(node), {})
 
+    def check_held(self) -> None:
+        """A managed object that unmanaged ones depend on is never dropped under them."""
+        held: dict[str, list[str]] = self.cur.get("_meta", {}).get("heldBy", {})
+        for step in self.drops:
+            node = step.node
+            if node in held and (self.rebuilt(node) or not self._in(self.want, node)):
+                raise PlanError(
+                    f"{node.replace(':', ' ', 1)} would be dropped, but objects Ptah does not"
+                    f" manage depend on it on the target ({'; '.join(sorted(held[node]))});"
+                    " Ptah never drops those: remove them by hand or keep the object",
+                    "Unmanaged",
+                )
+
     def order(self) -> list[Statement]:
         """Step 3: drops by the target's graph, creates by the desired graph."""
+        self.check_held()
         out: list[Statement] = []
         by_node: dict[str, list[_Step]] = {}
         for step in self.drops:
@@ -547,7 +561,7 @@ class _Diff:
         if t.get("accessMethod"):
             sql += f" USING {t['accessMethod']}"
         if t.get("reloptions"):
-            sql += f" WITH ({', '.join(t['reloptions'])})"
+            sql += f" WITH ({', '.join(t.get('_reloptions') or t['reloptions'])})"
         self.create(node, sql)
         if t.get("partitionOf"):
             parent = self.want["table"].get(t["partitionOf"], {}).get("columns", {})
@@ -821,7 +835,8 @@ class _Diff:
                 continue
             v = want[name]
             kind = "MATERIALIZED VIEW" if v["materialized"] else "VIEW"
-            opts = f" WITH ({', '.join(v['reloptions'])})" if v.get("reloptions") else ""
+            opts = v.get("_reloptions") or v.get("reloptions")
+            opts = f" WITH ({', '.join(opts)})" if opts else ""
             self.create(node, f"CREATE {kind} {name}{opts} AS\n{v['def'].rstrip(';')}")
 
     def _rebuildable_kind(self, kind: str, drop_sql: Any, create_sql: Any) -> None:
@@ -918,15 +933,17 @@ class _Diff:
 
     def acls(self) -> None:
         cur, want = self.pair("acl")
-        for node in sorted(cur.keys() | want.keys()):
-            a = want.get(node) or cur[node]
+        nodes = set(cur) | set(want)
+        for kind in ("function", "domain", "enum", "ctype", "range"):
+            # Created with defaults (EXECUTE or USAGE to PUBLIC) that the desired may revoke.
+            nodes |= {f"{kind}:{name}" for name in self.want.get(kind, {})}
+        for node in sorted(nodes):
+            a = want.get(node) or cur.get(node) or {"on": self._acl_target(node)}
             if node not in want and self._gone(node):
                 continue
             fresh = self.rebuilt(node) or not self._in(self.cur, node)
             old = set(_default_acl(node) if fresh else cur.get(node, {}).get("entries", []))
             new = set(want.get(node, {}).get("entries", []))
-            if fresh and node not in want:
-                new = set(_default_acl(node))
             if old == new:
                 continue
             anode = f"acl:{node}"
@@ -936,6 +953,14 @@ class _Diff:
             for grantee, privs, grantable in _group(new - old):
                 option = " WITH GRANT OPTION" if grantable else ""
                 self.create(anode, f"GRANT {privs} ON {a['on']} TO {grantee}{option}")
+
+    def _acl_target(self, node: str) -> str:
+        kind, name = node.split(":", 1)
+        if kind == "function":
+            return (
+                "PROCEDURE " if self.want["function"][name]["kind"] == "p" else "FUNCTION "
+            ) + name
+        return ("DOMAIN " if kind == "domain" else "TYPE ") + name
 
     def default_acls(self) -> None:
         cur, want = self.pair("default_acl")

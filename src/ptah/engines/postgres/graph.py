@@ -201,17 +201,37 @@ def dependencies(cur: Any, nodes: NodeMap) -> dict[str, dict[str, str]]:
     return deps
 
 
-def census(cur: Any, nodes: NodeMap) -> list[str]:
-    """Every object and property in the database that inspection did not take in."""
+_HELD = """
+SELECT x.c, x.o, d.refclassid::regclass::text, d.refobjid
+FROM unnest(%s::text[], %s::oid[]) AS x(c, o)
+JOIN pg_depend d ON d.classid = x.c::regclass AND d.objid = x.o
+WHERE d.deptype IN ('n', 'a')
+"""
+
+
+def census(cur: Any, nodes: NodeMap) -> tuple[list[str], dict[str, list[str]]]:
+    """Every object and property in the database that inspection did not take in.
+
+    Also: for each managed node, the unmanaged objects that depend on it (the
+    plan must not drop such a node, since the server would refuse or cascade).
+    """
     cur.execute(_CENSUS)
     missing = [(c, o) for c, o in cur.fetchall() if nodes.get(c, o) is None]
     out: list[str] = []
+    held: dict[str, list[str]] = {}
     if missing:
-        cur.execute(_IDENTIFY, ([c for c, _ in missing], [o for _, o in missing]))
-        out = sorted(f"{kind} {identity}".strip() for _, _, kind, identity in cur.fetchall())
+        params = ([c for c, _ in missing], [o for _, o in missing])
+        cur.execute(_IDENTIFY, params)
+        names = {(c, o): f"{kind} {identity}".strip() for c, o, kind, identity in cur.fetchall()}
+        out = sorted(names.values())
+        cur.execute(_HELD, params)
+        for c, o, refc, refo in cur.fetchall():
+            node = nodes.get(refc, refo)
+            if node is not None and (c, o) in names:
+                held.setdefault(node, []).append(names[(c, o)])
     cur.execute(_PROPERTIES)
     for what, oid, detail in cur.fetchall():
         node = nodes.get("pg_class", oid)
         if node is not None:
             out.append(f"{what} on {node.split(':', 1)[1]} ({detail})")
-    return out
+    return out, held

@@ -137,7 +137,7 @@ WHERE {_USER_NS} AND {_not_ext("pg_type", "t.oid")}
 """
 
 Q_FUNCTIONS = f"""
-SELECT p.oid, {_qn("n", "p.proname")} || '(' || pg_get_function_identity_arguments(p.oid) || ')',
+SELECT p.oid, p.oid::regprocedure::text,
        p.prokind::text, pg_get_function_result(p.oid), pg_get_function_arguments(p.oid),
        CASE WHEN p.prokind IN ('f', 'p', 'w') THEN pg_get_functiondef(p.oid) END,
        coalesce(array_to_string(p.proargnames, ','), ''), p.pronargdefaults,
@@ -320,8 +320,7 @@ Q_ACLS = "\nUNION ALL\n".join(
         },
         {
             "kind": "CASE WHEN p.prokind = 'p' THEN 'PROCEDURE' ELSE 'FUNCTION' END",
-            "name": _qn("n", "p.proname")
-            + " || '(' || pg_get_function_identity_arguments(p.oid) || ')'",
+            "name": "p.oid::regprocedure::text",
             "node_cat": "'pg_proc'",
             "node_oid": "p.oid",
             "col": "''",
@@ -503,8 +502,12 @@ def inspect(conn: Any) -> Schema:
         _read_comments(cur, schema, nodes)
         t0 = time.perf_counter()
         schema["_deps"] = graph.dependencies(cur, nodes)
-        unmanaged = graph.census(cur, nodes)
-        schema["_meta"] = {"unmanaged": unmanaged, "censusSeconds": time.perf_counter() - t0}
+        unmanaged, held = graph.census(cur, nodes)
+        schema["_meta"] = {
+            "unmanaged": unmanaged,
+            "heldBy": held,
+            "censusSeconds": time.perf_counter() - t0,
+        }
     return schema
 
 
@@ -623,6 +626,7 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             table["unlogged"] = True
         if reloptions:
             table["reloptions"] = sorted(reloptions)
+            table["_reloptions"] = list(reloptions)  # as written: pg_dump prints this order
         if rls or force:
             table["rls"] = {"enabled": bool(rls), "forced": bool(force)}
         if replident != "d":
@@ -705,6 +709,7 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
         view: dict[str, Any] = {"materialized": kind == "m", "def": definition.strip()}
         if reloptions:
             view["reloptions"] = sorted(reloptions)
+            view["_reloptions"] = list(reloptions)
         schema["view"][name] = view
         nodes.add("pg_class", oid, f"view:{name}")
     nodes.read_rules(cur)
@@ -741,7 +746,7 @@ def _read_dependents(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             "event": event,
             "function": func,
             "enabled": enabled,
-            "tags": sorted(tags),
+            "tags": list(tags),
         }
         nodes.add("pg_event_trigger", oid, f"event_trigger:{name}")
 

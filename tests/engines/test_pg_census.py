@@ -1,0 +1,160 @@
+"""Nothing silent: the census refuses what the planner does not manage, and the guard confines."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from pgcorpus import database
+
+from ptah.engines import planner
+from ptah.engines.connect import open_target
+from ptah.engines.model import PlanError
+
+pytestmark = pytest.mark.integration
+
+BASE = "CREATE TABLE public.t (id integer PRIMARY KEY, a text, b integer);\n"
+
+UNMANAGED = {
+    "operator": (
+        "CREATE FUNCTION public.t_eq(integer, integer) RETURNS boolean LANGUAGE sql"
+        " IMMUTABLE AS 'SELECT $1 = $2';"
+        " CREATE OPERATOR public.=== (LEFTARG = integer, RIGHTARG = integer,"
+        " FUNCTION = public.t_eq);",
+        "operator public.===(integer,integer)",
+    ),
+    "cast": (
+        "CREATE TYPE public.wrapped AS (v integer);"
+        " CREATE FUNCTION public.unwrap(public.wrapped) RETURNS integer LANGUAGE sql"
+        " AS 'SELECT $1.v';"
+        " CREATE CAST (public.wrapped AS integer) WITH FUNCTION public.unwrap(public.wrapped);",
+        "cast (public.wrapped AS integer)",
+    ),
+    "rule": ("CREATE RULE t_nodelete AS ON DELETE TO public.t DO INSTEAD NOTHING;", "rule"),
+    "statistics": (
+        "CREATE STATISTICS public.t_ab (dependencies) ON a, b FROM public.t;",
+        "statistics object public.t_ab",
+    ),
+    "text search": (
+        "CREATE TEXT SEARCH CONFIGURATION public.my_english (COPY = pg_catalog.english);",
+        "text search configuration public.my_english",
+    ),
+    "publication": ("CREATE PUBLICATION t_pub FOR TABLE public.t;", "publication t_pub"),
+    "column options": (
+        "ALTER TABLE public.t ALTER COLUMN a SET (n_distinct = 100);",
+        "column options",
+    ),
+    "view column default": (
+        "CREATE VIEW public.v AS SELECT id, a FROM public.t;"
+        " ALTER VIEW public.v ALTER COLUMN a SET DEFAULT 'x';",
+        "default value for public.v.a",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(UNMANAGED))
+def test_desired_unmanaged_object_is_refused_by_name(pg_db: str, kind: str) -> None:
+    extra, named = UNMANAGED[kind]
+    with open_target(pg_db) as t, pytest.raises(PlanError) as err:
+        planner.plan(t, BASE + extra)
+    assert err.value.reason == "Unmanaged"
+    assert named in str(err.value)
+
+
+def test_target_unmanaged_object_is_reported_and_kept(pg_db: str) -> None:
+    sql = BASE + "CREATE TABLE public.u (id integer);"
+    with open_target(pg_db) as t:
+        plan = planner.plan(t, sql)
+        planner.apply(t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after)
+        t.connection.execute(
+            "CREATE FUNCTION public.t_eq(integer, integer) RETURNS boolean LANGUAGE sql"
+            " IMMUTABLE AS 'SELECT $1 = $2'; CREATE OPERATOR public.=== (LEFTARG = integer,"
+            " RIGHTARG = integer, FUNCTION = public.t_eq);"
+            "CREATE RULE t_nodelete AS ON DELETE TO public.t DO INSTEAD NOTHING"
+        )
+        # The hand-made function is managed (and not desired): it is dropped only with its
+        # dependents named; the operator and the rule are not managed: reported, kept.
+        again = planner.plan(
+            t,
+            sql + "CREATE FUNCTION public.t_eq(integer, integer) RETURNS"
+            " boolean LANGUAGE sql IMMUTABLE AS 'SELECT $1 = $2';",
+        )
+        assert again.statements == []
+        assert any("operator public.===(integer,integer)" in w for w in again.warnings)
+        assert any("rule t_nodelete on public.t" in w for w in again.warnings)
+        with pytest.raises(PlanError) as err:  # t_eq is not desired, but the operator uses it
+            planner.plan(t, sql)
+        assert err.value.reason == "Unmanaged"
+        assert "operator public.===(integer,integer)" in str(err.value)
+        assert t.connection.execute(
+            "SELECT count(*) FROM pg_operator WHERE oprname = '==='"
+        ).fetchone() == (1,)
+
+
+HOSTILE = [
+    ("DROP DATABASE IF EXISTS {sentinel};", 2, "acts on a database"),
+    ("CREATE DATABASE {sentinel}_copy;", 2, "acts on a database"),
+    ("\\c {sentinel}\nDROP TABLE keep;", 2, "psql meta-command"),
+    ("CREATE ROLE ptah_hostile_role;", 2, "role"),
+    ("ALTER SYSTEM SET work_mem = '1GB';", 2, "server's configuration"),
+    ("CREATE TABLESPACE hostile LOCATION '/tmp';", 2, "tablespace"),
+    ("SELECT * FROM {sentinel}.public.keep;", 2, "another database"),
+    ("DO $$ BEGIN PERFORM pg_terminate_backend(pg_backend_pid()); END $$;", 2, "pg_terminate"),
+    ("GRANT ptah_corpus_reader TO CURRENT_USER;", 2, "membership"),
+    ("COPY public.t FROM '/etc/passwd';", 2, "files"),
+    ("COMMIT;\nDROP TABLE IF EXISTS public.t;\nROLLBACK;", 4, "transaction control"),
+]
+
+
+@pytest.mark.parametrize("index", range(len(HOSTILE)))
+def test_hostile_statement_refused_with_line_and_sentinel_untouched(
+    pg_url: str, index: int
+) -> None:
+    template, line, why = HOSTILE[index]
+    sentinel = "ptah_sentinel_" + uuid.uuid4().hex[:8]
+    with database(pg_url) as target, open_target(pg_url) as admin:
+        admin.connection.execute(f'CREATE DATABASE "{sentinel}"')
+        try:
+            s_url = pg_url.rsplit("/", 1)[0] + "/" + sentinel
+            with open_target(s_url) as s:
+                s.connection.execute("CREATE TABLE keep (v text); INSERT INTO keep VALUES ('x')")
+            before = _checksum(admin, s_url)
+            sql = BASE + template.format(sentinel=sentinel) + "\nCREATE TABLE public.after (x int);"
+            with open_target(target) as t, pytest.raises(PlanError) as err:
+                planner.plan(t, sql)
+            assert err.value.reason == "StatementRefused"
+            assert str(err.value).startswith(f"line {line}:"), str(err.value)
+            assert why in str(err.value)
+            assert _checksum(admin, s_url) == before
+            roles = admin.connection.execute(
+                "SELECT count(*) FROM pg_roles WHERE rolname = 'ptah_hostile_role'"
+            ).fetchone()
+            assert roles == (0,)
+        finally:
+            admin.connection.execute(f'DROP DATABASE IF EXISTS "{sentinel}" WITH (FORCE)')
+
+
+def _checksum(admin: object, url: str) -> tuple[object, ...]:
+    with open_target(url) as s:
+        rows = s.connection.execute(
+            "SELECT md5(string_agg(v, ',' ORDER BY v)), count(*) FROM keep"
+        ).fetchone()
+        oid = s.connection.execute(
+            "SELECT oid FROM pg_database WHERE datname = current_database()"
+        ).fetchone()
+    return (rows, oid)
+
+
+def test_owner_to_a_missing_role_loads_under_the_default_policy(pg_db: str) -> None:
+    sql = BASE + "ALTER TABLE public.t OWNER TO ptah_role_nobody_has;\n"
+    with open_target(pg_db) as t:
+        plan = planner.plan(t, sql)
+    assert next(s.sql.split(" (")[0] for s in plan.statements) == "CREATE TABLE public.t"
+
+
+def test_load_error_names_the_line(pg_db: str) -> None:
+    sql = BASE + "\n\nCREATE TABLE public.v (y public.no_such_type);\n"
+    with open_target(pg_db) as t, pytest.raises(Exception) as err:
+        planner.plan(t, sql)
+    assert "line 4 of the desired file" in str(err.value)
+    assert 'type "public.no_such_type" does not exist' in str(err.value)
