@@ -1,64 +1,58 @@
-"""The PostgreSQL desired-file guard: psql's statement boundaries, refusals, the ownership policy."""
+"""PostgreSQL confinement rules beyond the shared minimum, and the load's ownership policy."""
 
 from __future__ import annotations
 
 import pytest
 
-from ptah.engines.postgres.guard import StatementRefused, confine, split
+from ptah.engines import confine
+from ptah.engines.confine import StatementRefused
+from ptah.engines.postgres.prepare import prepare
 
 
-def test_split_follows_psql_quoting_and_atomic_bodies() -> None:
-    sql = (
-        "CREATE TABLE a (x int); -- c ;\n"
-        "CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; "
-        "SELECT CASE WHEN true THEN 1 END; END;\n"
-        "CREATE FUNCTION g() RETURNS text AS $x$ select 'DROP DATABASE; '; $x$ LANGUAGE sql;\n"
-        "SELECT E'it\\'s;', 'a''b;', \"odd;name\" /* ; /* nested ; */ */ FROM a;\n"
-    )
-    stmts = split(sql)
-    assert [s.line for s in stmts] == [1, 2, 3, 4]
-    assert sql[stmts[1].start : stmts[1].end].endswith("END")
-
-
-def test_owner_to_and_transaction_control_are_blanked_keeping_lines() -> None:
+def test_owner_to_and_transaction_control_are_left_out_keeping_lines() -> None:
     sql = "BEGIN;\nCREATE TABLE a (x int);\nALTER TABLE a OWNER TO nobody;\nCOMMIT;\n"
-    confined = confine(sql)
-    assert confined.sql.count("\n") == sql.count("\n")
-    assert "OWNER" not in confined.sql and "BEGIN" not in confined.sql
-    assert len(confined.warnings) == 2
-    assert "OWNER TO nobody" in confine(sql, "manage").sql
+    load = prepare(confine.split(sql, "postgres"))
+    assert "OWNER" not in load.sql and "BEGIN" not in load.sql and "COMMIT" not in load.sql
+    assert len(load.warnings) == 2 and load.warnings[0].startswith("line 1:")
+    assert load.line_of(load.sql.index("x int") + 1) == 2
+    assert "OWNER TO nobody" in prepare(confine.split(sql, "postgres"), "manage").sql
+
+
+def test_begin_atomic_body_is_not_transaction_control() -> None:
+    sql = (
+        "CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; END;\n"
+        "ALTER FUNCTION f() OWNER TO \"Some Role\";\n"
+    )
+    load = prepare(confine.split(sql, "postgres"))
+    assert "BEGIN ATOMIC" in load.sql and "OWNER" not in load.sql
 
 
 @pytest.mark.parametrize(
     "sql",
     [
-        "CREATE ROLE r",
-        "ALTER USER r WITH PASSWORD 'x'",
-        "DROP DATABASE x",
-        "ALTER DATABASE x SET work_mem = 1",
-        "ALTER SYSTEM SET x = 1",
-        "CREATE TABLESPACE t LOCATION '/x'",
-        "\\connect other",
-        "GRANT r TO s",
-        "REVOKE r FROM s",
-        "GRANT CONNECT ON DATABASE x TO y",
-        "CREATE SUBSCRIPTION s CONNECTION 'host=x' PUBLICATION p",
-        "CREATE SERVER s FOREIGN DATA WRAPPER postgres_fdw",
-        "CREATE USER MAPPING FOR CURRENT_USER SERVER s",
         "SET ROLE postgres",
         "SET SESSION AUTHORIZATION postgres",
-        "COPY t TO PROGRAM 'rm -rf /'",
+        "REASSIGN OWNED BY a TO b",
+        "DROP OWNED BY a",
+        "GRANT CONNECT ON DATABASE x TO y",
+        "GRANT SET ON PARAMETER work_mem TO y",
+        "COMMENT ON ROLE x IS 'y'",
+        "CREATE USER MAPPING FOR CURRENT_USER SERVER s",
+        "CREATE FOREIGN DATA WRAPPER w",
+        "IMPORT FOREIGN SCHEMA s FROM SERVER x INTO public",
         "SELECT lo_export(1, '/tmp/x')",
-        "CREATE VIEW v AS SELECT * FROM otherdb.public.t",
-        "CREATE TABLE otherdb.public.t (x int)",
-        "COMMENT ON DATABASE x IS 'y'",
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity",
+        "DO $$ BEGIN PERFORM pg_reload_conf(); END $$",
+        "CREATE TABLE t AS SELECT pg_read_file('/etc/passwd') AS x",
         "ROLLBACK",
+        "SAVEPOINT s",
+        "PREPARE TRANSACTION 'x'",
     ],
 )
 def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> None:
     with pytest.raises(StatementRefused) as err:
-        confine("CREATE TABLE ok (x int);\n\n" + sql + ";\n")
-    assert str(err.value).startswith("line 3:")
+        confine.check("CREATE TABLE ok (x int);\n\n" + sql + ";\n", "postgres")
+    assert "line 3:" in str(err.value)
     assert err.value.reason == "StatementRefused"
 
 
@@ -66,13 +60,15 @@ def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> Non
     "sql",
     [
         "CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $$ BEGIN"
-        " EXECUTE 'CREATE ROLE x'; END $$",
-        "COMMENT ON TABLE t IS 'DROP DATABASE x; \\c y'",
-        "CREATE VIEW v AS SELECT t.a, s.t.b FROM s.t, t",
-        "SELECT pg_catalog.set_config('search_path', '', false)",
+        " PERFORM pg_terminate_backend(1); END $$",
+        "COMMENT ON TABLE t IS 'DROP DATABASE x'",
         "GRANT SELECT ON t TO reader",
+        "GRANT USAGE ON SCHEMA s TO reader",
         "ALTER DEFAULT PRIVILEGES FOR ROLE app IN SCHEMA s GRANT SELECT ON TABLES TO r",
+        "SELECT pg_catalog.set_config('search_path', '', false)",
+        "CREATE POLICY p ON t FOR SELECT TO PUBLIC USING (true)",
+        "CREATE EVENT TRIGGER e ON ddl_command_end EXECUTE FUNCTION f()",
     ],
 )
 def test_schema_statements_pass(sql: str) -> None:
-    assert confine(sql + ";").sql == sql + ";"
+    assert confine.check(sql + ";", "postgres")

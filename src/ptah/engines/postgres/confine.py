@@ -62,7 +62,7 @@ def _head(words: list[Word]) -> str | None:
         return "administers a whole database"
     if w.is_("GRANT", "REVOKE") and not any(x.is_("ON") for x in words):
         return "changes cluster role membership"
-    return _more(words)
+    return None
 
 
 _TWO_WORDS = {
@@ -182,7 +182,7 @@ def refusal(words: list[Word], text: str) -> str | None:
     """Why this statement acts outside its database, or None."""
     if not words:
         return None
-    why = _head(words) or _calls_outside(words, text)
+    why = _head(words) or _more(words) or _calls_outside(words, text)
     if why:
         return why
     for name in dotted_names(words):
