@@ -58,28 +58,24 @@ _CENSUS_CATALOGS = (
     "pg_am",
 )
 
-_CENSUS = (
-    "WITH objs(classid, objid) AS (\n"
-    + "\nUNION ALL\n".join(
-        f"  SELECT '{cat}'::regclass, oid FROM {cat} WHERE oid >= {FIRST_USER_OID}"
-        + (" AND conislocal" if cat == "pg_constraint" else "")
-        for cat in _CENSUS_CATALOGS
+_CENSUS = "\nUNION ALL\n".join(
+    f"SELECT '{cat}', oid FROM {cat} WHERE oid >= {FIRST_USER_OID}"
+    + (" AND conislocal" if cat == "pg_constraint" else "")
+    + (
+        " AND relnamespace NOT IN (SELECT oid FROM pg_namespace WHERE nspname = 'pg_toast'"
+        " OR nspname LIKE 'pg_temp_%' OR nspname LIKE 'pg_toast_temp_%')"
+        if cat == "pg_class"
+        else ""
     )
-    + "\n)\n"
-    """SELECT o.classid::regclass::text, o.objid FROM objs o
-WHERE NOT EXISTS (
-  SELECT 1 FROM pg_depend d
-   WHERE d.classid = o.classid AND d.objid = o.objid
-     AND (d.deptype IN ('e', 'i', 'P', 'S')
-          OR (d.deptype = 'a' AND EXISTS (
-                SELECT 1 FROM pg_depend x WHERE x.classid = d.refclassid
-                   AND x.objid = d.refobjid AND x.deptype = 'e'))))
-  AND NOT (o.classid = 'pg_class'::regclass AND EXISTS (
-        SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-         WHERE c.oid = o.objid AND (n.nspname = 'pg_toast' OR n.nspname LIKE 'pg_temp_%'
-                                   OR n.nspname LIKE 'pg_toast_temp_%')))
-"""
+    for cat in _CENSUS_CATALOGS
 )
+# What takes an object out of the census: extension membership, being internal to another
+# object (array and row types, toast, a view's rule), a partition's copy of its parent's.
+_OWNED = f"""
+SELECT d.classid::regclass::text, d.objid, d.deptype::text, d.refclassid::regclass::text,
+       d.refobjid
+FROM pg_depend d WHERE d.objid >= {FIRST_USER_OID} AND d.deptype IN ('e', 'i', 'P', 'S', 'a')
+"""
 
 _IDENTIFY = """
 SELECT x.c, x.o, i.type, coalesce(i.identity, '')
@@ -215,8 +211,13 @@ def census(cur: Any, nodes: NodeMap) -> tuple[list[str], dict[str, list[str]]]:
     Also: for each managed node, the unmanaged objects that depend on it (the
     plan must not drop such a node, since the server would refuse or cascade).
     """
+    cur.execute(_OWNED)
+    owned = cur.fetchall()
+    members = {(c, o) for c, o, t, _, _ in owned if t == "e"}
+    skip = {(c, o) for c, o, t, _, _ in owned if t != "a"}
+    skip |= {(c, o) for c, o, t, rc, ro in owned if t == "a" and (rc, ro) in members}
     cur.execute(_CENSUS)
-    missing = [(c, o) for c, o in cur.fetchall() if nodes.get(c, o) is None]
+    missing = [(c, o) for c, o in cur.fetchall() if (c, o) not in skip and nodes.get(c, o) is None]
     out: list[str] = []
     held: dict[str, list[str]] = {}
     if missing:
