@@ -158,3 +158,38 @@ def test_load_error_names_the_line(pg_db: str) -> None:
         planner.plan(t, sql)
     assert "line 4 of the desired file" in str(err.value)
     assert 'type "public.no_such_type" does not exist' in str(err.value)
+
+
+def test_matview_rebuilt_with_its_unique_index_and_comment(pg_db: str) -> None:
+    v1 = (
+        "CREATE TABLE public.t (id integer PRIMARY KEY, v integer);"
+        "CREATE MATERIALIZED VIEW public.mv AS SELECT id, v FROM public.t;"
+        "CREATE UNIQUE INDEX mv_id ON public.mv (id);"
+        "COMMENT ON INDEX public.mv_id IS 'for concurrent refresh';"
+        "GRANT SELECT ON public.mv TO PUBLIC;"
+    )
+    with open_target(pg_db) as t:
+        plan = planner.plan(t, v1)
+        planner.apply(t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after)
+        v2 = v1.replace("v integer", "v bigint")
+        plan = planner.plan(t, v2)
+        sqls = [" ".join(s.sql.split()) for s in plan.statements]
+        assert "CREATE UNIQUE INDEX mv_id ON public.mv USING btree (id)" in sqls
+        assert "COMMENT ON INDEX public.mv_id IS 'for concurrent refresh'" in sqls
+        assert "GRANT SELECT ON TABLE public.mv TO PUBLIC" in sqls
+        result = planner.apply(
+            t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
+        )
+        assert result.outcome == "succeeded", result.message
+        assert planner.plan(t, v2).statements == []
+
+
+def test_apply_that_misses_the_expected_schema_is_not_a_success(pg_db: str) -> None:
+    sql = "CREATE TABLE public.t (id integer PRIMARY KEY); CREATE INDEX t_id2 ON public.t (id);"
+    with open_target(pg_db) as t:
+        plan = planner.plan(t, sql)
+        short = [s for s in plan.statements if "t_id2" not in s.sql]
+        result = planner.apply(t, short, plan.fingerprint_before, True, plan.fingerprint_after)
+    assert (result.outcome, result.reason) == ("failed", "ExpectedSchemaNotReached")
+    assert result.to_json()["matchesExpected"] is False
+    assert plan.fingerprint_after in result.message

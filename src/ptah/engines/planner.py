@@ -194,4 +194,17 @@ def apply(
         result.fingerprint_after = current_fingerprint(target)
     except Exception as exc:
         result.progress.notes.append(target.scrub(f"fingerprint after apply unavailable: {exc}"))
+    if (
+        result.outcome == "succeeded"
+        and expected_after
+        and result.fingerprint_after
+        and result.fingerprint_after != expected_after
+    ):
+        # Every statement ran, but the schema is not the one the plan promised: that is a
+        # failed convergence, never a success (the next plan starts from what is there).
+        result.outcome, result.reason = "failed", "ExpectedSchemaNotReached"
+        result.message = (
+            f"all {result.total} statements ran, but the schema's fingerprint"
+            f" {result.fingerprint_after} is not the plan's expected {expected_after}"
+        )
     return result
