@@ -20,16 +20,15 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from pydantic import ValidationError
-
-from ptah.api.resources import PlanSpec, PtahApproval, approval_consumed
 from ptah.cli.status import CliError, add_cluster_args, explain, follow, run_cli
 from ptah.kube.errors import AlreadyExists, ApiError
 from ptah.kube.kinds import APPROVAL, MIGRATION, PLAN, SCHEMA, Kind
 from ptah.kube.port import Cluster, Obj
-from ptah.lifecycle.authorize import plan_digest
+
+if TYPE_CHECKING:  # the models (pydantic) load when used: `ptah --help` stays light
+    from ptah.api.resources import PlanSpec
 
 _KINDS: dict[str, Kind] = {
     alias: kind
@@ -66,6 +65,11 @@ def _get(cluster: Cluster, kind: Kind, namespace: str, name: str) -> Obj | None:
 
 def current_plan(cluster: Cluster, kind: Kind, namespace: str, name: str) -> tuple[Obj, PlanSpec]:
     """The resource and the PtahPlan it acts on, or why there is nothing to approve."""
+    from pydantic import ValidationError
+
+    from ptah.api.resources import PlanSpec
+    from ptah.lifecycle.authorize import plan_digest
+
     obj = _get(cluster, kind, namespace, name)
     if obj is None:
         raise CliError(
@@ -135,6 +139,10 @@ def existing_approval(
     cluster: Cluster, kind: Kind, namespace: str, name: str, digest: str
 ) -> str | None:
     """The name of an unconsumed approval of this digest for this resource, if any."""
+    from pydantic import ValidationError
+
+    from ptah.api.resources import PtahApproval, approval_consumed
+
     try:
         objs = cluster.list(APPROVAL, namespace)
     except ApiError as exc:

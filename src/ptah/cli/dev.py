@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ptah.devcluster import cluster, paths
+# ``cluster`` (httpx, cryptography, yaml) is imported by the commands that start or stop
+# one, not here: `ptah --help` stays light.
+from ptah.devcluster import paths
 
 
 def _state_dir(args: argparse.Namespace) -> Path:
@@ -18,6 +20,8 @@ def _state_dir(args: argparse.Namespace) -> Path:
 
 
 def _up(args: argparse.Namespace) -> int:
+    from ptah.devcluster import cluster
+
     try:
         info = cluster.up(_state_dir(args), timeout=args.timeout, runner_images=args.runner_image)
     except (paths.MissingComponentError, cluster.NotReadyError) as err:
@@ -28,12 +32,16 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
+    from ptah.devcluster import cluster
+
     stopped = cluster.down(_state_dir(args), purge=args.purge)
     print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
+    from ptah.devcluster import cluster
+
     state = _state_dir(args)
     pids = cluster.status(state)
     print(json.dumps({"state_dir": str(state), "pids": pids}, indent=2))

@@ -6,13 +6,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ptah.engines import planner
-from ptah.engines.base import EngineError
-from ptah.engines.connect import open_target
-from ptah.engines.model import Plan, PlanError
 from ptah.engines.urls import UrlError, parse_url, scrub
+
+if TYPE_CHECKING:  # the planner (sqlglot) loads when a plan is made: `ptah --help` stays light
+    from ptah.engines.model import Plan
 
 _MARK = {
     "destructive": "!! DESTRUCTIVE",
@@ -40,6 +39,9 @@ def register(subparsers: Any) -> None:
 
 
 def _plan(args: argparse.Namespace) -> tuple[Any, Plan]:
+    from ptah.engines import planner
+    from ptah.engines.connect import open_target
+
     target = open_target(args.url)
     dev = parse_url(args.dev_url) if args.dev_url else None
     desired = Path(args.desired).read_text()
@@ -74,6 +76,9 @@ def _safe(url: str | None) -> Any:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    from ptah.engines.base import EngineError
+    from ptah.engines.model import PlanError
+
     try:
         target, plan = _plan(args)
         target.close()
@@ -84,6 +89,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
+    from ptah.engines import planner
+    from ptah.engines.base import EngineError
+    from ptah.engines.model import PlanError
+
     try:
         target, plan = _plan(args)
     except (EngineError, PlanError, OSError) as exc:

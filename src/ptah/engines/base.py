@@ -13,10 +13,12 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ptah.engines.urls import DbUrl, EngineName, scrub
-from ptah.runner.frame import DatabaseIdentity
+
+if TYPE_CHECKING:  # the model (pydantic) is built after connecting, not before
+    from ptah.runner.frame import DatabaseIdentity
 
 __all__ = [
     "DesiredSchemaInvalid",
@@ -74,6 +76,12 @@ class Target(ABC):
     @abstractmethod
     def identity(self) -> DatabaseIdentity:
         """Who we are actually talking to, as the database reports it."""
+
+    def _identity(self, key: dict[str, str], details: dict[str, str]) -> DatabaseIdentity:
+        """The identity record for this engine (its model is imported here, once connected)."""
+        from ptah.runner.frame import DatabaseIdentity
+
+        return DatabaseIdentity(engine=self.engine, key=key, details=details)
 
     def scrub(self, text: str) -> str:
         """``text`` without this target's credentials or any URL userinfo."""

@@ -28,15 +28,16 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import metadata
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ptah.migrations import sumfile
 from ptah.migrations.dialects import LockBusy, Session
 from ptah.migrations.directory import Directory, MigrationFile, SqlFile, Version
 from ptah.migrations.history import REPEATABLE, Reading, compare, dirty_entry, repeatable_key
 from ptah.migrations.splitter import SplitError, Statement, split_statements
-from ptah.runner.frame import DatabaseIdentity, Outcome
+
+if TYPE_CHECKING:  # annotations only: the runner imports this before it has a frame
+    from ptah.runner.frame import DatabaseIdentity, Outcome
 
 Progress = Callable[[str], None]
 # BEGIN/COMMIT/ROLLBACK/END/START TRANSACTION as whole statements (BEGIN ATOMIC bodies
@@ -51,6 +52,8 @@ MAX_ERROR = 4000
 
 
 def runner_version() -> str:
+    from importlib import metadata  # it scans site-packages: only when a row is written
+
     try:
         return metadata.version("ptah")
     except metadata.PackageNotFoundError:

@@ -28,7 +28,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from ptah.runner.frame import escape_line
+from ptah.runner.wire import escape_line
 
 Dialect = Literal["postgres", "mysql", "sqlite"]
 HISTORY_TABLE = "ptah_schema_history"

@@ -8,7 +8,9 @@ printed (the frame, not the exit code, says what happened). Error text passes
 through the target's ``scrub`` and the frame through ``assert_no_secret``.
 
 ``ptah-runner``'s main imports this module and calls :func:`register`; ``python -m
-ptah.migrations.ops`` runs the same two subcommands on their own.
+ptah.migrations.ops`` runs the same two subcommands on their own. Registering costs
+only argparse: the migration machinery is imported by the two subcommands, so every
+other runner operation reaches its database without it.
 """
 
 from __future__ import annotations
@@ -18,22 +20,12 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ptah.migrations import sumfile
-from ptah.migrations.apply import MigrateOptions, migrate
-from ptah.migrations.dialects import Session
-from ptah.migrations.directory import DirectoryError, Version, read_directory
-from ptah.migrations.history import compare
-from ptah.runner.frame import (
-    DatabaseIdentity,
-    OperationType,
-    Outcome,
-    ResultFrame,
-    assert_no_secret,
-    escape_line,
-    render,
-)
+from ptah.runner.wire import assert_no_secret, escape_line
+
+if TYPE_CHECKING:
+    from ptah.runner.frame import DatabaseIdentity, OperationType, Outcome
 
 URL_ENV = "PTAH_DB_URL"
 OPERATION_ENV = "PTAH_OPERATION_ID"
@@ -60,6 +52,8 @@ class _Emitter:
         data: dict[str, Any] | None = None,
         database: DatabaseIdentity | None = None,
     ) -> int:
+        from ptah.runner.frame import ResultFrame, render  # after connecting: see runner.main
+
         frame = ResultFrame.model_validate(
             {
                 "operationId": self.operation_id,
@@ -163,6 +157,10 @@ def _with_target(
 
 def run_history(args: argparse.Namespace) -> int:
     """Read the history table in a read-only transaction and compare it with the directory."""
+    from ptah.migrations import sumfile
+    from ptah.migrations.dialects import Session
+    from ptah.migrations.directory import DirectoryError, read_directory
+    from ptah.migrations.history import compare
 
     def body(target: Any, em: _Emitter, identity: DatabaseIdentity) -> int:
         try:
@@ -195,6 +193,10 @@ def run_history(args: argparse.Namespace) -> int:
 
 def run_migrate(args: argparse.Namespace) -> int:
     """Apply pending files; refusals and SQL failures are frames, not exit codes."""
+
+    from ptah.migrations.apply import MigrateOptions, migrate
+    from ptah.migrations.dialects import Session
+    from ptah.migrations.directory import DirectoryError, Version, read_directory
 
     def body(target: Any, em: _Emitter, identity: DatabaseIdentity) -> int:
         try:

@@ -25,9 +25,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-PREFIX = "PTAH-RESULT-FRAME"
-VERSION = "v1"
-ESCAPE = "| "
+# The line discipline lives in ``wire`` (no pydantic there); named here too for readers
+# of the frame.
+from ptah.runner.wire import ESCAPE as ESCAPE
+from ptah.runner.wire import PREFIX as PREFIX
+from ptah.runner.wire import VERSION as VERSION
+from ptah.runner.wire import assert_no_secret as assert_no_secret
+from ptah.runner.wire import escape_line as escape_line
 
 Outcome = Literal["succeeded", "failed", "refused"]
 OperationType = Literal["identify", "plan", "apply", "history", "migrate"]
@@ -79,16 +83,6 @@ def render(frame: ResultFrame) -> str:
     payload = frame.to_json()
     digest = hashlib.sha256(payload.encode()).hexdigest()
     return f"{PREFIX} {VERSION} {len(payload.encode())} {digest} {payload}"
-
-
-def escape_line(text: str) -> str:
-    """Make any non-frame output safe to print: no line may start with the prefix."""
-    out = []
-    for line in text.splitlines() or [""]:
-        if line.lstrip().startswith(PREFIX) or line.startswith(ESCAPE):
-            line = ESCAPE + line
-        out.append(line)
-    return "\n".join(out)
 
 
 class NoFrameReason(enum.StrEnum):
@@ -158,10 +152,3 @@ def parse_result_for(log_text: str, operation_id: str) -> FrameVerdict:
             None, NoFrameReason.OTHER_OPERATION, f"frame is for {frame.operation_id[:64]!r}"
         )
     return FrameVerdict(frame, None)
-
-
-def assert_no_secret(frame_line: str, secrets: Iterable[str]) -> None:
-    """Refuse to print a frame that carries any known secret value."""
-    for secret in secrets:
-        if secret and len(secret) >= 4 and secret in frame_line:
-            raise ValueError("result frame would carry a credential; refusing to emit it")

@@ -12,18 +12,36 @@ import argparse
 import importlib
 import os
 import sys
-import traceback
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from ptah.engines.base import EngineError, Target
 from ptah.engines.connect import open_url
 from ptah.engines.urls import DbUrl, UrlError, parse_url
 from ptah.runner import operations
 from ptah.runner.emit import Output
-from ptah.runner.frame import OperationType, ResultFrame
+
+if TYPE_CHECKING:
+    from ptah.runner.frame import OperationType, ResultFrame
 
 # Another engineer's subcommands (history, migrate) live here.
 EXTRA_MODULES = ("ptah.migrations.ops",)
+
+# Every Job pays the runner's start-up before its first database round trip, so nothing
+# imported before the connection may load these (the frame's models, the planner, the
+# operator's libraries); they load once connected, if the operation needs them.
+# tests/unit/test_startup_imports.py checks it, bench/startup.py times it.
+LATE_PACKAGES = (
+    "pydantic",
+    "pydantic_core",
+    "sqlglot",
+    "structlog",
+    "lightkube",
+    "httpx",
+    "yaml",
+    "cryptography",
+    "prometheus_client",
+)
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -117,6 +135,8 @@ def _run(
         try:
             frame = body(target, dev)
         except Exception as exc:
+            import traceback
+
             out.log(target.scrub(traceback.format_exc()))
             message = target.scrub(f"{type(exc).__name__}: {exc}")[:2000]
             reason = exc.reason if isinstance(exc, EngineError) else "InternalError"

@@ -3,19 +3,24 @@
 Nothing here prints; :mod:`ptah.runner.main` owns the output. Every failure
 becomes a frame with outcome ``failed`` (or ``refused``) and a scrubbed
 message, so the operator always has evidence of what happened.
+
+The planner (sqlglot) and the frame's model (pydantic) are imported inside the
+operations, not here: ``ptah-runner`` imports this module before it connects, and
+its start-up reaches the database first.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ptah.engines import planner
 from ptah.engines.base import EngineError, Target
-from ptah.engines.model import PlanError, Statement
 from ptah.engines.urls import DbUrl
-from ptah.runner.frame import DatabaseIdentity, OperationType, ResultFrame
+
+if TYPE_CHECKING:
+    from ptah.engines.model import Statement
+    from ptah.runner.frame import DatabaseIdentity, OperationType, ResultFrame
 
 
 def make_frame(
@@ -26,6 +31,8 @@ def make_frame(
     reason: str = "",
     data: dict[str, Any] | None = None,
 ) -> ResultFrame:
+    from ptah.runner.frame import ResultFrame
+
     return ResultFrame.model_validate(
         {
             "operationId": operation_id,
@@ -62,6 +69,9 @@ def plan(
             "InputUnreadable",
             {"message": f"cannot read desired schema: {exc.strerror}"},
         )
+    from ptah.engines import planner
+    from ptah.engines.model import PlanError
+
     try:
         result = planner.plan(target, desired_sql, dev_url=dev_url, cache_dir=cache_dir)
     except (EngineError, PlanError) as exc:
@@ -77,6 +87,8 @@ def plan(
 
 
 def _read_plan(plan_file: str) -> tuple[list[Statement], str, str]:
+    from ptah.engines.model import Statement
+
     raw = json.loads(Path(plan_file).read_text())
     statements = [Statement.from_json(s) for s in raw["statements"]]
     return statements, str(raw["fingerprintBefore"]), str(raw.get("fingerprintAfter", ""))
@@ -97,6 +109,8 @@ def apply(
             "InputUnreadable",
             {"message": f"cannot read plan: {type(exc).__name__}"},
         )
+    from ptah.engines import planner
+
     result = planner.apply(
         target,
         statements,

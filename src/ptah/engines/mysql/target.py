@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pymysql
 from pymysql.constants import CLIENT
 
 from ptah.engines.base import Target
 from ptah.engines.urls import DbUrl
-from ptah.runner.frame import DatabaseIdentity
+
+if TYPE_CHECKING:
+    from ptah.runner.frame import DatabaseIdentity
 
 
 def connect(url: DbUrl, database: str | None = None) -> Any:
@@ -61,4 +63,4 @@ class MysqlTarget(Target):
             key["serverId"] = str(server_id)
             key["hostname"] = str(hostname)
         details = {"version": str(version), "hostname": str(hostname)}
-        return DatabaseIdentity(engine="mysql", key=key, details=details)
+        return self._identity(key, details)

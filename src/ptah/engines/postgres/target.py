@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from ptah.engines.base import Target
 from ptah.engines.urls import DbUrl
-from ptah.runner.frame import DatabaseIdentity
+
+if TYPE_CHECKING:
+    from ptah.runner.frame import DatabaseIdentity
 
 
 def connect(url: DbUrl, database: str | None = None, autocommit: bool = False) -> Any:
@@ -68,7 +70,7 @@ class PostgresTarget(Target):
             "inRecovery": recovery,
             "serverVersionNum": version,
         }
-        return DatabaseIdentity(engine="postgres", key=key, details=details)
+        return self._identity(key, details)
 
     def server_version(self) -> int:
         return int(self.connection.info.server_version)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from typing import TYPE_CHECKING
 
 from ptah.engines.base import Target, TargetUnavailable
 from ptah.engines.urls import DbUrl
-from ptah.runner.frame import DatabaseIdentity
+
+if TYPE_CHECKING:
+    from ptah.runner.frame import DatabaseIdentity
 
 
 class SqliteTarget(Target):
@@ -37,4 +40,4 @@ class SqliteTarget(Target):
             except OSError:
                 pass  # not created yet: the path alone identifies it
         details = {"sqliteVersion": sqlite3.sqlite_version}
-        return DatabaseIdentity(engine="sqlite", key=key, details=details)
+        return self._identity(key, details)
