@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -19,5 +20,6 @@ def test_corpus_schema_round_trips(pg_url: str, path: Path) -> None:
     with database(pg_url) as ptah_db, database(pg_url) as psql_db:
         plan = apply_plan(ptah_db, sql)
         assert plan.statements
-        psql_load(psql_db, sql.replace("OWNER TO role_this_server_lacks", "OWNER TO CURRENT_USER"))
+        # psql has no ownership policy: the roles a dump names become the loading role.
+        psql_load(psql_db, re.sub(r"OWNER TO [\w\"]+;", "OWNER TO CURRENT_USER;", sql))
         assert_same_dump(ptah_db, psql_db)

@@ -785,14 +785,23 @@ class _Diff:
             node = f"index:{name}"
             if node in self.ch.recreated:
                 continue  # went with its parent
+            if cur[name].get("parent"):
+                continue  # an attached partition index goes with its parent's index
             gone = name not in want and cur[name]["table"] in self._relations(self.want)
             if gone or (name in want and node in self.ch.replaced):
                 self.drop(node, f"DROP INDEX {name}")
         for name in sorted(want.keys()):
             node = f"index:{name}"
-            if name in cur and not self.rebuilt(node):
-                continue
             i = want[name]
+            if i.get("parent"):
+                # Created before its parent's index, which then attaches it (keeping its
+                # name); when the parent's index exists, a new partition gets one by itself.
+                parent = f"index:{i['parent']}"
+                if i["parent"] in cur and not self.rebuilt(parent):
+                    continue
+                self.extra_deps.setdefault(parent, set()).add(node)
+            elif name in cur and not self.rebuilt(node):
+                continue
             hazards: list[str] = []
             if self.existing_table(i["table"]) and not self.rebuilt(f"view:{i['table']}"):
                 hazards = [LOCK_HEAVY] + ([DATA_DEPENDENT] if i["unique"] else [])

@@ -227,12 +227,13 @@ SELECT ic.oid, {_qn("n", "ic.relname")}, {_qn("n", "tc.relname")},
        pg_get_indexdef(i.indexrelid), i.indisunique,
        ARRAY(SELECT ARRAY[a.attnum::text, a.attstattarget::text] FROM pg_attribute a
               WHERE a.attrelid = ic.oid AND a.attstattarget >= 0 ORDER BY a.attnum),
-       i.indisclustered
+       i.indisclustered,
+       (SELECT {_qn("pn", "pi.relname")} FROM pg_inherits h JOIN pg_class pi ON pi.oid = h.inhparent
+          JOIN pg_namespace pn ON pn.oid = pi.relnamespace WHERE h.inhrelid = ic.oid)
 FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
 JOIN pg_class tc ON tc.oid = i.indrelid
 JOIN pg_namespace n ON n.oid = ic.relnamespace
 WHERE tc.relkind IN ('r', 'p', 'm') AND {_USER_NS} AND {_not_ext("pg_class", "tc.oid")}
-  AND NOT ic.relispartition
   AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid
                   AND k.contype IN ('p', 'u', 'x'))
 """
@@ -691,9 +692,9 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
         if clustered:
             schema["constraint"][key]["clustered"] = True
         nodes.add("pg_constraint", oid, f"constraint:{key}")
-        if indid:
+        if indid and kind in ("p", "u", "x"):  # a foreign key's conindid is the referenced one
             nodes.add("pg_class", indid, f"constraint:{key}")
-    for oid, name, table, definition, unique, stats, clustered in _rows(cur, Q_INDEXES):
+    for oid, name, table, definition, unique, stats, clustered, parent in _rows(cur, Q_INDEXES):
         index: dict[str, Any] = {
             "table": table,
             "def": definition.replace(" ON ONLY ", " ON ", 1),
@@ -703,6 +704,8 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             index["statistics"] = {s[0]: int(s[1]) for s in stats}
         if clustered:
             index["clustered"] = True
+        if parent:
+            index["parent"] = parent  # a partition's index, attached to its parent's index
         schema["index"][name] = index
         nodes.add("pg_class", oid, f"index:{name}")
     for oid, name, kind, definition, reloptions in _rows(cur, Q_VIEWS):
