@@ -1,0 +1,209 @@
+"""Hand edits per object kind: each gives the minimal plan with its hazards, applies, converges."""
+
+from __future__ import annotations
+
+import pytest
+from pgcorpus import apply_plan, ensure_roles
+
+from ptah.engines import planner
+from ptah.engines.connect import open_target
+from ptah.engines.model import DATA_DEPENDENT, DESTRUCTIVE, LOCK_HEAVY, PlanError
+
+pytestmark = pytest.mark.integration
+
+BASE = """
+CREATE SCHEMA s;
+CREATE TYPE s.mood AS ENUM ('sad', 'ok');
+CREATE DOMAIN s.pos AS integer DEFAULT 1 CONSTRAINT pos_check CHECK (VALUE > 0);
+CREATE TYPE s.pair AS (a integer, b text);
+CREATE FUNCTION s.norm(t text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT lower(t) $$;
+CREATE FUNCTION s.stamp() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
+CREATE TABLE s.item (
+  id integer PRIMARY KEY,
+  name text NOT NULL CHECK (s.norm(name) <> ''),
+  qty s.pos,
+  tenant integer NOT NULL DEFAULT 0,
+  pair s.pair
+) WITH (fillfactor = 80);
+CREATE INDEX item_norm ON s.item (s.norm(name));
+CREATE TRIGGER item_stamp BEFORE UPDATE ON s.item FOR EACH ROW EXECUTE FUNCTION s.stamp();
+CREATE POLICY item_tenant ON s.item USING (tenant = 0);
+ALTER TABLE s.item ENABLE ROW LEVEL SECURITY;
+CREATE TABLE s.log (at date NOT NULL, msg text) PARTITION BY RANGE (at);
+CREATE TABLE s.log_2024 PARTITION OF s.log FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+CREATE INDEX log_at ON s.log (at);
+CREATE VIEW s.names AS SELECT s.norm(name) AS n FROM s.item;
+GRANT SELECT ON s.item TO ptah_corpus_reader;
+COMMENT ON FUNCTION s.norm(text) IS 'lower case';
+"""
+
+
+def _edit(url: str, sql: str) -> dict[str, tuple[str, ...]]:
+    with open_target(url) as t:
+        plan = planner.plan(t, sql)
+        got = {" ".join(s.sql.split()): s.hazards for s in plan.statements}
+        result = planner.apply(
+            t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
+        )
+        assert result.outcome == "succeeded", (result.message, list(got))
+        assert planner.plan(t, sql).statements == []
+    return got
+
+
+EDITS: dict[str, tuple[str, str, dict[str, tuple[str, ...]]]] = {
+    "function body (replace in place)": (
+        "SELECT lower(t) $$",
+        "SELECT lower(trim(t)) $$",
+        {
+            "CREATE OR REPLACE FUNCTION s.norm(t text) RETURNS text LANGUAGE sql IMMUTABLE AS"
+            " $function$ SELECT lower(trim(t)) $function$": (),
+        },
+    ),
+    "function added": (
+        "CREATE FUNCTION s.stamp()",
+        "CREATE FUNCTION s.two() RETURNS integer LANGUAGE sql AS 'SELECT 2';\n"
+        "CREATE FUNCTION s.stamp()",
+        {
+            "CREATE OR REPLACE FUNCTION s.two() RETURNS integer LANGUAGE sql AS $function$SELECT"
+            " 2$function$": (),
+        },
+    ),
+    "function result type (drop and recreate with what uses it)": (
+        "CREATE FUNCTION s.norm(t text) RETURNS text",
+        "CREATE FUNCTION s.norm(t text) RETURNS varchar",
+        {
+            "DROP VIEW s.names": (),
+            "DROP INDEX s.item_norm": (),
+            "ALTER TABLE s.item DROP CONSTRAINT item_name_check": (),
+            "DROP FUNCTION s.norm(text)": (),
+            "CREATE OR REPLACE FUNCTION s.norm(t text) RETURNS character varying LANGUAGE sql"
+            " IMMUTABLE AS $function$ SELECT lower(t) $function$": (),
+            "ALTER TABLE s.item ADD CONSTRAINT item_name_check CHECK (((s.norm(name))::text <>"
+            " ''::text))": (DATA_DEPENDENT, LOCK_HEAVY),
+            "CREATE INDEX item_norm ON s.item USING btree (s.norm(name))": (LOCK_HEAVY,),
+            "CREATE VIEW s.names AS SELECT s.norm(item.name) AS n FROM s.item": (),
+            "COMMENT ON FUNCTION s.norm(pg_catalog.text) IS 'lower case'": (),
+        },
+    ),
+    "domain constraint and default": (
+        "DEFAULT 1 CONSTRAINT pos_check CHECK (VALUE > 0)",
+        "DEFAULT 2 CONSTRAINT pos_check CHECK (VALUE > 0) CONSTRAINT pos_small CHECK (VALUE < 100)",
+        {
+            "ALTER DOMAIN s.pos ADD CONSTRAINT pos_small CHECK ((VALUE < 100))": (DATA_DEPENDENT,),
+            "ALTER DOMAIN s.pos SET DEFAULT 2": (),
+        },
+    ),
+    "composite attribute added": (
+        "(a integer, b text)",
+        "(a integer, b text, c date)",
+        {"ALTER TYPE s.pair ADD ATTRIBUTE c date": ()},
+    ),
+    "enum value added": (
+        "('sad', 'ok')",
+        "('sad', 'ok', 'happy')",
+        {"ALTER TYPE s.mood ADD VALUE 'happy' AFTER 'ok'": ()},
+    ),
+    "trigger changed": (
+        "BEFORE UPDATE ON s.item FOR EACH ROW",
+        "BEFORE INSERT OR UPDATE ON s.item FOR EACH ROW",
+        {
+            "DROP TRIGGER item_stamp ON s.item": (),
+            "CREATE TRIGGER item_stamp BEFORE INSERT OR UPDATE ON s.item FOR EACH ROW EXECUTE"
+            " FUNCTION s.stamp()": (),
+        },
+    ),
+    "policy changed and forced": (
+        "USING (tenant = 0);",
+        "USING (tenant > 0);\nALTER TABLE s.item FORCE ROW LEVEL SECURITY;",
+        {
+            "DROP POLICY item_tenant ON s.item": (),
+            "CREATE POLICY item_tenant ON s.item FOR ALL TO PUBLIC USING ((tenant > 0))": (),
+            "ALTER TABLE s.item FORCE ROW LEVEL SECURITY": (),
+        },
+    ),
+    "reloptions, logging, statistics": (
+        "WITH (fillfactor = 80);",
+        "WITH (fillfactor = 60, autovacuum_enabled = false);\n"
+        "ALTER TABLE s.item ALTER COLUMN tenant SET STATISTICS 200;\n"
+        "ALTER TABLE s.item REPLICA IDENTITY FULL;",
+        {
+            "ALTER TABLE s.item SET (autovacuum_enabled=false, fillfactor=60)": (),
+            "ALTER TABLE s.item ALTER COLUMN tenant SET STATISTICS 200": (),
+            "ALTER TABLE s.item REPLICA IDENTITY FULL": (),
+        },
+    ),
+    "grant and revoke": (
+        "GRANT SELECT ON s.item TO ptah_corpus_reader;",
+        "GRANT SELECT, UPDATE (name) ON s.item TO ptah_corpus_writer;\n"
+        "ALTER DEFAULT PRIVILEGES IN SCHEMA s GRANT SELECT ON TABLES TO ptah_corpus_reader;",
+        {
+            "REVOKE SELECT ON TABLE s.item FROM ptah_corpus_reader": (),
+            "GRANT SELECT, UPDATE (name) ON TABLE s.item TO ptah_corpus_writer": (),
+            "ALTER DEFAULT PRIVILEGES IN SCHEMA s GRANT SELECT ON TABLES TO ptah_corpus_reader": (),
+        },
+    ),
+    "partition added": (
+        "CREATE INDEX log_at ON s.log (at);",
+        "CREATE INDEX log_at ON s.log (at);\n"
+        "CREATE TABLE s.log_2025 PARTITION OF s.log FOR VALUES FROM ('2025-01-01') TO"
+        " ('2026-01-01');",
+        {
+            "CREATE TABLE s.log_2025 PARTITION OF s.log FOR VALUES FROM ('2025-01-01') TO"
+            " ('2026-01-01')": (),
+        },
+    ),
+    "partition bound changed (detach, attach)": (
+        "FOR VALUES FROM ('2024-01-01') TO ('2025-01-01')",
+        "FOR VALUES FROM ('2023-01-01') TO ('2025-01-01')",
+        {
+            "ALTER TABLE s.log DETACH PARTITION s.log_2024": (),
+            "ALTER TABLE s.log ATTACH PARTITION s.log_2024 FOR VALUES FROM ('2023-01-01') TO"
+            " ('2025-01-01')": (DATA_DEPENDENT, LOCK_HEAVY),
+        },
+    ),
+    "partition dropped": (
+        "CREATE TABLE s.log_2024 PARTITION OF s.log FOR VALUES FROM ('2024-01-01') TO"
+        " ('2025-01-01');",
+        "",
+        {"DROP TABLE s.log_2024": (DESTRUCTIVE,)},
+    ),
+    "function comment": (
+        "IS 'lower case'",
+        "IS 'lower-cased'",
+        {"COMMENT ON FUNCTION s.norm(pg_catalog.text) IS 'lower-cased'": ()},
+    ),
+    "function dropped with what used it": (
+        "CREATE VIEW s.names AS SELECT s.norm(name) AS n FROM s.item;",
+        "",
+        {"DROP VIEW s.names": ()},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(EDITS))
+def test_hand_edit_gives_minimal_plan(pg_url: str, pg_db: str, name: str) -> None:
+    ensure_roles(pg_url)
+    old, new, expected = EDITS[name]
+    assert old in BASE
+    apply_plan(pg_db, BASE)
+    assert _edit(pg_db, BASE.replace(old, new)) == expected
+
+
+def test_partition_key_change_is_refused_with_the_reason(pg_url: str, pg_db: str) -> None:
+    ensure_roles(pg_url)
+    apply_plan(pg_db, BASE)
+    changed = BASE.replace("PARTITION BY RANGE (at)", "PARTITION BY LIST (at)").replace(
+        "FOR VALUES FROM ('2024-01-01') TO ('2025-01-01')", "FOR VALUES IN ('2024-01-01')"
+    )
+    with open_target(pg_db) as t, pytest.raises(PlanError) as err:
+        planner.plan(t, changed)
+    assert err.value.reason == "Unsupported"
+    assert "partition key" in str(err.value) and "s.log" in str(err.value)
+
+
+def test_domain_base_type_change_used_by_a_table_is_refused(pg_url: str, pg_db: str) -> None:
+    ensure_roles(pg_url)
+    apply_plan(pg_db, BASE)
+    with open_target(pg_db) as t, pytest.raises(PlanError) as err:
+        planner.plan(t, BASE.replace("s.pos AS integer", "s.pos AS bigint"))
+    assert "table s.item" in str(err.value)
