@@ -451,7 +451,7 @@ def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result
                 Observe(
                     "Failed",
                     stalled_reason=f"{op.type}Failed",
-                    message=f"{frame.reason}"[:512] + "; change the spec to plan again",
+                    message=_failure(frame)[:512] + "; change the spec to plan again",
                 ),
             )
         )
@@ -459,6 +459,13 @@ def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result
     writes.write_outcome(p, record=None, settle=False, release=release, extra=extra)
     writes.emit_event(p, f"{op.type}{outcome}", f"{op.type} {op.operation_id} {outcome.lower()}")
     return AGAIN
+
+
+def _failure(frame: ResultFrame) -> str:
+    """The frame's reason and, when the runner gave one, its (already scrubbed) message:
+    an apply that ran but missed the plan's expected schema says which fingerprints."""
+    detail = str(frame.data.get("message") or "").strip()
+    return f"{frame.reason}: {detail}" if detail else frame.reason
 
 
 def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
