@@ -1,9 +1,11 @@
--- Argo CD health check for PtahSchema and PtahMigration (one script serves both).
--- Argo CD runs it with gopher-lua (Lua 5.1); tests/unit/test_argocd_health.py runs it
--- under Lua 5.1 against sample objects.
---   Suspended    spec.suspend, or a plan waiting for a person's approval (`ptah approve`)
---   Degraded     Stalled=True (a person must act: see the message and docs/operations.md)
---   Healthy      Ready=True for the current generation
+-- Argo CD health check for PtahSchema, PtahMigration and PtahRollout (one script serves
+-- all three). Argo CD runs it with gopher-lua (Lua 5.1); tests/unit/test_argocd_health.py
+-- runs it under Lua 5.1 against sample objects.
+--   Suspended    spec.suspend or spec.paused, or a plan waiting for a person's approval
+--                (`ptah approve`)
+--   Degraded     Stalled=True (a person must act: see the message and docs/operations.md;
+--                for a rollout, the message names the target that stopped it)
+--   Healthy      Ready=True for the current generation (a rollout: every target Ready)
 --   Progressing  anything else (reading, planning, applying, proving)
 local hs = {}
 local status = obj.status or {}
@@ -25,9 +27,13 @@ local function current(c)
   return c.observedGeneration == nil or generation == nil or c.observedGeneration >= generation
 end
 
-if obj.spec ~= nil and obj.spec.suspend == true then
+if obj.spec ~= nil and (obj.spec.suspend == true or obj.spec.paused == true) then
   hs.status = "Suspended"
-  hs.message = "spec.suspend is true"
+  if obj.spec.paused == true then
+    hs.message = "spec.paused is true"
+  else
+    hs.message = "spec.suspend is true"
+  end
   if status.waitingFor ~= nil then
     hs.message = hs.message .. "; waiting for " .. status.waitingFor
   end
@@ -46,6 +52,8 @@ if status.phase == "WaitingForApproval" then
   hs.message = "waiting for " .. (status.waitingFor or "approval") .. ": ptah approve "
   if obj.kind == "PtahMigration" then
     hs.message = hs.message .. "migration/"
+  elseif obj.kind == "PtahRollout" then
+    hs.message = hs.message .. "rollout/"
   else
     hs.message = hs.message .. "schema/"
   end

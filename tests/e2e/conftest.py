@@ -37,7 +37,7 @@ from ptah.kube.real import RealCluster
 @pytest.fixture(scope="session")
 def crds(cluster: Any) -> None:
     cluster.kubectl("apply", "-f", str(ROOT / "deploy" / "crds"))
-    for crd in ("ptahschemas", "ptahmigrations", "ptahplans", "ptahapprovals"):
+    for crd in ("ptahschemas", "ptahmigrations", "ptahplans", "ptahapprovals", "ptahrollouts"):
         cluster.kubectl(
             "wait", "--for=condition=Established", f"crd/{crd}.ptah.io", "--timeout=60s"
         )

@@ -3,6 +3,7 @@ with the operator as its own process and real SQLite and PostgreSQL targets."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from pathlib import Path
@@ -58,7 +59,13 @@ def test_sqlite_create_ready_then_spec_change(
     assert s["lastMutation"]["outcome"] == "Succeeded"
     assert s["observedGeneration"] == 1
     conds = {c["type"]: c["status"] for c in s["conditions"]}
-    assert conds == {"Ready": "True", "Reconciling": "False", "Stalled": "False"}
+    assert conds == {
+        "Ready": "True",
+        "Reconciling": "False",
+        "Stalled": "False",
+        "SourceApplied": "True",
+    }
+    assert s["appliedSource"] == hashlib.sha256(V1.encode()).hexdigest()
     first_applied = s["appliedPlanDigest"]
 
     # Printer columns show the phase and the plan.

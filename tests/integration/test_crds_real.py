@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ptah.kube import errors
-from ptah.kube.kinds import SCHEMA
+from ptah.kube.kinds import ROLLOUT, SCHEMA
 from ptah.kube.real import RealCluster
 
 CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
@@ -55,3 +55,36 @@ def test_crds_install_and_validate(cluster: Any, namespace: str) -> None:
 
     out = cluster.kubectl("get", "ptahschemas", "-o", "json", namespace=namespace)
     assert [i["metadata"]["name"] for i in json.loads(out.stdout)["items"]] == ["good"]
+
+
+def test_rollout_crd_refuses_two_templates_and_no_targets(cluster: Any, namespace: str) -> None:
+    cluster.kubectl("apply", "--server-side", "-f", str(CRDS))
+    cluster.kubectl(
+        "wait", "--for=condition=Established", "crd/ptahrollouts.ptah.io", "--timeout=60s"
+    )
+    port = RealCluster.from_kubeconfig(str(cluster.kubeconfig))
+
+    def rollout(name: str, template: dict[str, Any], targets: dict[str, Any]) -> Any:
+        return port.create(
+            ROLLOUT,
+            {
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"template": {"engine": "sqlite", **template}, "targets": targets},
+            },
+        )
+
+    schema = {"schema": {"source": {"inline": "CREATE TABLE a (id int);"}}}
+    migration = {"migration": {"directory": {"configMaps": ["m"]}}}
+    created = rollout("good", schema, {"selector": {"matchLabels": {"fleet": "x"}}})
+    assert created["spec"]["targets"]["secretKey"] == "url"  # a default from the models
+    for name, template, targets, message in (
+        ("two", {**schema, **migration}, {"secrets": [{"secretRef": {"name": "a"}}]},
+         "exactly one of template.schema and template.migration"),
+        ("none", schema, {}, "set targets.selector, targets.secrets, or both"),
+    ):  # fmt: skip
+        try:
+            rollout(name, template, targets)
+        except errors.Invalid as exc:
+            assert message in str(exc)
+        else:
+            raise AssertionError(f"the CEL rule did not refuse {name}")

@@ -1,5 +1,5 @@
 """The Argo CD health check (deploy/argocd/health.lua) run under Lua 5.1, as Argo CD's
-gopher-lua runs it, against sample PtahSchema and PtahMigration objects."""
+gopher-lua runs it, against sample PtahSchema, PtahMigration and PtahRollout objects."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def resource(kind: str = "PtahSchema", gen: int = 1, suspend: bool = False, **st
     }
 
 
-KINDS = ["PtahSchema", "PtahMigration"]
+KINDS = ["PtahSchema", "PtahMigration", "PtahRollout"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -88,7 +88,8 @@ def test_suspend_wins(kind: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("kind", "short"), [("PtahSchema", "schema"), ("PtahMigration", "migration")]
+    ("kind", "short"),
+    [("PtahSchema", "schema"), ("PtahMigration", "migration"), ("PtahRollout", "rollout")],
 )
 def test_waiting_for_approval_is_suspended_and_says_how_to_approve(kind: str, short: str) -> None:
     obj = resource(
@@ -133,3 +134,30 @@ def test_argocd_cm_carries_the_script_for_both_kinds() -> None:
     assert cm["metadata"]["name"] == "argocd-cm"
     for kind in KINDS:
         assert cm["data"][f"resource.customizations.health.ptah.io_{kind}"] == SCRIPT
+
+
+def test_a_stopped_rollout_is_degraded_naming_the_target() -> None:
+    obj = resource(
+        "PtahRollout",
+        phase="Stopped",
+        observedGeneration=1,
+        stopped={"target": "tenant-7", "reason": "ApplyFailed"},
+        conditions=[
+            cond("Ready", "False", "Stopped"),
+            cond("Stalled", "True", "Stopped", "stopped on a failed canary: tenant-7 Failed"),
+        ],
+    )
+    assert health(obj) == ("Degraded", "Stopped: stopped on a failed canary: tenant-7 Failed")
+
+
+def test_a_paused_rollout_is_suspended_and_a_moving_one_progresses() -> None:
+    paused = resource("PtahRollout", phase="Paused")
+    paused["spec"] = {"paused": True}
+    assert health(paused) == ("Suspended", "spec.paused is true")
+    moving = resource(
+        "PtahRollout",
+        phase="Progressing",
+        observedGeneration=1,
+        conditions=[cond("Ready", "False", "Progressing", "wave 2: 7/25 Ready")],
+    )
+    assert health(moving) == ("Progressing", "Progressing: wave 2: 7/25 Ready")

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from ptah.api.resources import MigrationSpec, MigrationStatus, SchemaSpec, SchemaStatus
+from ptah.api.resources import (
+    MigrationSpec,
+    MigrationStatus,
+    RolloutSpec,
+    RolloutStatus,
+    SchemaSpec,
+    SchemaStatus,
+)
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -39,6 +46,7 @@ def status_fields(model: type[BaseModel]) -> Iterator[str]:
 CASES = [
     ("guide-ptahschema.md", SchemaSpec, SchemaStatus),
     ("guide-ptahmigration.md", MigrationSpec, MigrationStatus),
+    ("guide-ptahrollout.md", RolloutSpec, RolloutStatus),
 ]
 
 

@@ -256,6 +256,10 @@ class LifecycleStatus(Model):
     waiting_for: str | None = None
     current_plan: PlanSummary | None = None
     applied_plan_digest: str | None = None
+    applied_source: str | None = Field(
+        default=None,
+        description="Digest of the desired source the target last reached (the GitOps gate).",
+    )
     abandoned_proofs: list[str] = Field(default_factory=list)
     reading_failures: int | None = None
     next_reading_after: str | None = None

@@ -26,11 +26,15 @@ from ptah.api.resources import (
     MigrationSpec,
     MigrationStatus,
     PlanSpec,
+    RolloutSpec,
+    RolloutStatus,
+    RolloutTargets,
+    RolloutTemplate,
     SchemaSource,
     SchemaSpec,
     SchemaStatus,
 )
-from ptah.kube.kinds import APPROVAL, MIGRATION, PLAN, SCHEMA, Kind
+from ptah.kube.kinds import APPROVAL, MIGRATION, PLAN, ROLLOUT, SCHEMA, Kind
 
 Schema = dict[str, Any]
 
@@ -54,6 +58,18 @@ CEL_RULES: dict[type[BaseModel], list[dict[str, str]]] = {
     ],
     PlanSpec: [{"rule": "self == oldSelf", "message": "a PtahPlan is immutable"}],
     ApprovalSpec: [{"rule": "self == oldSelf", "message": "a PtahApproval's spec is immutable"}],
+    RolloutTemplate: [
+        {
+            "rule": "has(self.schema) != has(self.migration)",
+            "message": "set exactly one of template.schema and template.migration",
+        }
+    ],
+    RolloutTargets: [
+        {
+            "rule": "has(self.selector) || (has(self.secrets) && size(self.secrets) > 0)",
+            "message": "set targets.selector, targets.secrets, or both",
+        }
+    ],
 }
 
 _DROP = {"title", "$defs"}
@@ -176,6 +192,15 @@ PRINTER_COLUMNS: dict[str, list[dict[str, str]]] = {
         {"name": "Destructive", "type": "boolean", "jsonPath": ".spec.destructive"},
         {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
     ],
+    "PtahRollout": [
+        {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+        {"name": "Wave", "type": "integer", "jsonPath": ".status.currentWave"},
+        {"name": "Targets", "type": "integer", "jsonPath": ".status.counts.total"},
+        {"name": "Ready", "type": "integer", "jsonPath": ".status.counts.ready"},
+        {"name": "Failed", "type": "integer", "jsonPath": ".status.counts.failed"},
+        {"name": "Stopped", "type": "string", "jsonPath": ".status.stopped.target"},
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ],
     "PtahApproval": [
         {"name": "Resource", "type": "string", "jsonPath": ".spec.resourceRef.name"},
         {"name": "Digest", "type": "string", "jsonPath": ".spec.planDigest"},
@@ -192,6 +217,7 @@ SHORT_NAMES = {
     "PtahMigration": ["pmig"],
     "PtahPlan": ["pplan"],
     "PtahApproval": ["papproval"],
+    "PtahRollout": ["prollout"],
 }
 
 RESOURCES: list[tuple[Kind, type[BaseModel], type[BaseModel] | None]] = [
@@ -199,6 +225,7 @@ RESOURCES: list[tuple[Kind, type[BaseModel], type[BaseModel] | None]] = [
     (MIGRATION, MigrationSpec, MigrationStatus),
     (PLAN, PlanSpec, None),
     (APPROVAL, ApprovalSpec, ApprovalStatus),
+    (ROLLOUT, RolloutSpec, RolloutStatus),
 ]
 
 

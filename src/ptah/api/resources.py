@@ -1,4 +1,5 @@
-"""The four ptah.io/v1alpha1 resources: PtahSchema, PtahMigration, PtahPlan, PtahApproval."""
+"""The ptah.io/v1alpha1 resources: PtahSchema, PtahMigration, PtahPlan, PtahApproval and
+PtahRollout (one template fanned out to many targets)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from ptah.api.common import (
     Model,
     Policy,
     RunnerSpec,
+    SecretKeyRef,
     TargetSpec,
     UncertainRecord,
 )
+from ptah.api.digest import digest
 
 # ---------------------------------------------------------------- PtahSchema
 
@@ -33,13 +36,18 @@ class SchemaSource(Model):
     sha256: Annotated[str | None, Field(pattern=r"^[0-9a-f]{64}$")] = None
 
 
-class SchemaSpec(Model):
-    target: TargetSpec
+class SchemaTemplate(Model):
+    """A PtahSchema's spec without its target: what a PtahRollout fans out."""
+
     source: SchemaSource
     policy: Policy = Field(default_factory=Policy)
     runner: RunnerSpec = Field(default_factory=RunnerSpec)
     suspend: bool = False
     drift_check_interval_seconds: Annotated[int, Field(ge=0, le=604800)] = 600
+
+
+class SchemaSpec(SchemaTemplate):
+    target: TargetSpec
 
 
 class SchemaStatus(LifecycleStatus):
@@ -72,14 +80,19 @@ class MigrationPolicy(Model):
     verification_policy: str = "ptah-verification-policy"
 
 
-class MigrationSpec(Model):
-    target: TargetSpec
+class MigrationTemplate(Model):
+    """A PtahMigration's spec without its target: what a PtahRollout fans out."""
+
     directory: MigrationDirectory
     target_version: str | None = None
     baseline_version: str | None = None
     policy: MigrationPolicy = Field(default_factory=MigrationPolicy)
     runner: RunnerSpec = Field(default_factory=RunnerSpec)
     suspend: bool = False
+
+
+class MigrationSpec(MigrationTemplate):
+    target: TargetSpec
 
 
 class DirtyFile(Model):
@@ -169,6 +182,13 @@ class PlanSpec(Model):
     computed_under: PlanFingerprints
 
 
+def statements_digest(statements: list[PlannedStatement]) -> str:
+    """What a person decides on when approving a rollout's plans: the statements (with
+    their hazards) in order, and nothing about the target they were planned for, so
+    every target whose plan has exactly these statements shares one decision."""
+    return digest([s.wire() for s in statements], 40)
+
+
 class PtahPlan(Model):
     api_version: Literal["ptah.io/v1alpha1"] = "ptah.io/v1alpha1"
     kind: Literal["PtahPlan"] = "PtahPlan"
@@ -180,12 +200,14 @@ class PtahPlan(Model):
 
 
 class ResourceRef(Model):
-    kind: Literal["PtahSchema", "PtahMigration"]
+    kind: Literal["PtahSchema", "PtahMigration", "PtahRollout"]
     name: Annotated[str, Field(min_length=1)]
 
 
 class ApprovalSpec(Model):
-    """Approves one plan digest for one resource; spent once."""
+    """Approves one plan digest for one resource; spent once. For a PtahRollout,
+    ``planDigest`` is a statements digest: the rollout spends it once per target whose
+    plan has exactly those statements, by creating that target's own approval."""
 
     resource_ref: ResourceRef
     plan_digest: Annotated[str, Field(min_length=8)]
@@ -208,3 +230,145 @@ class PtahApproval(Model):
 
 def approval_consumed(approval: PtahApproval) -> bool:
     return any(c.type == "Consumed" and c.status == "True" for c in approval.status.conditions)
+
+
+# --------------------------------------------------------------- PtahRollout
+
+
+class LabelSelectorRequirement(Model):
+    key: Annotated[str, Field(min_length=1)]
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = Field(default_factory=list)
+
+
+class LabelSelector(Model):
+    """A Kubernetes label selector over the Secrets of the rollout's namespace."""
+
+    match_labels: dict[str, str] | None = None
+    match_expressions: list[LabelSelectorRequirement] | None = None
+
+    def matches(self, labels: dict[str, str]) -> bool:
+        for key, value in (self.match_labels or {}).items():
+            if labels.get(key) != value:
+                return False
+        for req in self.match_expressions or []:
+            present = req.key in labels
+            if req.operator == "Exists" and not present:
+                return False
+            if req.operator == "DoesNotExist" and present:
+                return False
+            if req.operator == "In" and (not present or labels[req.key] not in req.values):
+                return False
+            if req.operator == "NotIn" and present and labels[req.key] in req.values:
+                return False
+        return True
+
+
+class RolloutTarget(Model):
+    """One explicitly listed target: a Secret of the rollout's namespace."""
+
+    secret_ref: SecretKeyRef
+    engine: Engine | None = Field(default=None, description="Defaults to template.engine.")
+
+
+class RolloutTargets(Model):
+    """Which databases the template goes to: Secrets selected by label and/or listed."""
+
+    selector: LabelSelector | None = None
+    secrets: list[RolloutTarget] = Field(default_factory=list)
+    secret_key: Annotated[str, Field(min_length=1)] = Field(
+        default="url", description="The key holding the URL in each selected Secret."
+    )
+
+
+class RolloutTemplate(Model):
+    """What every target gets: a PtahSchema or a PtahMigration spec without its target."""
+
+    engine: Engine
+    dev_secret_ref: SecretKeyRef | None = None
+    schema_: SchemaTemplate | None = Field(default=None, alias="schema")
+    migration: MigrationTemplate | None = None
+
+    @property
+    def child_kind(self) -> Literal["PtahSchema", "PtahMigration"]:
+        return "PtahSchema" if self.schema_ is not None else "PtahMigration"
+
+
+class RolloutStrategy(Model):
+    """A canary group first, then waves of at most ``maxParallel`` targets."""
+
+    canary: Annotated[int, Field(ge=0)] = 1
+    canary_percent: Annotated[int | None, Field(ge=1, le=100)] = None
+    max_parallel: Annotated[int, Field(ge=1, le=10000)] = 10
+    max_failures: Annotated[int, Field(ge=0)] = 0
+    stop_on_uncertain: bool = True
+
+
+class RolloutSpec(Model):
+    template: RolloutTemplate
+    targets: RolloutTargets
+    strategy: RolloutStrategy = Field(default_factory=RolloutStrategy)
+    paused: bool = False
+
+
+class RolloutCounts(Model):
+    """Targets per phase, for the template's current revision."""
+
+    total: int = 0
+    ready: int = 0
+    applying: int = 0
+    waiting_for_approval: int = 0
+    uncertain: int = 0
+    failed: int = 0
+    pending: int = 0
+
+
+class RolloutStop(Model):
+    """Why the rollout starts nothing new: the target and its reason."""
+
+    target: str
+    child: str = ""
+    reason: str
+    message: str = ""
+
+
+class RolloutDecision(Model):
+    """A distinct plan (by statements) that targets wait on: one decision for all."""
+
+    statements_digest: str
+    statements: int
+    destructive: bool = False
+    targets: int
+    example: str = Field(description="One child waiting on these statements.")
+
+
+class RolloutTargetStatus(Model):
+    name: str = Field(description="The target: its Secret (and key, when not the default).")
+    child: str
+    wave: int
+    phase: str
+    revision: bool = Field(default=False, description="The child carries the current revision.")
+    reason: str = ""
+
+
+class RolloutStatus(Model):
+    observed_generation: int | None = None
+    phase: str | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+    revision: str | None = Field(default=None, description="Digest of the template applied.")
+    child_kind: str | None = None
+    current_wave: int | None = None
+    waves: int | None = None
+    counts: RolloutCounts = Field(default_factory=RolloutCounts)
+    stopped: RolloutStop | None = None
+    decisions: list[RolloutDecision] = Field(default_factory=list)
+    targets: list[RolloutTargetStatus] = Field(default_factory=list)
+    applied_source: str | None = None
+
+
+class PtahRollout(Model):
+    api_version: Literal["ptah.io/v1alpha1"] = "ptah.io/v1alpha1"
+    kind: Literal["PtahRollout"] = "PtahRollout"
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    spec: RolloutSpec
+    status: RolloutStatus = Field(default_factory=RolloutStatus)

@@ -138,7 +138,9 @@ class MigrationFamily:
                 waiting_for="the directory restored",
             )
         if not plan.changes:
-            return Observe("Ready", ready=True)
+            # The directory's own hash (the runner's, as `ptah migrate hash` prints it), so
+            # a CI step can compute the digest it waits for from the files it ships.
+            return Observe("Ready", ready=True, applied_source=reading.directory_hash or None)
         stall = replay_stall(status, plan)
         if stall is not None:
             return stall

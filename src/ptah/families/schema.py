@@ -104,7 +104,9 @@ class SchemaFamily:
             if interval and since is not None and since >= interval:
                 return self.reading_work(p, None)
             remaining = None if not interval or since is None else interval - since
-            return Observe("Ready", ready=True, requeue_after=remaining)
+            return Observe(
+                "Ready", ready=True, requeue_after=remaining, applied_source=plan.source or None
+            )
         stall = replay_stall(status, plan)
         if stall is not None:
             return stall

@@ -26,6 +26,7 @@ SCHEMA = Kind(PTAH_GROUP, PTAH_VERSION, "PtahSchema", "ptahschemas")
 MIGRATION = Kind(PTAH_GROUP, PTAH_VERSION, "PtahMigration", "ptahmigrations")
 PLAN = Kind(PTAH_GROUP, PTAH_VERSION, "PtahPlan", "ptahplans")
 APPROVAL = Kind(PTAH_GROUP, PTAH_VERSION, "PtahApproval", "ptahapprovals")
+ROLLOUT = Kind(PTAH_GROUP, PTAH_VERSION, "PtahRollout", "ptahrollouts")
 JOB = Kind("batch", "v1", "Job", "jobs")
 POD = Kind("", "v1", "Pod", "pods")
 CONFIGMAP = Kind("", "v1", "ConfigMap", "configmaps", has_status=False)
@@ -33,7 +34,7 @@ SECRET = Kind("", "v1", "Secret", "secrets", has_status=False)
 EVENT = Kind("", "v1", "Event", "events", has_status=False)
 LEASE = Kind("coordination.k8s.io", "v1", "Lease", "leases", has_status=False)
 
-ALL = (SCHEMA, MIGRATION, PLAN, APPROVAL, JOB, POD, CONFIGMAP, SECRET, EVENT, LEASE)
+ALL = (SCHEMA, MIGRATION, PLAN, APPROVAL, ROLLOUT, JOB, POD, CONFIGMAP, SECRET, EVENT, LEASE)
 
 
 def by_kind(kind: str) -> Kind:

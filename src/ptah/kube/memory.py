@@ -339,6 +339,20 @@ class MemoryCluster:
         self._read("list", kind, namespace, "")
         return [_clone_obj(o) for o in self._list(kind, namespace, labels)]
 
+    def list_metadata(
+        self, kind: Kind, namespace: str, labels: dict[str, str] | None = None
+    ) -> ObjList:
+        """Only the metadata, as the real API's PartialObjectMetadataList."""
+        self._read("list", kind, namespace, "")
+        return [
+            {
+                "apiVersion": o.get("apiVersion"),
+                "kind": o.get("kind"),
+                "metadata": _clone(o["metadata"]),
+            }
+            for o in self._list(kind, namespace, labels)
+        ]
+
     def create(self, kind: Kind, obj: Obj) -> Obj:
         meta = obj.get("metadata") or {}
         req = WriteRequest(

@@ -50,3 +50,17 @@ def merge_patch(target: Any, patch: Any) -> Any:
         else:
             result[key] = merge_patch(result.get(key), value)
     return result
+
+
+def merge_diff(old: Any, new: Any) -> Any:
+    """The merge patch that turns ``old`` into ``new``: keys ``new`` lacks are sent as
+    null, objects are diffed key by key, anything else is replaced whole. (A merge
+    patch of ``new`` alone would leave behind every key ``new`` no longer has.)"""
+    if type(old) is not dict or type(new) is not dict:
+        return json_copy(new)
+    out: dict[str, Any] = {k: None for k in old if k not in new}
+    for key, value in new.items():
+        if key in old and old[key] == value:
+            continue
+        out[key] = merge_diff(old.get(key), value)
+    return out

@@ -15,6 +15,7 @@ from ptah.kube.kinds import Kind
 
 Obj = dict[str, Any]
 Subresource = Literal["status"] | None
+ObjList = list[Obj]  # (inside the Protocol, ``list`` names its method)
 
 
 class Cluster(Protocol):
@@ -27,6 +28,12 @@ class Cluster(Protocol):
 
     def list(self, kind: Kind, namespace: str, labels: dict[str, str] | None = None) -> list[Obj]:
         """Objects of ``kind`` in ``namespace`` matching every label given."""
+
+    def list_metadata(
+        self, kind: Kind, namespace: str, labels: dict[str, str] | None = None
+    ) -> ObjList:
+        """Only the metadata of the matching objects: how a rollout selects its Secrets,
+        so their contents never reach the operator."""
 
     def create(self, kind: Kind, obj: Obj) -> Obj:
         """Create; raises AlreadyExists, Invalid, or an uncertain Unavailable."""

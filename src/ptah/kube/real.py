@@ -186,6 +186,7 @@ def _missing_object(resp: httpx.Response, name: str) -> bool:
 
 
 _PARTIAL_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+_PARTIAL_METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 
 
 class RealCluster:
@@ -250,12 +251,28 @@ class RealCluster:
         return {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": meta}
 
     def list(self, kind: Kind, namespace: str, labels: dict[str, str] | None = None) -> ObjList:
+        return self._list(kind, namespace, labels, None)
+
+    def list_metadata(
+        self, kind: Kind, namespace: str, labels: dict[str, str] | None = None
+    ) -> ObjList:
+        """PartialObjectMetadataList: names, labels and versions, never the data."""
+        items = self._list(kind, namespace, labels, _PARTIAL_METADATA_LIST)
+        return [
+            {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": i["metadata"]}
+            for i in items
+        ]
+
+    def _list(
+        self, kind: Kind, namespace: str, labels: dict[str, str] | None, accept: str | None
+    ) -> ObjList:
         params: dict[str, str | int] = {"limit": _LIST_PAGE}
         if labels:
             params["labelSelector"] = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
         out: ObjList = []
         while True:
-            body = self._send("GET", self._path(kind, namespace), params=params).json()
+            resp = self._send("GET", self._path(kind, namespace), params=params, accept=accept)
+            body = resp.json()
             out.extend(self._typed(kind, item) for item in body.get("items") or [])
             cont = (body.get("metadata") or {}).get("continue")
             if not cont:

@@ -31,20 +31,36 @@ def _condition(p: Pass, type_: str, true: bool, reason: str, message: str) -> di
 
 
 def observation(p: Pass, obs: Observe) -> dict[str, Any]:
-    """Status fields for ``obs`` (wire names)."""
+    """Status fields for ``obs`` (wire names).
+
+    ``appliedSource`` (the GitOps gate) is written only by a ready observation that
+    names the source reached; any other observation keeps the last one, and the
+    ``SourceApplied`` condition says whether it is the source desired now."""
     stalled = obs.stalled_reason is not None
     reason = obs.stalled_reason or obs.phase
+    applied = obs.applied_source if obs.ready else None
+    last = applied or p.status.applied_source
     conditions = [
         _condition(p, "Ready", obs.ready, reason, obs.message if not obs.ready else "up to date"),
         _condition(p, "Reconciling", not obs.ready and not stalled, obs.phase, obs.message),
         _condition(p, "Stalled", stalled, reason, obs.message if stalled else ""),
+        _condition(
+            p,
+            "SourceApplied",
+            applied is not None,
+            "SourceApplied" if applied is not None else obs.phase,
+            f"source {last}" if applied is not None or last is None else f"last applied {last}",
+        ),
     ]
-    return {
+    fields: dict[str, Any] = {
         "phase": obs.phase,
         "waitingFor": obs.waiting_for,
         "observedGeneration": p.generation,
         "conditions": conditions,
     }
+    if applied is not None:
+        fields["appliedSource"] = applied
+    return fields
 
 
 def differs(p: Pass, fields: dict[str, Any]) -> bool:

@@ -49,6 +49,7 @@ class Observe:
     message: str = ""
     waiting_for: str | None = None
     requeue_after: float | None = None
+    applied_source: str | None = None  # with ready: the source digest the target reached
 
 
 @dataclass(frozen=True)

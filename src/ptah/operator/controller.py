@@ -14,7 +14,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -23,12 +23,20 @@ import structlog
 
 from ptah.kube import errors
 from ptah.kube.kinds import EVENT, JOB, Kind
-from ptah.kube.port import Cluster, Obj, Subresource
+from ptah.kube.port import Cluster, Obj, ObjList, Subresource
 from ptah.kube.watch import WatchEvent
 from ptah.lifecycle.context import Env
 from ptah.lifecycle.family import Family
 from ptah.lifecycle.reconcile import reconcile
-from ptah.operator.mapping import PRIMARY_KINDS, Index, Key, keys_for, only_status_changed
+from ptah.operator.mapping import (
+    PRIMARY_KINDS,
+    Driver,
+    Index,
+    Key,
+    driver_keys,
+    keys_for,
+    only_status_changed,
+)
 from ptah.operator.metrics import Metrics
 from ptah.operator.queue import ShutDown, WorkQueue
 from ptah.targetlock import ExpiryObserver
@@ -65,14 +73,16 @@ class Recorder:
         self._on_job_created = on_job_created
         self.reset()
 
-    def reset(self) -> None:
+    def reset(self, kind: str | None = None) -> None:
+        """A new pass, over a resource of ``kind`` (None: whatever ``primary`` admits)."""
+        self.kind = kind
         self.first: Obj | None = None
         self.last: Obj | None = None
         self.op_type: str | None = None
         self.op_id: str | None = None
 
     def _seen(self, kind: Kind, obj: Obj | None) -> None:
-        if obj is None or not self._primary(kind):
+        if obj is None or not self._primary(kind) or self.kind not in (None, kind.kind):
             return
         if self.first is None:
             self.first = obj
@@ -98,6 +108,11 @@ class Recorder:
 
     def list(self, kind: Kind, namespace: str, labels: dict[str, str] | None = None) -> list[Obj]:
         return self.inner.list(kind, namespace, labels)
+
+    def list_metadata(
+        self, kind: Kind, namespace: str, labels: dict[str, str] | None = None
+    ) -> ObjList:
+        return self.inner.list_metadata(kind, namespace, labels)
 
     def create(self, kind: Kind, obj: Obj) -> Obj:
         if kind != JOB:
@@ -202,9 +217,12 @@ class Controller:
         *,
         metrics: Metrics | None = None,
         is_leader: Callable[[], bool] = lambda: True,
+        drivers: Sequence[Driver] = (),
     ) -> None:
         self.cluster = cluster
         self.families = families
+        self.drivers = {d.kind.kind: d for d in drivers}
+        self.primary_kinds = frozenset((*PRIMARY_KINDS, *self.drivers))
         self.settings = settings
         self.metrics = metrics or Metrics()
         self.is_leader = is_leader
@@ -227,21 +245,26 @@ class Controller:
             lease = kind == "Lease" and ns == self.settings.lock_namespace
             if ns not in self.settings.namespaces and not lease:
                 return
-        if kind in PRIMARY_KINDS and not self.selects(obj):
+        if kind in self.primary_kinds and not self.selects(obj):
             # Label scoping: a primary without the labels is another operator's (the
             # server filters the watch too; this also covers a relabelled object).
             self.index.remove(obj)
             return
-        if kind in PRIMARY_KINDS:
+        echo = False
+        if kind in self.primary_kinds:
             if event.type == "DELETED":
                 key = self.index.remove(obj)
                 self.metrics.observe_status(key, None)
             else:
                 key, previous = self.index.upsert(obj)
-                if event.type == "MODIFIED" and only_status_changed(previous, obj):
-                    self.metrics.watch_events.labels(kind, "false").inc()
-                    return
-        keys = keys_for(kind, obj, self.index, self.settings.lock_namespace)
+                echo = event.type == "MODIFIED" and only_status_changed(previous, obj)
+        # The echo of a status write wakes nobody but a driver watching it (a rollout
+        # follows its children's status).
+        keys = set() if echo else keys_for(kind, obj, self.index, self.settings.lock_namespace)
+        if kind in self.drivers and not echo:
+            meta = obj.get("metadata") or {}
+            keys.add(Key(kind, str(meta.get("namespace") or ""), str(meta.get("name") or "")))
+        keys |= driver_keys(kind, obj, self.index, list(self.drivers.values()))
         if self.settings.label_selector:
             keys = {k for k in keys if self.index.has(k)}
         self.metrics.watch_events.labels(kind, str(bool(keys)).lower()).inc()
@@ -310,7 +333,7 @@ class Controller:
             family = "schema" if op_type in ("Plan", "Apply") else "migration"
             self.metrics.jobs_created.labels(family, op_type).inc()
 
-        recorder = Recorder(self.cluster, lambda k: k.kind in self.families, job_created)
+        recorder = Recorder(self.cluster, lambda k: k.kind in self.primary_kinds, job_created)
         env = self._env(recorder)
         while True:
             try:
@@ -331,13 +354,20 @@ class Controller:
 
     def process(self, env: Env, recorder: Recorder, key: Key) -> None:
         family = self.families.get(key.kind)
-        if family is None or (self.settings.label_selector and not self.index.has(key)):
+        driver = self.drivers.get(key.kind)
+        if family is None and driver is None:
             return
-        recorder.reset()
+        if self.settings.label_selector and not self.index.has(key):
+            return
+        recorder.reset(key.kind)
         started = time.monotonic()
         outcome = "ok"
         try:
-            result = reconcile(env, family, key.namespace, key.name)
+            if family is not None:
+                result = reconcile(env, family, key.namespace, key.name)
+            else:
+                assert driver is not None
+                result = driver.reconcile(env, key.namespace, key.name)
         except LeadershipLost as exc:
             log.warning("leadership_lost_mid_pass", resource=str(key), before=str(exc))
             outcome = "lost"

@@ -25,6 +25,7 @@ import structlog
 
 from ptah.api.common import RunnerSpec
 from ptah.families.migration import MigrationFamily
+from ptah.families.rollout import RolloutController
 from ptah.families.schema import SchemaFamily
 from ptah.kube.kinds import (
     APPROVAL,
@@ -34,6 +35,7 @@ from ptah.kube.kinds import (
     MIGRATION,
     PLAN,
     POD,
+    ROLLOUT,
     SCHEMA,
     SECRET,
     Kind,
@@ -44,6 +46,7 @@ from ptah.lifecycle.family import Family
 from ptah.operator import health
 from ptah.operator.controller import KILL_ENV, Controller, KillAt, Settings
 from ptah.operator.leader import LeaderElector
+from ptah.operator.mapping import Driver
 from ptah.operator.metrics import Metrics
 
 log = structlog.get_logger("ptah.operator")
@@ -55,6 +58,7 @@ SA_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 WATCHED: tuple[tuple[Kind, bool], ...] = (
     (SCHEMA, False),
     (MIGRATION, False),
+    (ROLLOUT, False),
     (APPROVAL, False),
     (PLAN, True),
     (JOB, True),
@@ -116,6 +120,12 @@ def families() -> dict[str, Family]:
     return {SCHEMA.kind: SchemaFamily(), MIGRATION.kind: MigrationFamily()}
 
 
+def drivers() -> list[Driver]:
+    """Kinds driven by their own pass rather than the lifecycle: they only write the
+    lifecycle's resources (a rollout's children and their approvals)."""
+    return [RolloutController()]
+
+
 def run(args: argparse.Namespace) -> int:
     configure_logging(args.log_level)
     identity = (
@@ -159,7 +169,9 @@ def run(args: argparse.Namespace) -> int:
             on_lost=on_lost,
         )
     is_leader = elector.is_leader if elector is not None else (lambda: True)
-    controller = Controller(cluster, families(), settings, metrics=metrics, is_leader=is_leader)
+    controller = Controller(
+        cluster, families(), settings, metrics=metrics, is_leader=is_leader, drivers=drivers()
+    )
 
     watch_stop = threading.Event()
 
@@ -175,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
             controller.handle,
             namespace=ns,
             metadata_only=meta,
-            label_selector=selector if kind in (SCHEMA, MIGRATION) else "",
+            label_selector=selector if kind in (SCHEMA, MIGRATION, ROLLOUT) else "",
             stop=watch_stop,
             on_error=watch_error,
         )

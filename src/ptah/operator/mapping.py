@@ -13,7 +13,8 @@ it is used for mapping only, never for a decision.
 from __future__ import annotations
 
 import threading
-from typing import Any, NamedTuple
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ptah.kube.kinds import (
     APPROVAL,
@@ -28,9 +29,30 @@ from ptah.kube.kinds import (
 )
 from ptah.workload.job import LABEL_OWNER_UID
 
+if TYPE_CHECKING:
+    from ptah.kube.kinds import Kind
+    from ptah.lifecycle.context import Env
+    from ptah.lifecycle.reconcile import Result
+
 PRIMARY_KINDS = (SCHEMA.kind, MIGRATION.kind)
 REALM_PREFIX = "ptah-realm-"
 DEFAULT_POLICY = "ptah-verification-policy"
+
+
+class Driver(Protocol):
+    """A kind the operator drives by something other than the mutation lifecycle (a
+    PtahRollout): its own pass, and which events concern which of its objects."""
+
+    kind: Kind
+
+    def reconcile(self, env: Env, namespace: str, name: str) -> Result:
+        """One pass over the object; when to look again."""
+
+    def concerns(
+        self, kind: str, obj: dict[str, Any], objects: Iterable[dict[str, Any]]
+    ) -> set[str]:
+        """Names (in ``obj``'s namespace) of this kind's ``objects`` that an event on
+        ``obj`` concerns; status-only changes of lifecycle resources are asked too."""
 
 
 class Key(NamedTuple):
@@ -181,4 +203,23 @@ def _owned(obj: dict[str, Any], index: Index, namespace: str) -> set[Key]:
         key = index.by_uid(str(uid)) if uid else None
         if key is not None:
             found.add(key)
+    return found
+
+
+def driver_keys(
+    kind: str, obj: dict[str, Any], index: Index, drivers: Sequence[Driver]
+) -> set[Key]:
+    """The driven objects (rollouts) an event concerns, asked of each driver with the
+    objects of its kind in the event's namespace."""
+    namespace = str(_meta(obj).get("namespace") or "")
+    found: set[Key] = set()
+    for driver in drivers:
+        mine = driver.kind.kind
+        if kind == mine:
+            continue
+        objects = [
+            o for key, o in index.objects() if key.kind == mine and key.namespace == namespace
+        ]
+        if objects:
+            found.update(Key(mine, namespace, n) for n in driver.concerns(kind, obj, objects))
     return found

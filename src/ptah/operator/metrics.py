@@ -8,6 +8,7 @@ from what the API says: a restarted operator rebuilds them on its first passes.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -19,8 +20,12 @@ from ptah.operator.mapping import Key
 RECORD_FIELDS = ("pendingObservation", "unresolvedRun")
 
 
+FAMILY_LABELS = {"PtahSchema": "schema", "PtahMigration": "migration", "PtahRollout": "rollout"}
+ROLLOUT_PHASES = ("ready", "applying", "waitingForApproval", "uncertain", "failed", "pending")
+
+
 def _family(kind: str) -> str:
-    return "schema" if kind == "PtahSchema" else "migration"
+    return FAMILY_LABELS.get(kind, kind.lower())
 
 
 class Metrics:
@@ -70,6 +75,21 @@ class Metrics:
             registry=r,
         )
         self.leader = Gauge("ptah_leader", "1 while this replica is the leader", registry=r)
+        self.rollout_targets = Gauge(
+            "ptah_rollout_targets",
+            "A rollout's targets per phase (current revision)",
+            ["namespace", "rollout", "phase"],
+            registry=r,
+        )
+        self.rollout_wave = Gauge(
+            "ptah_rollout_wave", "A rollout's current wave", ["namespace", "rollout"], registry=r
+        )
+        self.rollout_stopped = Gauge(
+            "ptah_rollout_stopped",
+            "1 while a rollout is stopped (a failed or uncertain target)",
+            ["namespace", "rollout"],
+            registry=r,
+        )
         self._lock = threading.Lock()
         self._state: dict[Key, tuple[bool, bool, bool, bool]] = {}
 
@@ -78,6 +98,9 @@ class Metrics:
 
     def observe_status(self, key: Key, obj: dict[str, Any] | None) -> None:
         """Recompute the safety gauges from ``obj`` (None: the resource is gone)."""
+        if key.kind == "PtahRollout":
+            self._observe_rollout(key, obj)
+            return
         with self._lock:
             if obj is None:
                 self._state.pop(key, None)
@@ -97,6 +120,23 @@ class Metrics:
                 self.proofs_owed.labels(family).set(sum(r[1] for r in rows))
                 self.lease_waits.labels(family).set(sum(r[2] for r in rows))
                 self.approvals_waiting.labels(family).set(sum(r[3] for r in rows))
+
+    def _observe_rollout(self, key: Key, obj: dict[str, Any] | None) -> None:
+        labels = (key.namespace, key.name)
+        if obj is None:
+            for phase in ROLLOUT_PHASES:
+                with contextlib.suppress(KeyError):
+                    self.rollout_targets.remove(*labels, phase)
+            for gauge in (self.rollout_wave, self.rollout_stopped):
+                with contextlib.suppress(KeyError):
+                    gauge.remove(*labels)
+            return
+        status = obj.get("status") or {}
+        counts = status.get("counts") or {}
+        for phase in ROLLOUT_PHASES:
+            self.rollout_targets.labels(*labels, phase).set(int(counts.get(phase) or 0))
+        self.rollout_wave.labels(*labels).set(int(status.get("currentWave") or 0))
+        self.rollout_stopped.labels(*labels).set(1 if status.get("stopped") else 0)
 
     def observe_pass(
         self,
