@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,9 +39,16 @@ from ptah.kube.real import RealCluster
 def crds(cluster: Any) -> None:
     cluster.kubectl("apply", "-f", str(ROOT / "deploy" / "crds"))
     for crd in ("ptahschemas", "ptahmigrations", "ptahplans", "ptahapprovals", "ptahrollouts"):
-        cluster.kubectl(
-            "wait", "--for=condition=Established", f"crd/{crd}.ptah.io", "--timeout=60s"
-        )
+        # Right after the create, a CRD may have no status yet, and `kubectl wait` then
+        # fails at once ("accessor error: <nil>") instead of waiting: ask again.
+        deadline = time.monotonic() + 60
+        while True:
+            args = ("wait", "--for=condition=Established", f"crd/{crd}.ptah.io", "--timeout=60s")
+            if cluster.kubectl(*args, check=False).returncode == 0:
+                break
+            if time.monotonic() > deadline:
+                cluster.kubectl(*args)
+            time.sleep(0.5)
 
 
 @pytest.fixture

@@ -163,7 +163,14 @@ class World:
         self.set_status(
             i,
             phase="WaitingForApproval",
-            currentPlan={"name": name, "digest": d, "statements": len(sql), "destructive": False},
+            currentPlan={
+                "name": name,
+                "digest": d,
+                "statements": len(sql),
+                "destructive": False,
+                "changes": True,
+                "generation": obj["metadata"].get("generation") or 1,
+            },
             conditions=[cond("Ready", False), cond("Stalled", False)],
         )
         return statements_digest([PlannedStatement(sql=s) for s in sql])

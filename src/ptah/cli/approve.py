@@ -190,7 +190,21 @@ def approve(
     sleep: Callable[[float], None] = time.sleep,
 ) -> int:
     """Show, ask, approve, and with ``wait`` follow the resource until it is Ready,
-    Stalled or ``wait`` seconds passed. ``ask`` is None when there is no terminal."""
+    Stalled or ``wait`` seconds passed. ``ask`` is None when there is no terminal.
+    ``rollout/NAME`` approves the rollout's distinct plans, one decision per group."""
+    from ptah.cli import rollout
+
+    if rollout.is_rollout(resource):
+        return rollout.approve_rollout(
+            cluster,
+            namespace,
+            resource.partition("/")[2],
+            yes=yes,
+            out=out,
+            ask=ask,
+            group=expected_digest,
+            reason=reason,
+        )
     kind, name = parse_resource(resource)
     obj, spec = current_plan(cluster, kind, namespace, name)
     digest = str(obj["status"]["currentPlan"]["digest"])
@@ -266,10 +280,18 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "approve", help="show a resource's waiting plan and approve it (PtahApproval)"
     )
-    p.add_argument("resource", metavar="RESOURCE", help="schema/NAME or migration/NAME")
+    p.add_argument(
+        "resource",
+        metavar="RESOURCE",
+        help="schema/NAME, migration/NAME, or rollout/NAME (its distinct plans, grouped)",
+    )
     add_cluster_args(p)
     p.add_argument("--yes", action="store_true", help="approve without asking (for scripts)")
-    p.add_argument("--plan", default=None, help="refuse unless the current plan digest starts so")
+    p.add_argument(
+        "--plan",
+        default=None,
+        help="refuse unless the current plan digest starts so (rollout: only that group)",
+    )
     p.add_argument("--reason", default="", help="recorded in the approval's spec.reason")
     p.add_argument(
         "--wait",

@@ -15,6 +15,7 @@ SUBCOMMAND_MODULES = (
     "ptah.cli.operate",
     "ptah.cli.status",
     "ptah.cli.approve",
+    "ptah.cli.rollout",
 )
 
 

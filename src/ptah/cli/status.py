@@ -289,6 +289,13 @@ def follow(
 
 def _cmd(args: argparse.Namespace) -> int:
     def body(cluster: Cluster, namespace: str) -> int:
+        if args.resource:
+            from ptah.cli import rollout
+
+            kind, name = rollout.parse_any(args.resource)
+            if kind.kind != "PtahRollout":
+                raise CliError("a resource argument is a rollout: write rollout/NAME")
+            return rollout.rollout_status(cluster, namespace, name, sys.stdout, args.phase)
         return status(cluster, None if args.all_namespaces else namespace, sys.stdout)
 
     return run_cli(args, body)
@@ -298,6 +305,13 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "status", help="a table of PtahSchemas and PtahMigrations: phase, plan, waiting for"
     )
+    p.add_argument(
+        "resource",
+        nargs="?",
+        metavar="rollout/NAME",
+        help="a PtahRollout: its counts, stop, decisions and a per-target table",
+    )
     add_cluster_args(p)
     p.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+    p.add_argument("--phase", default=None, help="with rollout/NAME: only targets in this phase")
     p.set_defaults(func=_cmd)
