@@ -1,12 +1,12 @@
 """``ptah approve rollout/NAME``, ``ptah status rollout/NAME`` and ``ptah wait`` on the
-in-memory API (the rollout's children played as in test_rollout)."""
+in-memory API (the rollout's children played as in test_rollout_controller)."""
 
 from __future__ import annotations
 
 import io
 
 import pytest
-from test_rollout import NS, World
+from test_rollout_controller import NS, World
 
 from ptah.cli.approve import approve
 from ptah.cli.rollout import rollout_status, wait

@@ -67,10 +67,12 @@ class Recorder:
         inner: Cluster,
         primary: Callable[[Kind], bool],
         on_job_created: Callable[[str], None] = lambda _type: None,
+        on_request: Callable[[str, str], None] = lambda _verb, _kind: None,
     ) -> None:
         self.inner = inner
         self._primary = primary
         self._on_job_created = on_job_created
+        self._on_request = on_request
         self.reset()
 
     def reset(self, kind: str | None = None) -> None:
@@ -99,22 +101,27 @@ class Recorder:
             self.op_type = _OP_TYPES.get(self.op_id.split("-", 1)[0], self.op_type)
 
     def get(self, kind: Kind, namespace: str, name: str) -> Obj | None:
+        self._on_request("get", kind.kind)
         obj = self.inner.get(kind, namespace, name)
         self._seen(kind, obj)
         return obj
 
     def get_metadata(self, kind: Kind, namespace: str, name: str) -> Obj | None:
+        self._on_request("get", kind.kind)
         return self.inner.get_metadata(kind, namespace, name)
 
     def list(self, kind: Kind, namespace: str, labels: dict[str, str] | None = None) -> list[Obj]:
+        self._on_request("list", kind.kind)
         return self.inner.list(kind, namespace, labels)
 
     def list_metadata(
         self, kind: Kind, namespace: str, labels: dict[str, str] | None = None
     ) -> ObjList:
+        self._on_request("list", kind.kind)
         return self.inner.list_metadata(kind, namespace, labels)
 
     def create(self, kind: Kind, obj: Obj) -> Obj:
+        self._on_request("create", kind.kind)
         if kind != JOB:
             return self.inner.create(kind, obj)
         meta = obj.get("metadata") or {}
@@ -137,6 +144,7 @@ class Recorder:
     def patch(
         self, kind: Kind, namespace: str, name: str, patch: Obj, subresource: Subresource = None
     ) -> Obj:
+        self._on_request("patch", kind.kind)
         obj = self.inner.patch(kind, namespace, name, patch, subresource)
         self._seen(kind, obj)
         return obj
@@ -150,9 +158,11 @@ class Recorder:
         uid: str | None = None,
         propagation: Literal["Background", "Foreground", "Orphan"] = "Background",
     ) -> None:
+        self._on_request("delete", kind.kind)
         self.inner.delete(kind, namespace, name, uid=uid, propagation=propagation)
 
     def read_log(self, namespace: str, pod: str, container: str) -> str:
+        self._on_request("get", "Pod/log")
         return self.inner.read_log(namespace, pod, container)
 
     def now(self) -> datetime:
@@ -333,7 +343,12 @@ class Controller:
             family = "schema" if op_type in ("Plan", "Apply") else "migration"
             self.metrics.jobs_created.labels(family, op_type).inc()
 
-        recorder = Recorder(self.cluster, lambda k: k.kind in self.primary_kinds, job_created)
+        def request(verb: str, kind: str) -> None:
+            self.metrics.api_requests.labels(verb, kind).inc()
+
+        recorder = Recorder(
+            self.cluster, lambda k: k.kind in self.primary_kinds, job_created, request
+        )
         env = self._env(recorder)
         while True:
             try:

@@ -74,6 +74,12 @@ class Metrics:
             ["kind", "queued"],
             registry=r,
         )
+        self.api_requests = Counter(
+            "ptah_api_requests_total",
+            "API requests made by passes (not the watches), by verb and kind",
+            ["verb", "kind"],
+            registry=r,
+        )
         self.leader = Gauge("ptah_leader", "1 while this replica is the leader", registry=r)
         self.rollout_targets = Gauge(
             "ptah_rollout_targets",
