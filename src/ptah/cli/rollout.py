@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from ptah.api.resources import statements_digest
 from ptah.cli.approve import current_plan, parse_resource, render_plan, who
 from ptah.cli.status import CliError, _columns, add_cluster_args, explain, run_cli
 from ptah.kube.errors import AlreadyExists, ApiError
@@ -70,6 +69,7 @@ def approve_rollout(
 ) -> int:
     """Show every distinct plan the rollout's targets wait on, grouped by statements,
     ask once, and create one rollout approval per group."""
+    from ptah.api.resources import statements_digest
     obj = _rollout(cluster, namespace, name)
     decisions = list((obj.get("status") or {}).get("decisions") or [])
     if group:
