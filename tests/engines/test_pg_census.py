@@ -30,7 +30,10 @@ UNMANAGED = {
         " CREATE CAST (public.wrapped AS integer) WITH FUNCTION public.unwrap(public.wrapped);",
         "cast (public.wrapped AS integer)",
     ),
-    "rule": ("CREATE RULE t_nodelete AS ON DELETE TO public.t DO INSTEAD NOTHING;", "rule"),
+    "access method": (
+        "CREATE ACCESS METHOD heap2 TYPE TABLE HANDLER heap_tableam_handler;",
+        "access method heap2",
+    ),
     "statistics": (
         "CREATE STATISTICS public.t_ab (dependencies) ON a, b FROM public.t;",
         "statistics object public.t_ab",
@@ -70,10 +73,10 @@ def test_target_unmanaged_object_is_reported_and_kept(pg_db: str) -> None:
             "CREATE FUNCTION public.t_eq(integer, integer) RETURNS boolean LANGUAGE sql"
             " IMMUTABLE AS 'SELECT $1 = $2'; CREATE OPERATOR public.=== (LEFTARG = integer,"
             " RIGHTARG = integer, FUNCTION = public.t_eq);"
-            "CREATE RULE t_nodelete AS ON DELETE TO public.t DO INSTEAD NOTHING"
+            "CREATE STATISTICS public.t_ab (ndistinct) ON a, b FROM public.t"
         )
         # The hand-made function is managed (and not desired): it is dropped only with its
-        # dependents named; the operator and the rule are not managed: reported, kept.
+        # dependents named; the operator and the statistics are not managed: reported, kept.
         again = planner.plan(
             t,
             sql + "CREATE FUNCTION public.t_eq(integer, integer) RETURNS"
@@ -81,7 +84,7 @@ def test_target_unmanaged_object_is_reported_and_kept(pg_db: str) -> None:
         )
         assert again.statements == []
         assert any("operator public.===(integer,integer)" in w for w in again.warnings)
-        assert any("rule t_nodelete on public.t" in w for w in again.warnings)
+        assert any("statistics object public.t_ab" in w for w in again.warnings)
         with pytest.raises(PlanError) as err:  # t_eq is not desired, but the operator uses it
             planner.plan(t, sql)
         assert err.value.reason == "Unmanaged"

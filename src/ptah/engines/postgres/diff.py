@@ -50,6 +50,7 @@ _RANK = {
     "function": 9,
     "view": 10,
     "trigger": 11,
+    "rule": 11,
     "policy": 11,
     "event_trigger": 12,
     "owned": 13,
@@ -58,7 +59,16 @@ _RANK = {
     "default_acl": 16,
 }
 # Kinds the plan may drop and create again without losing data.
-_REBUILDABLE = {"view", "index", "constraint", "trigger", "policy", "function", "event_trigger"}
+_REBUILDABLE = {
+    "view",
+    "index",
+    "constraint",
+    "trigger",
+    "rule",
+    "policy",
+    "function",
+    "event_trigger",
+}
 
 
 def _lit(text: str) -> str:
@@ -85,10 +95,38 @@ def _column_sql(name: str, col: dict[str, Any]) -> str:
         parts.append(f"DEFAULT {col['default']}")
     if col.get("identity"):
         kind = "ALWAYS" if col["identity"] == "a" else "BY DEFAULT"
-        parts.append(f"GENERATED {kind} AS IDENTITY")
+        parts.append(f"GENERATED {kind} AS IDENTITY{_identity_options(col)}")
     if col.get("notNull"):
         parts.append("NOT NULL")
     return " ".join(parts)
+
+
+def _identity_options(col: dict[str, Any]) -> str:
+    seq = col.get("identitySequence")
+    if not seq:
+        return ""
+    cycle = " CYCLE" if seq["cycle"] else ""
+    return (
+        f" (SEQUENCE NAME {seq['name']} START WITH {seq['start']} INCREMENT BY"
+        f" {seq['increment']} MINVALUE {seq['min']} MAXVALUE {seq['max']} CACHE"
+        f" {seq['cache']}{cycle})"
+    )
+
+
+def _identity_changes(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """``SET`` clauses that take an identity's sequence from ``old`` to ``new`` options."""
+    o, n = old.get("identitySequence") or {}, new.get("identitySequence") or {}
+    words = (
+        ("start", "START WITH"),
+        ("increment", "INCREMENT BY"),
+        ("min", "MINVALUE"),
+        ("max", "MAXVALUE"),
+        ("cache", "CACHE"),
+    )
+    out = [f"SET {w} {n[k]}" for k, w in words if k in n and o.get(k) != n[k]]
+    if n and o.get("cycle") != n["cycle"]:
+        out.append("SET CYCLE" if n["cycle"] else "SET NO CYCLE")
+    return " ".join(out)
 
 
 @dataclass
@@ -156,6 +194,7 @@ class _Diff:
             self.indexes,
             self.views,
             self.triggers,
+            self.rules,
             self.policies,
             self.event_triggers,
             self.comments,
@@ -167,7 +206,7 @@ class _Diff:
 
     def decide(self) -> None:
         """Step 1 for the kinds whose change is a replacement."""
-        for kind in ("view", "index", "constraint", "trigger", "policy", "event_trigger"):
+        for kind in ("view", "index", "constraint", "trigger", "rule", "policy", "event_trigger"):
             cur, want = self.pair(kind)
             for name in cur.keys() & want.keys():
                 if canonical(cur[name]) != canonical(want[name]):
@@ -554,8 +593,13 @@ class _Diff:
             self.extra_deps.setdefault(node, set()).add(f"table:{t['partitionOf']}")
         else:
             cols = sorted(t["columns"].items(), key=lambda kv: kv[1]["_n"])
-            body = ",\n".join(f"  {_column_sql(c, d)}" for c, d in cols)
+            # A child lists its own columns; the inherited ones come from its parents.
+            body = ",\n".join(f"  {_column_sql(c, d)}" for c, d in cols if not d.get("_inherited"))
             sql = f"CREATE {unlogged}TABLE {name} (\n{body}\n)"
+            if t.get("inherits"):
+                sql += f" INHERITS ({', '.join(t['inherits'])})"
+                for parent in t["inherits"]:
+                    self.extra_deps.setdefault(node, set()).add(f"table:{parent}")
         if t.get("partitionBy"):
             sql += f" PARTITION BY {t['partitionBy']}"
         if t.get("accessMethod"):
@@ -597,6 +641,14 @@ class _Diff:
                     DATA_DEPENDENT,
                     LOCK_HEAVY,
                 )
+        was, now = old.get("inherits", []), new.get("inherits", [])
+        for parent in was:
+            if parent not in now:
+                self.drop(node, f"ALTER TABLE {name} NO INHERIT {parent}")
+        for parent in now:
+            if parent not in was:
+                self.extra_deps.setdefault(node, set()).add(f"table:{parent}")
+                self.create(node, f"ALTER TABLE {name} INHERIT {parent}", LOCK_HEAVY)
         self.columns(name, old, new)
         self.table_properties(name, old, new)
 
@@ -649,13 +701,14 @@ class _Diff:
         cur, want = old_t["columns"], new_t["columns"]
         node = f"table:{table}"
         partition = bool(new_t.get("partitionOf")) and bool(old_t.get("partitionOf"))
+        child = partition or (bool(new_t.get("inherits")) and bool(old_t.get("inherits")))
         for col in sorted(cur.keys() - want.keys()):
-            if partition and cur[col].get("_inherited"):
+            if child and cur[col].get("_inherited"):
                 continue  # goes with the parent's column
             self.drop(node, f"ALTER TABLE {table} DROP COLUMN {col}", DESTRUCTIVE)
         for col in sorted(want.keys() - cur.keys(), key=lambda c: want[c]["_n"]):
             d = want[col]
-            if partition and d.get("_inherited"):
+            if child and d.get("_inherited"):
                 continue  # added through the parent
             hazards = []
             if d["notNull"] and d["default"] is None and not d["identity"]:
@@ -665,6 +718,8 @@ class _Diff:
             self.create(node, f"ALTER TABLE {table} ADD COLUMN {_column_sql(col, d)}", *hazards)
             self.column_storage(table, col, {}, d)
         for col in sorted(cur.keys() & want.keys()):
+            if child and not partition and want[col].get("_inherited"):
+                continue  # the parent's change reaches its children
             if partition and want[col].get("_inherited"):
                 parent = self.want["table"].get(new_t["partitionOf"], {}).get("columns", {})
                 pold = self.cur["table"].get(old_t["partitionOf"], {}).get("columns", {})
@@ -736,7 +791,9 @@ class _Diff:
             if old["identity"]:
                 self.create(node, f"{at} SET GENERATED {kind}")
             else:
-                self.create(node, f"{at} ADD GENERATED {kind} AS IDENTITY")
+                self.create(node, f"{at} ADD GENERATED {kind} AS IDENTITY{_identity_options(new)}")
+        if new["identity"] and old["identity"] and (changes := _identity_changes(old, new)):
+            self.create(node, f"{at} {changes}")
         if old["notNull"] != new["notNull"]:
             if new["notNull"]:
                 self.create(node, f"{at} SET NOT NULL", DATA_DEPENDENT, LOCK_HEAVY)
@@ -875,6 +932,18 @@ class _Diff:
 
         self._rebuildable_kind(
             "trigger", lambda n, t: f"DROP TRIGGER {t['name']} ON {t['table']}", create
+        )
+
+    def rules(self) -> None:
+        def create(name: str, r: dict[str, Any]) -> list[str]:
+            out = [r["def"]]
+            word = {"D": "DISABLE", "R": "ENABLE REPLICA", "A": "ENABLE ALWAYS"}.get(r["enabled"])
+            if word:
+                out.append(f"ALTER TABLE {r['table']} {word} RULE {r['name']}")
+            return out
+
+        self._rebuildable_kind(
+            "rule", lambda n, r: f"DROP RULE {r['name']} ON {r['table']}", create
         )
 
     def policies(self) -> None:

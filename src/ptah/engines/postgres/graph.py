@@ -100,9 +100,6 @@ WHERE c.oid >= {FIRST_USER_OID} AND c.relkind IN ('r', 'p', 'i', 'I', 'm')
 UNION ALL
 SELECT 'a security label', s.objoid, s.provider FROM pg_seclabel s
 WHERE s.objoid >= {FIRST_USER_OID}
-UNION ALL
-SELECT 'a disabled rule', r.ev_class, r.rulename FROM pg_rewrite r
-WHERE r.ev_class >= {FIRST_USER_OID} AND r.ev_enabled <> 'O'
 """
 
 _DEPENDS = f"""

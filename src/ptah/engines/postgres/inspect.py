@@ -54,6 +54,7 @@ KINDS = (
     "index",
     "view",
     "trigger",
+    "rule",
     "policy",
     "event_trigger",
     "acl",
@@ -184,8 +185,10 @@ SELECT c.oid, {_qn("n", "c.relname")}, c.relkind::text, c.relispartition,
        (SELECT quote_ident(ri.relname) FROM pg_index x JOIN pg_class ri ON ri.oid = x.indexrelid
          WHERE x.indrelid = c.oid AND x.indisreplident),
        CASE WHEN c.relkind = 'p' THEN pg_get_partkeydef(c.oid) END,
-       (SELECT {_qn("pn", "pc.relname")} FROM pg_inherits h JOIN pg_class pc ON pc.oid = h.inhparent
-          JOIN pg_namespace pn ON pn.oid = pc.relnamespace WHERE h.inhrelid = c.oid),
+       ARRAY(SELECT {_qn("pn", "pc.relname")} FROM pg_inherits h
+               JOIN pg_class pc ON pc.oid = h.inhparent
+               JOIN pg_namespace pn ON pn.oid = pc.relnamespace
+              WHERE h.inhrelid = c.oid ORDER BY h.inhseqno),
        pg_get_expr(c.relpartbound, c.oid),
        c.reloftype <> 0, am.amname
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -200,7 +203,15 @@ SELECT c.oid, quote_ident(a.attname),
        CASE WHEN a.attcollation <> t.typcollation
             THEN quote_ident(cn.nspname) || '.' || quote_ident(co.collname) END,
        a.attstattarget, CASE WHEN a.attstorage <> t.typstorage THEN a.attstorage::text END,
-       a.attcompression::text, a.attislocal, ad.oid
+       a.attcompression::text, a.attislocal, ad.oid,
+       CASE WHEN a.attidentity <> '' THEN (
+         SELECT ARRAY[{_qn("sn", "sc.relname")}, s.seqstart::text, s.seqincrement::text,
+                      s.seqmin::text, s.seqmax::text, s.seqcache::text, s.seqcycle::text]
+           FROM pg_depend d JOIN pg_class sc ON sc.oid = d.objid
+           JOIN pg_namespace sn ON sn.oid = sc.relnamespace
+           JOIN pg_sequence s ON s.seqrelid = sc.oid
+          WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+            AND d.refobjid = c.oid AND d.refobjsubid = a.attnum AND d.deptype = 'i') END
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_type t ON t.oid = a.atttypid
@@ -252,6 +263,14 @@ FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE NOT g.tgisinternal AND g.tgparentid = 0 AND {_USER_NS}
   AND {_not_ext("pg_class", "c.oid")}
+"""
+
+Q_RULES = f"""
+SELECT r.oid, {_qn("n", "c.relname")}, quote_ident(r.rulename), pg_get_ruledef(r.oid),
+       r.ev_enabled::text
+FROM pg_rewrite r JOIN pg_class c ON c.oid = r.ev_class
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE r.rulename <> '_RETURN' AND {_USER_NS} AND {_not_ext("pg_class", "c.oid")}
 """
 
 Q_POLICIES = f"""
@@ -607,17 +626,11 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             replident,
             replindex,
             partkey,
-            parent,
+            parents,
             bound,
             typed,
             am,
         ) = row
-        if parent and not is_partition:
-            raise PlanError(
-                f"table {name} inherits from {parent} (table inheritance); Ptah plans"
-                " declarative partitioning but not INHERITS",
-                "Unsupported",
-            )
         if typed:
             raise PlanError(
                 f"table {name} is a typed table (OF type); Ptah does not plan those", "Unsupported"
@@ -639,8 +652,10 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
         if partkey:
             table["partitionBy"] = partkey
         if is_partition:
-            table["partitionOf"] = parent
+            table["partitionOf"] = parents[0]
             table["bound"] = bound
+        elif parents:
+            table["inherits"] = list(parents)
         if am and am != "heap":
             table["accessMethod"] = am
         schema["table"][name] = table
@@ -662,6 +677,7 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             compression,
             local,
             adoid,
+            identity_seq,
         ) = row
         table = schema["table"][tables_by_oid[reloid]]
         column: dict[str, Any] = {
@@ -683,6 +699,17 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             column["compression"] = {"p": "pglz", "l": "lz4"}.get(compression, compression)
         if not local:
             column["_inherited"] = True
+        if identity_seq:
+            name_, start, inc, mn, mx, cache, cycle = identity_seq
+            column["identitySequence"] = {
+                "name": name_,
+                "start": start,
+                "increment": inc,
+                "min": mn,
+                "max": mx,
+                "cache": cache,
+                "cycle": cycle == "true",
+            }
         table["columns"][col] = column
         if adoid is not None:
             nodes.add("pg_attrdef", adoid, f"table:{tables_by_oid[reloid]}")
@@ -730,6 +757,15 @@ def _read_dependents(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
         nodes.add("pg_trigger", oid, f"trigger:{key}")
         if conoid:
             nodes.add("pg_constraint", conoid, f"trigger:{key}")
+    for oid, table, name, definition, enabled in _rows(cur, Q_RULES):
+        key = f"{table}.{name}"
+        schema["rule"][key] = {
+            "table": table,
+            "name": name,
+            "def": definition.strip().rstrip(";"),
+            "enabled": enabled,
+        }
+        nodes.add("pg_rewrite", oid, f"rule:{key}")
     for oid, table, name, permissive, cmd, roles, qual, check in _rows(cur, Q_POLICIES):
         key = f"{table}.{name}"
         schema["policy"][key] = {
