@@ -50,3 +50,12 @@ def test_cli_prints_one_summary_line(capsys: pytest.CaptureFixture[str]) -> None
     out = capsys.readouterr().out.strip().splitlines()
     assert out[0].startswith("schedules=5 crash_points_covered=")
     assert "violations=0" in out[0]
+
+
+def test_a_deterministic_failure_read_again_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The schedules reach readings that fail deterministically (a source that does not
+    load), and the invariant sees a reading dispatched again on the same inputs."""
+    counter = iter(range(10**9))
+    monkeypatch.setattr(lifecycle, "_reading_inputs", lambda p, fp: f"changed-{next(counter)}")
+    found = _violations(range(0, 30))
+    assert any("failed deterministically, with the same inputs" in v for v in found)

@@ -240,6 +240,24 @@ class PlanSummary(Model):
     )
 
 
+class ReadingFailure(Model):
+    """Why the last reading failed, as the runner said it, and whether it is retried.
+
+    A ``retry`` failure (unreachable database, lock timeout, no frame) is read again
+    at ``nextReadingAfter``. Any other (the desired source does not load, a refused
+    statement, an unsupported object, an unreadable directory) would fail the same
+    way again: nothing is dispatched until ``inputs`` (the digest of source, spec
+    generation, Secret binding and verification policy) changes.
+    """
+
+    operation_id: str
+    reason: str
+    message: str = ""
+    retry: bool
+    inputs: str = ""
+    at: str
+
+
 class LifecycleStatus(Model):
     """Status fields the lifecycle owns for both families."""
 
@@ -263,3 +281,4 @@ class LifecycleStatus(Model):
     abandoned_proofs: list[str] = Field(default_factory=list)
     reading_failures: int | None = None
     next_reading_after: str | None = None
+    reading_failure: ReadingFailure | None = None

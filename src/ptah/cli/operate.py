@@ -74,6 +74,12 @@ def register(subparsers: Any) -> None:
         default=300.0,
         help="pause before re-reading when a reading did not settle an uncertain run",
     )
+    p.add_argument(
+        "--retry-ceiling-seconds",
+        type=float,
+        default=300.0,
+        help="longest pause between retries of a reading that failed transiently",
+    )
     p.add_argument("--lease-duration", type=int, default=120, help="per-database Lease, s")
     p.add_argument("--resync-seconds", type=float, default=300.0)
     p.add_argument("--shutdown-timeout", type=float, default=30.0)

@@ -8,10 +8,11 @@ percent-encoded or not).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import unquote, urlsplit
+
+from ptah.runner.wire import strip_userinfo
 
 EngineName = Literal["postgres", "mysql", "sqlite"]
 
@@ -22,9 +23,6 @@ _SCHEMES: dict[str, EngineName] = {
     "mariadb": "mysql",
     "sqlite": "sqlite",
 }
-
-# Any userinfo in any URL-looking text: scheme://user:pass@
-_USERINFO = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]*@")
 
 
 class UrlError(ValueError):
@@ -108,7 +106,7 @@ def parse_url(url: str) -> DbUrl:
 
 def scrub(text: str, *secrets: str) -> str:
     """``text`` without URL userinfo and without any of ``secrets``."""
-    text = _USERINFO.sub(r"\1***@", text)
+    text = strip_userinfo(text)
     for secret in secrets:
         if secret and len(secret) >= 3:
             text = text.replace(secret, "***")

@@ -41,6 +41,8 @@ class Env:
     poll_seconds: float = 5.0
     runner_defaults: dict[str, Any] = field(default_factory=dict)
     proof_retry_seconds: float = 300.0
+    # A transient reading failure is retried after poll_seconds * 2**n, at most this.
+    retry_ceiling_seconds: float = 300.0
 
 
 @dataclass

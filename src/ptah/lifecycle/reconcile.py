@@ -27,6 +27,7 @@ from ptah.api.common import (
     LockRelease,
     PlanSummary,
     PodEvidence,
+    ReadingFailure,
     RunnerMount,
     RunnerSpec,
     SecretKeyRef,
@@ -51,6 +52,7 @@ from ptah.lifecycle.conditions import differs, observation
 from ptah.lifecycle.context import ABANDON_ANNOTATION, FINALIZER, Env, Pass
 from ptah.lifecycle.family import Family, Observe, Work
 from ptah.runner.frame import ResultFrame
+from ptah.runner.wire import DETERMINISTIC_REASONS, one_line
 from ptah.targetlock import expected_epoch
 from ptah.workload import names
 from ptah.workload.job import LABEL_OPERATION, JobRequest, Mount, Owner, build_job, intent_drift
@@ -352,7 +354,8 @@ def _lost(
 ) -> Result:
     """No account: uncertain for a mutating claim, a retry for a reading."""
     if not op.mutating:
-        return _drop(p, op, reason, detail, retry=True)
+        failure = _failure(p, op, reason, detail, retry=True)
+        return _drop(p, op, reason, detail, retry=True, failure=failure)
     record = UncertainRecord(
         operation_id=op.operation_id,
         type=op.type,
@@ -402,22 +405,73 @@ def _drop(
     *,
     discard_plan: bool = False,
     retry: bool = False,
+    failure: ReadingFailure | None = None,
 ) -> Result:
-    """Give up a claim that has not dispatched (or a reading): nothing is owed."""
+    """Give up a claim that has not dispatched (or a reading): nothing is owed.
+
+    A failed reading (``failure``) says why in its condition and Event. A transient one
+    is tried again after a growing pause (``poll_seconds * 2**n``, at most
+    ``retry_ceiling_seconds``), never in a tight loop; one the same inputs would
+    reproduce is Stalled and dispatches nothing until they change (see ``_claim``).
+    """
     extra: dict[str, Any] = {"nextAttempt": _next_attempt(p)}
-    if retry:
-        # A failed reading is tried again after a growing pause, never in a tight loop.
+    text = f"{reason}: {message}" if message else reason
+    obs = Observe("Retrying" if retry else "Replanning", message=text)
+    if failure is not None:
         failures = (p.status.reading_failures or 0) + 1
-        pause = min(p.env.proof_retry_seconds, p.env.poll_seconds * 2**failures)
         extra["readingFailures"] = failures
-        extra["nextReadingAfter"] = rfc3339(p.cluster.now() + timedelta(seconds=pause))
+        extra["readingFailure"] = failure.replacing()
+        extra["nextReadingAfter"] = None
+        if failure.retry:
+            pause = min(p.env.retry_ceiling_seconds, p.env.poll_seconds * 2**failures)
+            at = rfc3339(p.cluster.now() + timedelta(seconds=pause))
+            extra["nextReadingAfter"] = at
+            text = f"{_failure_text(failure)}; reading again at {at}"
+            obs = Observe("Retrying", message=text, waiting_for="the next reading")
+        else:
+            obs = _stalled(failure)
+            text = obs.message
     if discard_plan:
         extra["currentPlan"] = None
-    phase = "Retrying" if retry else "Replanning"
-    extra.update(observation(p, Observe(phase, message=f"{reason}: {message}")))
+    extra.update(observation(p, obs))
     writes.write_outcome(p, record=None, settle=False, release=_staged_release(p, op), extra=extra)
-    writes.emit_event(p, reason, message, warning=True)
+    writes.emit_event(p, reason if failure is None else "ReadingFailed", text, warning=True)
+    if failure is not None and not failure.retry:
+        return Result()
     return Result(p.env.poll_seconds if retry else 0.0)
+
+
+def _failure(
+    p: Pass, op: ActiveOperation, reason: str, message: str, *, retry: bool
+) -> ReadingFailure:
+    return ReadingFailure(
+        operation_id=op.operation_id,
+        reason=reason,
+        message=one_line(message),
+        retry=retry,
+        inputs="" if retry else _reading_inputs(p, op.input_fingerprint),
+        at=p.now_iso(),
+    )
+
+
+def _reading_inputs(p: Pass, input_fingerprint: str) -> str:
+    """What a reading depends on: its own inputs (source, generation, Secret binding)
+    and the verification policy. A deterministic failure holds until this changes."""
+    return digest([input_fingerprint, verification_policy(p, _policy_name(p)).fingerprint])
+
+
+def _failure_text(failure: ReadingFailure) -> str:
+    return f"{failure.reason}: {failure.message}" if failure.message else failure.reason
+
+
+def _stalled(failure: ReadingFailure) -> Observe:
+    return Observe(
+        "Blocked",
+        stalled_reason=failure.reason,
+        message=f"the reading failed: {_failure_text(failure)}; nothing runs until the "
+        "source, spec, verification policy or Secret changes",
+        waiting_for="a change of the source, spec, verification policy or Secret",
+    )
 
 
 def _finish(p: Pass, op: ActiveOperation, frame: ResultFrame, pods: PodEvidence) -> Result:
@@ -441,37 +495,41 @@ def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result
         extra["appliedPlanDigest"] = op.plan_digest
         extra["currentPlan"] = None
         extra.update(observation(p, Observe("Verifying", message="applied; reading to verify")))
-    elif frame.outcome == "refused":
+    why = frame.reason
+    detail = one_line(str(frame.data.get("message") or ""))
+    if detail:
+        why = f"{frame.reason}: {detail}"
+    if frame.outcome == "refused":
         extra["currentPlan"] = None
-        extra.update(observation(p, Observe("Replanning", message=f"refused: {frame.reason}")))
-    else:
+        extra.update(observation(p, Observe("Replanning", message=f"refused: {why}")))
+    elif frame.outcome == "failed":
         extra.update(
             observation(
                 p,
                 Observe(
                     "Failed",
                     stalled_reason=f"{op.type}Failed",
-                    message=_failure(frame)[:512] + "; change the spec to plan again",
+                    message=f"{why}; change the spec to plan again",
                 ),
             )
         )
+    said = f"{op.type} {op.operation_id} {outcome.lower()}"
+    if frame.outcome != "succeeded":
+        said = f"{said}: {why}"
     release = _staged_release(p, op, executor_stopped=True)
     writes.write_outcome(p, record=None, settle=False, release=release, extra=extra)
-    writes.emit_event(p, f"{op.type}{outcome}", f"{op.type} {op.operation_id} {outcome.lower()}")
+    writes.emit_event(p, f"{op.type}{outcome}", said)
     return AGAIN
-
-
-def _failure(frame: ResultFrame) -> str:
-    """The frame's reason and, when the runner gave one, its (already scrubbed) message:
-    an apply that ran but missed the plan's expected schema says which fingerprints."""
-    detail = str(frame.data.get("message") or "").strip()
-    return f"{frame.reason}: {detail}" if detail else frame.reason
 
 
 def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
     record: UncertainRecord | None = getattr(p.status, p.family.record_field)
     if frame.outcome != "succeeded" or frame.database is None:
-        return _drop(p, op, "ReadingFailed", frame.reason or frame.outcome, retry=True)
+        reason = frame.reason or frame.outcome
+        detail = str(frame.data.get("message") or "")
+        retry = reason not in DETERMINISTIC_REASONS
+        failure = _failure(p, op, reason, detail, retry=retry)
+        return _drop(p, op, "ReadingFailed", _failure_text(failure), retry=retry, failure=failure)
     settle = (
         record is not None
         and record.database == frame.database.digest
@@ -540,6 +598,7 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
         "nextAttempt": _next_attempt(p),
         "readingFailures": None,
         "nextReadingAfter": None,
+        "readingFailure": None,
         **p.family.reading_status(p, frame),
     }
     if settle:
@@ -715,14 +774,24 @@ def _claim(p: Pass, work: Work) -> Result:
             )
             writes.emit_event(p, verdict.reason, f"plan discarded: {verdict.message}", warning=True)
             return AGAIN
+    failure = s.reading_failure
+    if (
+        not work.mutating
+        and failure is not None
+        and not failure.retry
+        and _reading_inputs(p, work.input_fingerprint) == failure.inputs
+    ):
+        return _observe(p, _stalled(failure))
     if not work.mutating and s.next_reading_after:
         wait = _since(p, s.next_reading_after, "")
         if wait is not None and wait < 0:
+            why = f" ({_failure_text(failure)})" if failure is not None else ""
             return _observe(
                 p,
                 Observe(
                     "Retrying",
-                    message="the last reading failed; reading again after a pause",
+                    message=f"the last reading failed{why}; reading again at "
+                    f"{s.next_reading_after}",
                     waiting_for="the next reading",
                     requeue_after=-wait,
                 ),

@@ -211,6 +211,7 @@ class Settings:
     lease_duration: int = 120
     poll_seconds: float = 5.0
     proof_retry_seconds: float = 300.0
+    retry_ceiling_seconds: float = 300.0
     resync_seconds: float = 300.0
     kill_at: KillAt | None = None
     namespaces: list[str] = field(default_factory=list)
@@ -335,6 +336,7 @@ class Controller:
             lease_duration=s.lease_duration,
             poll_seconds=s.poll_seconds,
             proof_retry_seconds=s.proof_retry_seconds,
+            retry_ceiling_seconds=s.retry_ceiling_seconds,
             runner_defaults=s.runner_defaults,
         )
 

@@ -139,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
         lease_duration=args.lease_duration,
         poll_seconds=args.poll_seconds,
         proof_retry_seconds=args.proof_retry_seconds,
+        retry_ceiling_seconds=args.retry_ceiling_seconds,
         resync_seconds=args.resync_seconds,
         kill_at=kill_at,
         namespaces=list(args.namespace_scope or []),

@@ -35,6 +35,12 @@ class Metrics:
         self.reconciles = Counter(
             "ptah_reconcile_total", "Reconcile passes", ["family", "result"], registry=r
         )
+        self.passes = Counter(
+            "ptah_resource_passes_total",
+            "Reconcile passes per resource: evidence that the operator looked at it",
+            ["kind", "namespace", "name"],
+            registry=r,
+        )
         self.duration = Histogram(
             "ptah_reconcile_duration_seconds", "Duration of one pass", ["family"], registry=r
         )
@@ -110,6 +116,8 @@ class Metrics:
         with self._lock:
             if obj is None:
                 self._state.pop(key, None)
+                with contextlib.suppress(KeyError):
+                    self.passes.remove(key.kind, key.namespace, key.name)
             else:
                 status = obj.get("status") or {}
                 phase = status.get("phase")
@@ -154,6 +162,7 @@ class Metrics:
     ) -> None:
         family = _family(key.kind)
         self.reconciles.labels(family, result).inc()
+        self.passes.labels(key.kind, key.namespace, key.name).inc()
         self.duration.labels(family).observe(seconds)
         outcome = operation_outcome(before, after)
         if outcome is not None:

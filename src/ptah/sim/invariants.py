@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ptah.kube.kinds import JOB, LEASE, SECRET
+from ptah.kube.kinds import CONFIGMAP, JOB, LEASE, SECRET
 from ptah.kube.memory import PROCEED, FaultDecision, WriteRequest
 from ptah.sim.database import SimDatabase
 from ptah.sim.kubelet import NS
@@ -17,6 +17,8 @@ from ptah.sim.world import SCHEMA_FAMILY, World
 from ptah.workload.job import LABEL_OPERATION, LABEL_OPERATION_TYPE, LABEL_OWNER_UID
 
 MUTATING = {"Apply", "Migrate"}
+READINGS = {"Plan", "History"}
+DEFAULT_POLICY = "ptah-verification-policy"
 
 
 @dataclass
@@ -26,6 +28,9 @@ class Invariants:
     creates: Counter[str] = field(default_factory=Counter)
     dispatches: Counter[tuple[str, str]] = field(default_factory=Counter)
     previous: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # resource -> (operation that failed deterministically, the inputs it failed under)
+    stalls: dict[str, tuple[str, tuple[Any, ...]]] = field(default_factory=dict)
+    claimed: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def fail(self, message: str) -> None:
         self.violations.append(message)
@@ -40,6 +45,8 @@ class Invariants:
             body = dict(req.body or {})
             meta = body.get("metadata", {})
             labels = meta.get("labels", {})
+            if labels.get(LABEL_OPERATION_TYPE) in READINGS:
+                self._no_reading_while_stalled(labels.get(LABEL_OWNER_UID, ""))
             if labels.get(LABEL_OPERATION_TYPE) in MUTATING:
                 key = (labels[LABEL_OWNER_UID], labels[LABEL_OPERATION])
                 self.dispatches[key] += 1
@@ -61,6 +68,55 @@ class Invariants:
             if status.get("pendingObservation") or status.get("unresolvedRun"):
                 self.fail(f"{res.name}: {operation} dispatched while proof is owed")
 
+    def _inputs(self, res: Any, obj: dict[str, Any]) -> tuple[Any, ...]:
+        """What a reading depends on, as the world holds it: the spec (generation), the
+        Secret, the verification policy, a migration directory's ConfigMaps."""
+        api = self.world.cluster.system
+
+        def version(kind: Any, name: str) -> str | None:
+            found = api.get(kind, NS, name)
+            return None if found is None else str(found["metadata"]["resourceVersion"])
+
+        spec = obj.get("spec") or {}
+        policy = str((spec.get("policy") or {}).get("verificationPolicy", DEFAULT_POLICY))
+        dirs = ((spec.get("directory") or {}).get("configMaps")) or []
+        return (
+            obj["metadata"].get("generation"),
+            version(SECRET, str(spec["target"]["secretRef"]["name"])),
+            version(CONFIGMAP, policy),
+            tuple(version(CONFIGMAP, str(d)) for d in dirs),
+        )
+
+    def _note_stall(
+        self, res: Any, obj: dict[str, Any] | None, before: dict[str, Any], status: dict[str, Any]
+    ) -> None:
+        """Remember the inputs each reading was claimed under; a deterministic failure
+        stalls the resource on the inputs of the reading that failed."""
+        claim = status.get("activeOperation") or {}
+        if obj is not None and claim and claim.get("operationId") not in self.claimed:
+            self.claimed[str(claim.get("operationId"))] = self._inputs(res, obj)
+        failure = status.get("readingFailure") or {}
+        if obj is None or not failure or failure.get("retry", True):
+            self.stalls.pop(res.name, None)
+            return
+        operation = str(failure.get("operationId"))
+        if operation in self.claimed and self.stalls.get(res.name, ("",))[0] != operation:
+            self.stalls[res.name] = (operation, self.claimed[operation])
+
+    def _no_reading_while_stalled(self, owner_uid: str) -> None:
+        """A reading that failed in a way the same inputs reproduce is not dispatched
+        again until the spec, the Secret, the policy or the directory changes."""
+        for res in self.world.resources:
+            obj = self.world.cluster.system.get(res.family.kind, NS, res.name)
+            if obj is None or obj["metadata"]["uid"] != owner_uid or res.name not in self.stalls:
+                continue
+            operation, inputs = self.stalls[res.name]
+            if self._inputs(res, obj) == inputs:
+                self.fail(
+                    f"{res.name}: reading dispatched again after {operation} failed "
+                    "deterministically, with the same inputs"
+                )
+
     def _check_release(self, lease: str) -> None:
         obj = self.world.cluster.system.get(LEASE, "ptah-system", lease)
         holder = (obj or {}).get("spec", {}).get("holderIdentity") or ""
@@ -78,6 +134,7 @@ class Invariants:
             before = self.previous.get(res.name, {})
             self._claim_and_record(res.name, before, status)
             self._record_cleared(res, obj, before, status)
+            self._note_stall(res, obj, before, status)
             self.previous[res.name] = status
         for db in self.world.dbs.by_name.values():
             for op, n in db.executions.items():

@@ -24,6 +24,10 @@ from ptah.workload.job import CONTAINER
 NS = "default"
 
 
+# A line of a simulated desired source that makes it fail to load (deterministically).
+BROKEN = "BROKEN SYNTAX"
+
+
 @dataclass
 class PodRun:
     """A live executor: which Pod, which operation, how many steps are left."""
@@ -232,7 +236,13 @@ class Kubelet:
         if db is None:
             return frame("failed", {}, "could not connect")
         if run.op == "plan":
-            return frame("succeeded", db.plan(run.inputs.get("desired.sql", "")))
+            desired = run.inputs.get("desired.sql", "")
+            lines = desired.splitlines()
+            if BROKEN in lines:  # a source that does not load fails the same way every time
+                line = lines.index(BROKEN) + 1
+                message = f"desired schema does not load: line {line}: syntax error"
+                return frame("failed", {"message": message}, "DesiredSchemaInvalid")
+            return frame("succeeded", db.plan(desired))
         if run.op == "history":
             return frame("succeeded", db.read_history(_versions(run.dirs)))
         if run.op == "apply":

@@ -19,7 +19,7 @@ from ptah.lifecycle.context import ABANDON_ANNOTATION, Env
 from ptah.lifecycle.family import Family
 from ptah.lifecycle.reconcile import reconcile
 from ptah.sim.database import Databases
-from ptah.sim.kubelet import NS, Kubelet
+from ptah.sim.kubelet import BROKEN, NS, Kubelet
 
 SCHEMA_FAMILY = SchemaFamily()
 MIGRATION_FAMILY = MigrationFamily()
@@ -124,7 +124,7 @@ class World:
         if family is SCHEMA_FAMILY:
             spec: dict[str, Any] = {
                 "target": target,
-                "source": {"inline": "\n".join(self.rng.sample(TABLES, 3))},
+                "source": {"inline": self._source(3)},
                 "policy": {
                     "approval": self.rng.choice(["Never", "Destructive", "Always"]),
                     "allowDestructive": self.rng.random() < 0.7,
@@ -214,7 +214,7 @@ class World:
                 api.patch(res.family.kind, NS, res.name, {"spec": {"suspend": False}})
             return
         if roll < 0.08 and res.family is SCHEMA_FAMILY:
-            text = "\n".join(self.rng.sample(TABLES, self.rng.randint(2, 4)))
+            text = self._source(self.rng.randint(2, 4))
             api.patch(SCHEMA, NS, res.name, {"spec": {"source": {"inline": text}}})
         elif roll < 0.12:
             api.patch(
@@ -245,6 +245,13 @@ class World:
         elif roll < 0.21:
             for approval in api.list(APPROVAL, NS):
                 api.delete(APPROVAL, NS, approval["metadata"]["name"])
+
+    def _source(self, tables: int) -> str:
+        """A desired source; now and then one that does not load (until it is edited)."""
+        lines = self.rng.sample(TABLES, tables)
+        if self.rng.random() < 0.25:
+            lines.insert(self.rng.randrange(len(lines) + 1), BROKEN)
+        return "\n".join(lines)
 
     def _approve(self, res: SimResource, digest: str) -> None:
         name = f"{res.name}-approval-{self.rng.randint(0, 10**6)}"
