@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -157,3 +158,11 @@ def test_dropping_parent_and_child_together_drops_the_child_first(mysql_db: str)
         assert [s.sql for s in plan.statements] == ["DROP TABLE `b_child`", "DROP TABLE `a_parent`"]
         result = planner.apply(t, plan.statements, plan.fingerprint_before, True)
         assert result.outcome == "succeeded", result.message
+
+
+def test_a_mysqldump_loads_as_with_the_client(mysql_db: str, mysql_db2: str) -> None:
+    dump = (Path(__file__).parent / "schemas" / "mysqldump.sql").read_text()
+    assert _native(mysql_db2, dump).returncode == 0
+    with open_target(mysql_db) as t:
+        plan = planner.plan(t, dump)
+    assert [s.sql.split("`")[1] for s in plan.statements] == ["payment", "sales_by_year"]

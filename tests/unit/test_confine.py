@@ -7,6 +7,8 @@ rather than matching words in raw text.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ptah.engines.base import DesiredSchemaInvalid
@@ -151,3 +153,40 @@ def test_versioned_comments_are_opened_but_strings_and_comments_kept() -> None:
     assert "'/*!40101 no */'" in out
     assert "/* /*!1 */" in out and "-- /*!2 */" in out
     assert "USE a" in out and "M!" not in out
+
+
+# A mysqldump of one database (versioned comments, DELIMITER, DEFINER, a view, a trigger
+# and a procedure); tests/engines/test_mysql_load.py loads the same file.
+MYSQLDUMP = (Path(__file__).parents[1] / "engines" / "schemas" / "mysqldump.sql").read_text()
+
+
+def test_a_mysqldump_of_one_database_passes_whole() -> None:
+    assert len(check(MYSQLDUMP, "mysql")) > 20
+
+
+def test_the_dump_of_a_whole_server_is_refused_at_its_database_lines() -> None:
+    server_dump = (
+        "-- Current Database: `sakila`\n\n"
+        "CREATE DATABASE /*!32312 IF NOT EXISTS*/ `sakila`"
+        " /*!40100 DEFAULT CHARACTER SET utf8mb4 */;\n"
+        "\nUSE `sakila`;\n" + MYSQLDUMP
+    )
+    with pytest.raises(StatementRefused) as info:
+        check(server_dump, "mysql")
+    assert info.value.line == 3 and "whole database" in info.value.why
+    with pytest.raises(StatementRefused, match="line 1: sets a server-wide variable"):
+        check("SET @@GLOBAL.GTID_PURGED=/*!80000 '+'*/ '0-1-42';\n" + MYSQLDUMP, "mysql")
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "CREATE TABLE copy LIKE other.payment",
+        "CREATE VIEW v AS SELECT EXTRACT(YEAR FROM d) FROM other.payment",
+        "CREATE VIEW v AS SELECT SUBSTRING(other.f(x) FROM 1) FROM t",
+        "CREATE TABLE t AS SELECT * FROM t1 JOIN other.t2 USING (id)",
+    ],
+)
+def test_other_databases_are_found_beside_value_syntax(sql: str) -> None:
+    with pytest.raises(StatementRefused, match="another database"):
+        check(sql, "mysql")

@@ -239,20 +239,28 @@ def statement_starts(words: list[Word]) -> Iterator[int]:
 
 @dataclass(frozen=True)
 class DottedName:
-    """A run ``a.b[.c]`` of names: ``before`` and ``after`` are the words around it."""
+    """A run ``a.b[.c]`` of names: ``before`` and ``after`` are the words around it;
+    ``call`` is the upper-cased word before the innermost parenthesis around it
+    (``EXTRACT`` in ``EXTRACT(YEAR FROM t.d)``), or empty."""
 
     parts: tuple[str, ...]
     before: Word | None
     before2: Word | None
     after: Word | None
+    call: str = ""
 
 
 def dotted_names(words: list[Word]) -> Iterator[DottedName]:
     """Every qualified name in the statement (``@@global.x`` included, for the rules)."""
     n = len(words)
     i = 0
+    calls: list[str] = []
     while i < n:
         if not words[i].is_name:
+            if words[i].punct("("):
+                calls.append(words[i - 1].upper if i > 0 else "")
+            elif words[i].punct(")") and calls:
+                calls.pop()
             i += 1
             continue
         j = i
@@ -266,10 +274,15 @@ def dotted_names(words: list[Word]) -> Iterator[DottedName]:
                 words[i - 1] if i > 0 else None,
                 words[i - 2] if i > 1 else None,
                 words[j + 1] if j + 1 < n else None,
+                calls[-1] if calls else "",
             )
         i = j + 1
 
 
+# Functions whose arguments use FROM, FOR or IN as value syntax, not to name a table.
+VALUE_FUNCTIONS = frozenset(
+    {"EXTRACT", "SUBSTRING", "SUBSTR", "TRIM", "POSITION", "OVERLAY", "CAST", "CONVERT"}
+)
 _ROW_ALIASES = {"NEW", "OLD"}
 # Words after which a name is an object's (table, view, index, trigger, routine) on
 # every engine; each engine's rules add its own.
@@ -321,6 +334,9 @@ def names_an_object(name: DottedName, positions: Set[str]) -> bool:
     if len(name.parts) == 2 and name.parts[0].upper() in _ROW_ALIASES:
         return False
     after, before = name.after, name.before
+    if name.call in VALUE_FUNCTIONS and len(name.parts) == 2:
+        # EXTRACT(YEAR FROM t.d), SUBSTRING(t.s FROM 2 FOR t.n): values, not tables
+        return after is not None and after.punct("(")
     return (
         len(name.parts) > 2
         or (after is not None and after.punct("("))

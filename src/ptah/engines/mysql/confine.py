@@ -48,7 +48,6 @@ _TABLE_POSITION = OBJECT_POSITIONS | {
     "TABLES",
     "EVENT",
     "TO",
-    "LIKE",
     "CALL",
     "INSERT",
     "REPLACE",
