@@ -590,3 +590,19 @@ def test_operator_maps_child_status_approvals_and_secrets_to_the_rollout() -> No
     elsewhere = {"metadata": {"name": "new", "namespace": "other", "labels": {}}}
     c.handle(WatchEvent("ADDED", SECRET, elsewhere))
     assert _drain(c) == set()
+
+
+def test_a_child_aimed_elsewhere_is_rewritten_before_any_decision_is_spent() -> None:
+    """Someone re-aims a child at another Secret: the rollout spends no approval on it and
+    writes it back to its own target."""
+    w = World(2)
+    w.run()
+    s1 = w.waiting(0, ["ALTER TABLE t ADD COLUMN a TEXT"])
+    w.api.system.patch(
+        SCHEMA, NS, "r-db-00", {"spec": {"target": {"secretRef": {"name": "db-01"}}}}
+    )
+    assert w.waiting(0, ["ALTER TABLE t ADD COLUMN a TEXT"]) == s1  # planned, aimed elsewhere
+    w.approve_rollout(s1)
+    w.run()
+    assert w.child_approvals() == []
+    assert w.child(0)["spec"]["target"]["secretRef"] == {"name": "db-00", "key": "url"}

@@ -225,6 +225,19 @@ def desired_spec(raw: dict[str, Any], target: Target) -> dict[str, Any]:
     return {**body, "target": tgt}
 
 
+def _aims_at(obj: Obj, target: Target) -> bool:
+    """The child's spec names exactly this target (engine, Secret and key): a child
+    edited, or written by someone else, to aim elsewhere is not at the revision, so the
+    rollout rewrites it before it spends any decision on it."""
+    spec_target = (obj.get("spec") or {}).get("target") or {}
+    ref = spec_target.get("secretRef") or {}
+    return (
+        spec_target.get("engine") == target.engine
+        and ref.get("name") == target.secret
+        and (ref.get("key") or "url") == target.key
+    )
+
+
 def _owned_by(obj: Obj, uid: str) -> bool:
     refs = obj["metadata"].get("ownerReferences") or []
     return any(r.get("uid") == uid and r.get("kind") == ROLLOUT.kind for r in refs)
@@ -419,8 +432,7 @@ class _Pass:
             child = Child(t, found)
             if found is not None:
                 ann = found["metadata"].get("annotations") or {}
-                engine = ((found.get("spec") or {}).get("target") or {}).get("engine")
-                child.at_revision = ann.get(ANN_REVISION) == revision and engine == t.engine
+                child.at_revision = ann.get(ANN_REVISION) == revision and _aims_at(found, t)
                 if child.at_revision and str(ann.get(ANN_WAVE, "")).isdigit():
                     child.wave = int(ann[ANN_WAVE])
             classify(child)
