@@ -112,9 +112,23 @@ def _set_scope(words: list[Word]) -> str | None:
     return None
 
 
+_OUTSIDE_ENGINES = {"FEDERATED", "FEDERATEDX", "CONNECT", "SPIDER"}
+
+
 def _server_files(words: list[Word]) -> str | None:
+    """Files on the server and other servers: OUTFILE/DUMPFILE, LOAD_FILE(), table
+    files placed by DATA/INDEX DIRECTORY, engines and CONNECTION options that read
+    files or reach another server."""
     for i, w in enumerate(words):
         nxt = words[i + 1] if i + 1 < len(words) else None
+        if w.is_("DATA", "INDEX") and nxt is not None and nxt.is_("DIRECTORY"):
+            return "places table files on the server's file system"
+        if w.is_("CONNECTION") and nxt is not None and (nxt.punct("=") or nxt.kind == "string"):
+            return "connects a table to another server"
+        if w.is_("ENGINE") and nxt is not None:
+            engine = words[i + 2] if nxt.punct("=") and i + 2 < len(words) else nxt
+            if engine.text.upper() in _OUTSIDE_ENGINES:
+                return f"uses the {engine.text} engine, which reaches outside the database"
         if w.is_("INTO") and nxt is not None and nxt.is_("OUTFILE", "DUMPFILE"):
             return "writes a file on the server"
         if w.is_("LOAD_FILE") and nxt is not None and nxt.punct("("):

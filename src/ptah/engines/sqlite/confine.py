@@ -78,11 +78,19 @@ def _head(words: list[Word], i: int) -> str | None:
     return None
 
 
+# Functions that read or write files or load code (most are absent from Python's
+# sqlite3, but a build may have them).
+OUTSIDE_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"}
+
+
 def refusal(words: list[Word], text: str) -> str | None:
     """Why this statement reaches outside its database, or None."""
     why = first_reason(words, _head)
     if why:
         return why
+    for i, w in enumerate(words[:-1]):
+        if w.kind == "word" and w.text.lower() in OUTSIDE_FUNCTIONS and words[i + 1].punct("("):
+            return f"calls {w.text.lower()}(), which reaches outside the database"
     if words and words[0].is_("PRAGMA"):
         return None
     for name in dotted_names(words):
@@ -101,6 +109,8 @@ def authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None, 
     if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
         return sqlite3.SQLITE_DENY
     if db is not None and db not in OWN_SCHEMAS:
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in OUTSIDE_FUNCTIONS:
         return sqlite3.SQLITE_DENY
     if action == sqlite3.SQLITE_PRAGMA:
         name = (arg1 or "").lower()
