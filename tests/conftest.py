@@ -10,4 +10,4 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from support.cluster import cluster, namespace  # noqa: F401
+from support.cluster import cluster, namespace, real_cluster, real_namespace  # noqa: F401

@@ -2,9 +2,11 @@
 # Build (or reuse) the binaries of Ptah's local control plane:
 #   kube-apiserver, kube-controller-manager, kubectl  (k8s.io/kubernetes, wrapper ./k8s)
 #   etcd                                             (go.etcd.io/etcd/server/v3, wrapper ./etcd)
+#   kubelet, kube-scheduler                          (k8s.io/kubernetes, wrapper ./node; the
+#                                                     dev cluster's real node; --no-node skips)
 # Output: ${PTAH_CACHE:-~/.cache/ptah}/controlplane/<k8s-version>/bin/, keyed by the
 # versions pinned in the wrapper go.mod files. A warm cache returns in well under a second.
-# Usage: hack/controlplane/build.sh [--print-dir] [--force]
+# Usage: hack/controlplane/build.sh [--print-dir] [--force] [--no-node]
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -14,10 +16,12 @@ cache="${PTAH_CACHE:-$HOME/.cache/ptah}"
 out="$cache/controlplane/$k8s_version"
 bin="$out/bin"
 force=0
+node=1
 for arg in "$@"; do
   case "$arg" in
     --print-dir) echo "$bin"; exit 0 ;;
     --force) force=1 ;;
+    --no-node) node=0 ;;
     *) echo "unknown argument: $arg" >&2; exit 2 ;;
   esac
 done
@@ -62,6 +66,10 @@ build_one etcd go.etcd.io/etcd/server/v3 etcd
 build_one k8s k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "$kv"
 build_one k8s k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager "$kv"
 build_one k8s k8s.io/kubernetes/cmd/kubectl kubectl "$kv"
+if [[ $node -eq 1 ]]; then
+  build_one node k8s.io/kubernetes/cmd/kube-scheduler kube-scheduler "$kv"
+  build_one node k8s.io/kubernetes/cmd/kubelet kubelet "$kv"
+fi
 
 cat > "$out/versions.env" <<VERS
 KUBERNETES_VERSION=$k8s_version

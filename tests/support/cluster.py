@@ -5,6 +5,9 @@ fixtures by ``tests/conftest.py``.
   node agent once per test session in a temporary state dir (or reuses the cluster in
   ``$PTAH_TEST_STATE_DIR`` if set, leaving it running afterwards), and stops what it
   started at the end.
+* ``real_cluster`` (session): the same control plane with a real node (kubelet on
+  containerd and runc, ``ptah dev up --node real``) in its own state dir, with the base
+  and project images built from the Dockerfile and loaded (``ptah dev images``).
 * ``namespace`` (function): a fresh namespace per test, with its ``default``
   ServiceAccount present, deleted afterwards.
 
@@ -29,7 +32,7 @@ import pytest
 from lightkube import Client, KubeConfig
 
 from ptah.devcluster import cluster as devcluster
-from ptah.devcluster import paths
+from ptah.devcluster import imagebuild, node, paths
 from ptah.devcluster.apiclient import ApiClient, ApiError, Credentials
 
 
@@ -126,6 +129,40 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             devcluster.down(state_dir)
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def start_real(state_dir: Path) -> devcluster.ClusterInfo:
+    """A real node in ``state_dir`` (a missing binary or host tool fails/skips)."""
+    try:
+        binaries = paths.Binaries.locate(real=True)
+        node.check_host()
+    except (paths.MissingComponentError, node.NodeSetupError) as err:
+        _missing(str(err))
+        raise
+    return devcluster.up(state_dir, timeout=180.0, binaries=binaries, real=True)
+
+
+def load_images(info: devcluster.ClusterInfo) -> None:
+    """The base and project images, built (cached layers) and loaded into the node."""
+    log = info.config.state_dir / "logs" / "images.log"
+    imagebuild.build_project(ROOT, log)
+    lay = devcluster.layout(info.config)
+    for name in (imagebuild.BASE_IMAGE, imagebuild.PROJECT_IMAGE):
+        imagebuild.load(lay, name)
+
+
+@pytest.fixture(scope="session")
+def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    state_dir = tmp_path_factory.mktemp("ptah-node")
+    info = start_real(state_dir)
+    try:
+        load_images(info)
+        yield Cluster(info)
+    finally:
+        devcluster.down(state_dir)
+
+
 def _ns_name(nodeid: str) -> str:
     base = re.sub(r"[^a-z0-9-]+", "-", nodeid.split("::")[-1].lower()).strip("-")[:40]
     return f"{base.strip('-') or 't'}-{uuid.uuid4().hex[:5]}"
@@ -133,6 +170,15 @@ def _ns_name(nodeid: str) -> str:
 
 @pytest.fixture
 def namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    yield from _namespace(cluster, request)
+
+
+@pytest.fixture
+def real_namespace(real_cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
+    yield from _namespace(real_cluster, request)
+
+
+def _namespace(cluster: Cluster, request: pytest.FixtureRequest) -> Iterator[str]:
     name = _ns_name(request.node.nodeid)
     api = cluster.api()
     try:

@@ -20,14 +20,49 @@ def _state_dir(args: argparse.Namespace) -> Path:
 
 
 def _up(args: argparse.Namespace) -> int:
-    from ptah.devcluster import cluster
+    from ptah.devcluster import cluster, node
 
     try:
-        info = cluster.up(_state_dir(args), timeout=args.timeout, runner_images=args.runner_image)
-    except (paths.MissingComponentError, cluster.NotReadyError) as err:
+        info = cluster.up(
+            _state_dir(args),
+            timeout=args.timeout,
+            runner_images=args.runner_image,
+            real=args.node == "real",
+        )
+    except (paths.MissingComponentError, cluster.NotReadyError, node.NodeSetupError) as err:
         print(f"ptah dev up: {err}", file=sys.stderr)
         return 1
     print(info.usage())
+    return 0
+
+
+def _images(args: argparse.Namespace) -> int:
+    """Build the base and project images (cached layers) and load them into the node."""
+    from ptah.devcluster import cluster, imagebuild, node
+    from ptah.devcluster.config import ClusterConfig
+
+    root = Path(args.context).resolve() if args.context else paths.repo_root()
+    if root is None or not (root / "Dockerfile").is_file():
+        print(
+            "ptah dev images: no Dockerfile (run from a checkout or pass --context)",
+            file=sys.stderr,
+        )
+        return 1
+    state = _state_dir(args)
+    log = state / "logs" / "images.log"
+    try:
+        for built in (imagebuild.build_base(log), imagebuild.build_project(root, log)):
+            how = "cached" if built.cached else "built"
+            print(f"{how:6} {built.name} in {built.seconds:.1f}s ({built.image_id[:12]})")
+        cfg = ClusterConfig.load(state) if (state / "cluster.json").exists() else None
+        if cfg is not None and cfg.real and args.load:
+            lay = cluster.layout(cfg)
+            for name in (imagebuild.BASE_IMAGE, imagebuild.PROJECT_IMAGE):
+                loaded = imagebuild.load(lay, name)
+                print(f"{'loaded' if loaded else 'present'} {name} in the node's containerd")
+    except (imagebuild.ImageBuildError, node.NodeSetupError) as err:
+        print(f"ptah dev images: {err}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -73,7 +108,21 @@ def register(subparsers: Any) -> None:
         default=[],
         help="extra image repository that runs ptah-runner (repeatable)",
     )
+    p.add_argument(
+        "--node",
+        choices=("agent", "real"),
+        default="agent",
+        help="agent: Pods as local processes; real: kubelet on containerd and runc",
+    )
     p.set_defaults(func=_up)
+    p = sub.add_parser(
+        "images", parents=[common], help="build the images from the Dockerfile; load them"
+    )
+    p.add_argument("--context", default=None, help="build context (default: this checkout)")
+    p.add_argument(
+        "--no-load", dest="load", action="store_false", help="build only, load into no node"
+    )
+    p.set_defaults(func=_images)
     p = sub.add_parser("down", parents=[common], help="stop the processes 'up' started")
     p.add_argument("--purge", action="store_true", help="also delete the state dir")
     p.set_defaults(func=_down)

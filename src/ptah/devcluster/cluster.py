@@ -9,15 +9,19 @@ under ``<state>/logs``:
 * kube-controller-manager (job, garbage-collector, ttl-after-finished, namespace,
   serviceaccount, serviceaccount-token, root-ca-cert-publisher and
   clusterrole-aggregation controllers; each with its own service-account credentials),
-* the node agent (``python -m ptah.devcluster.agent``).
+* the node: either the process node agent (``python -m ptah.devcluster.agent``), or with
+  ``node="real"`` a real one (:mod:`ptah.devcluster.node`): containerd, the kubelet and
+  kube-scheduler, with every default controller of kube-controller-manager.
 
-Every listener binds 127.0.0.1; ports are chosen free on first ``up`` and kept in
-``<state>/cluster.json``. ``up`` reuses running components and starts the missing ones;
-``down`` stops only processes recorded in this state dir.
+Every listener binds 127.0.0.1 (the real node's apiserver and kubelet: its bridge
+address); ports are chosen free on first ``up`` and kept in ``<state>/cluster.json``.
+``up`` reuses running components and starts the missing ones; ``down`` stops only
+processes recorded in this state dir, and for a real node undoes its host changes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -30,7 +34,7 @@ from pathlib import Path
 
 import httpx
 
-from ptah.devcluster import kubeconfig, paths, pki
+from ptah.devcluster import hostchanges, imagebuild, kubeconfig, node, paths, pki
 from ptah.devcluster.apiclient import ssl_context
 from ptah.devcluster.config import ClusterConfig, Ports, port_free
 from ptah.devcluster.procs import Proc
@@ -46,7 +50,9 @@ CONTROLLERS = (
     "root-ca-certificate-publisher-controller",
     "clusterrole-aggregation-controller",
 )
-COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "node-agent")
+CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager")
+COMPONENTS = (*CONTROL_PLANE, "node-agent")
+REAL_COMPONENTS = (*CONTROL_PLANE, *node.NODE_COMPONENTS)
 SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 
@@ -85,8 +91,16 @@ class ClusterInfo:
         )
 
 
-def procs(state_dir: Path) -> dict[str, Proc]:
-    return {name: Proc(state_dir / "run", name) for name in COMPONENTS}
+def procs(state_dir: Path, real: bool | None = None) -> dict[str, Proc]:
+    """This state dir's components (the real node's when ``real``, else the agent's;
+    ``None``: what its saved config says)."""
+    if real is None:
+        try:
+            real = ClusterConfig.load(state_dir).real
+        except (OSError, ValueError, KeyError):
+            real = False
+    names = REAL_COMPONENTS if real else COMPONENTS
+    return {name: Proc(state_dir / "run", name) for name in names}
 
 
 @contextmanager
@@ -100,14 +114,23 @@ def _locked(state_dir: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def _config(state_dir: Path, running: bool, runner_images: list[str]) -> ClusterConfig:
+def _config(state_dir: Path, running: bool, runner_images: list[str], kind: str) -> ClusterConfig:
     """The saved config; fresh ports when nothing runs and a saved port is taken."""
     try:
         cfg = ClusterConfig.load(state_dir)
     except (OSError, ValueError, KeyError):
         cfg = ClusterConfig(state_dir=state_dir, ports=Ports.pick())
+    if running and cfg.node != kind:
+        raise NotReadyError(
+            f"{state_dir} runs a {cfg.node} node; stop it first (ptah dev down) to use {kind}"
+        )
     if not running and not all(port_free(p) for p in cfg.ports.all()):
         cfg.ports = Ports.pick()
+    cfg.node = kind
+    if kind == "real" and not running:
+        cfg.net_index = node.pick_net(prefer=cfg.net_index).index
+    elif kind != "real":
+        cfg.net_index = 0
     for image in runner_images:
         if image not in cfg.runner_images:
             cfg.runner_images.append(image)
@@ -137,8 +160,8 @@ def _apiserver_argv(b: paths.Binaries, cfg: ClusterConfig) -> list[str]:
     p = cfg.pki
     return [
         str(b.kube_apiserver),
-        "--bind-address=127.0.0.1",
-        "--advertise-address=127.0.0.1",
+        f"--bind-address={cfg.host}",
+        f"--advertise-address={cfg.host}",
         f"--secure-port={cfg.ports.apiserver}",
         f"--etcd-servers=http://127.0.0.1:{cfg.ports.etcd_client}",
         f"--tls-cert-file={p.crt('apiserver')}",
@@ -172,7 +195,7 @@ def _controller_manager_argv(b: paths.Binaries, cfg: ClusterConfig) -> list[str]
         "--bind-address=127.0.0.1",
         f"--secure-port={cfg.ports.controller_manager}",
         f"--cert-dir={cfg.state_dir / 'run' / 'controller-manager-certs'}",
-        f"--controllers={','.join(CONTROLLERS)}",
+        f"--controllers={'*' if cfg.real else ','.join(CONTROLLERS)}",
         "--use-service-account-credentials=true",
         f"--service-account-private-key-file={p.sa_key}",
         f"--root-ca-file={p.ca_crt}",
@@ -216,36 +239,64 @@ def up(
     timeout: float = 180.0,
     runner_images: list[str] | None = None,
     binaries: paths.Binaries | None = None,
+    real: bool = False,
 ) -> ClusterInfo:
     """Start (or reuse) the dev cluster in ``state_dir`` and wait until it is ready.
 
-    Ports are picked free but only bound later by the components; if another process
-    took one in between, a fresh cluster is stopped and started once more on new ports.
+    ``real``: a real node (containerd, kubelet, kube-scheduler) instead of the process
+    node agent. Ports are picked free but only bound later by the components; if another
+    process took one in between, a fresh cluster is stopped and started once more on new
+    ports.
     """
     state_dir = (state_dir or paths.default_state_dir()).resolve()
-    b = binaries or paths.Binaries.locate()
+    b = binaries or paths.Binaries.locate(real=real)
+    if real:
+        node.check_host()
+        if b.kubelet is None or b.kube_scheduler is None:
+            b = paths.Binaries.locate(b.kubectl.parent, real=True)
     fresh = not any(p.alive() for p in procs(state_dir).values())
     try:
-        return _up(state_dir, timeout, runner_images, b)
+        return _up(state_dir, timeout, runner_images, b, real)
     except NotReadyError as err:
         if not (fresh and "address already in use" in str(err).lower()):
             raise
         down(state_dir)
         (state_dir / "cluster.json").unlink(missing_ok=True)
-        return _up(state_dir, timeout, runner_images, b)
+        return _up(state_dir, timeout, runner_images, b, real)
+
+
+def layout(cfg: ClusterConfig) -> node.NodeLayout:
+    return node.NodeLayout(cfg.state_dir / "node")
 
 
 def _up(
-    state_dir: Path, timeout: float, runner_images: list[str] | None, b: paths.Binaries
+    state_dir: Path,
+    timeout: float,
+    runner_images: list[str] | None,
+    b: paths.Binaries,
+    real: bool,
 ) -> ClusterInfo:
     t0 = time.monotonic()
     deadline = t0 + timeout
     logs = state_dir / "logs"
+    kind = "real" if real else "agent"
     with _locked(state_dir):
-        ps = procs(state_dir)
-        running = {name for name, proc in ps.items() if proc.alive()}
-        cfg = _config(state_dir, bool(running), runner_images or [])
-        pki.ensure(cfg.pki)
+        ps = procs(state_dir, real)
+        others = procs(state_dir, not real)
+        running = {name for name, proc in {**others, **ps}.items() if proc.alive()}
+        if running - set(ps):
+            other = ", ".join(sorted(running - set(ps)))
+            raise NotReadyError(
+                f"{state_dir} runs the other kind of node ({other}); stop it: ptah dev down"
+            )
+        with node.net_lock(paths.cache_root()) if real else contextlib.nullcontext():
+            cfg = _config(state_dir, bool(running), runner_images or [], kind)
+            net = node.NodeNet(cfg.net_index)
+            if real:
+                lay = layout(cfg)
+                hostchanges.record(lay.root)
+                node.setup_network(net, cfg.ports.apiserver)
+        pki.ensure(cfg.pki, server_ips=(cfg.host,) if real else ())
         kubeconfig.write(cfg.kubeconfig, cfg.server, cfg.pki, "admin")
         kubeconfig.write(
             state_dir / "controller-manager.kubeconfig", cfg.server, cfg.pki, "controller-manager"
@@ -256,10 +307,10 @@ def _up(
         )
         started: list[str] = []
 
-        def ensure(name: str, argv: list[str]) -> None:
+        def ensure(name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
             if name in running:
                 return
-            ps[name].start(argv, logs / f"{name}.log")
+            ps[name].start(argv, logs / f"{name}.log", env=env)
             started.append(name)
 
         try:
@@ -281,11 +332,13 @@ def _up(
                 ps["kube-apiserver"],
             )
             ensure("kube-controller-manager", _controller_manager_argv(b, cfg))
-            env = dict(os.environ)
-            env["PYTHONUNBUFFERED"] = "1"
-            if "node-agent" not in running:
-                ps["node-agent"].start(_agent_argv(cfg), logs / "node-agent.log", env=env)
-                started.append("node-agent")
+            if real:
+                node_name = _start_real_node(cfg, b, ensure, ps, deadline)
+            else:
+                env = dict(os.environ)
+                env["PYTHONUNBUFFERED"] = "1"
+                ensure("node-agent", _agent_argv(cfg), env)
+                node_name = "node-agent"
             kcm = f"https://127.0.0.1:{cfg.ports.controller_manager}/healthz"
             _wait(
                 "kube-controller-manager",
@@ -295,11 +348,11 @@ def _up(
                 ps["kube-controller-manager"],
             )
             _wait(
-                "node-agent (Node Ready)",
+                f"{node_name} (Node Ready)",
                 lambda: _node_ready(admin, cfg),
                 deadline,
-                logs / "node-agent.log",
-                ps["node-agent"],
+                logs / f"{node_name}.log",
+                ps[node_name],
             )
             _wait(
                 "service accounts (token controller)",
@@ -317,8 +370,46 @@ def _up(
                     raise NotReadyError(f"{name} exited; see {logs / (name + '.log')}")
         finally:
             admin.close()
-    reused = tuple(n for n in COMPONENTS if n not in started)
+    reused = tuple(n for n in ps if n not in started)
     return ClusterInfo(cfg, b, tuple(started), reused, time.monotonic() - t0)
+
+
+def _start_real_node(
+    cfg: ClusterConfig,
+    b: paths.Binaries,
+    ensure: Callable[[str, list[str]], None],
+    ps: dict[str, Proc],
+    deadline: float,
+) -> str:
+    """containerd (with the pause image loaded), kube-scheduler, the kubelet."""
+    assert b.kubelet is not None and b.kube_scheduler is not None
+    lay = layout(cfg)
+    net = node.NodeNet(cfg.net_index)
+    logs = cfg.state_dir / "logs"
+    node.write_configs(
+        lay,
+        net,
+        cfg.node_name,
+        cfg.ports.kubelet,
+        cfg.pki.ca_crt,
+        cfg.pki.crt("kubelet"),
+        cfg.pki.key("kubelet"),
+    )
+    kubeconfig.write(lay.kubelet_kubeconfig, cfg.server, cfg.pki, "kubelet-client")
+    kubeconfig.write(lay.scheduler_kubeconfig, cfg.server, cfg.pki, "scheduler")
+    hostchanges.make_cgroup(net.cgroup_root)
+    ensure("containerd", node.containerd_argv(lay))
+    _wait(
+        "containerd",
+        lambda: node.runtime_ready(lay),
+        deadline,
+        logs / "containerd.log",
+        ps["containerd"],
+    )
+    imagebuild.load_pause(lay)
+    ensure("kube-scheduler", node.scheduler_argv(b.kube_scheduler, lay))
+    ensure("kubelet", node.kubelet_argv(b.kubelet, lay, net, cfg.node_name))
+    return "kubelet"
 
 
 def _node_ready(client: httpx.Client, cfg: ClusterConfig) -> bool:
@@ -332,18 +423,33 @@ def _node_ready(client: httpx.Client, cfg: ClusterConfig) -> bool:
 
 
 def down(state_dir: Path | None = None, purge: bool = False) -> list[str]:
-    """Stop this state dir's processes (agent first, etcd last); return what was stopped."""
+    """Stop this state dir's processes (node first, etcd last) and, for a real node,
+    undo every change it made to the host; return what was stopped and undone."""
     state_dir = (state_dir or paths.default_state_dir()).resolve()
     stopped: list[str] = []
     if not state_dir.exists():
         return stopped
     with _locked(state_dir):
-        ps = procs(state_dir)
-        for name in reversed(COMPONENTS):
+        try:
+            cfg: ClusterConfig | None = ClusterConfig.load(state_dir)
+        except (OSError, ValueError, KeyError):
+            cfg = None
+        ps = procs(state_dir, real=True) | procs(state_dir, real=False)
+        for name in (
+            "kubelet",
+            "node-agent",
+            "kube-scheduler",
+            "containerd",
+            "kube-controller-manager",
+            "kube-apiserver",
+            "etcd",
+        ):
             if ps[name].stop():
                 stopped.append(name)
         if kill_pod_processes(state_dir):
             stopped.append("leftover pod processes")
+        if cfg is not None and cfg.real:
+            stopped += node.teardown(layout(cfg), node.NodeNet(cfg.net_index))
     if purge:
         shutil.rmtree(state_dir, ignore_errors=True)
     return stopped

@@ -55,10 +55,26 @@ class ClusterConfig:
     ports: Ports
     node_name: str = NODE_NAME
     runner_images: list[str] = field(default_factory=list)
+    #: "agent": the process node agent; "real": kubelet on containerd (ptah.devcluster.node).
+    node: str = "agent"
+    #: The real node's subnet 10.88.<net_index>.0/24 (0 with the agent).
+    net_index: int = 0
+
+    @property
+    def real(self) -> bool:
+        return self.node == "real"
+
+    @property
+    def host(self) -> str:
+        """Where the apiserver listens: loopback, or the real node's bridge address
+        (so that Pods reach it through the ``kubernetes`` Service)."""
+        if self.real:
+            return f"10.88.{self.net_index}.1"
+        return "127.0.0.1"
 
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.ports.apiserver}"
+        return f"https://{self.host}:{self.ports.apiserver}"
 
     @property
     def pki(self) -> Pki:
@@ -80,6 +96,8 @@ class ClusterConfig:
             ports=Ports(**data["ports"]),
             node_name=data.get("node_name", NODE_NAME),
             runner_images=list(data.get("runner_images", [])),
+            node=str(data.get("node", "agent")),
+            net_index=int(data.get("net_index", 0)),
         )
 
     def save(self) -> None:
@@ -88,6 +106,8 @@ class ClusterConfig:
             "ports": asdict(self.ports),
             "node_name": self.node_name,
             "runner_images": self.runner_images,
+            "node": self.node,
+            "net_index": self.net_index,
             "server": self.server,
             "kubeconfig": str(self.kubeconfig),
         }

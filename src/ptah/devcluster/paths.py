@@ -10,6 +10,8 @@ from pathlib import Path
 #: Pinned in hack/controlplane/k8s/go.mod; the binary cache is keyed by it.
 KUBERNETES_VERSION = "v1.37.2"
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kubectl")
+#: The real node's binaries (hack/controlplane/build.sh builds them too).
+NODE_COMPONENTS = ("kubelet", "kube-scheduler")
 
 
 class MissingComponentError(RuntimeError):
@@ -46,18 +48,21 @@ class Binaries:
     kube_apiserver: Path
     kube_controller_manager: Path
     kubectl: Path
+    kubelet: Path | None = None
+    kube_scheduler: Path | None = None
 
     @classmethod
-    def locate(cls, bin_dir: Path | None = None) -> Binaries:
-        """The built binaries, or MissingComponentError naming each one absent."""
+    def locate(cls, bin_dir: Path | None = None, real: bool = False) -> Binaries:
+        """The built binaries (with ``real``, the node's too), or MissingComponentError
+        naming each one absent."""
         where = bin_dir or binary_dir()
         found: dict[str, Path] = {}
         missing: list[str] = []
-        for name in COMPONENTS:
+        for name in (*COMPONENTS, *NODE_COMPONENTS):
             path = where / name
             if path.is_file() and os.access(path, os.X_OK):
                 found[name] = path
-            else:
+            elif name in COMPONENTS or real:
                 missing.append(name)
         if missing:
             build = "hack/controlplane/build.sh"
@@ -73,6 +78,8 @@ class Binaries:
             kube_apiserver=found["kube-apiserver"],
             kube_controller_manager=found["kube-controller-manager"],
             kubectl=found["kubectl"],
+            kubelet=found.get("kubelet"),
+            kube_scheduler=found.get("kube-scheduler"),
         )
 
 

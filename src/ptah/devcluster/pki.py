@@ -56,6 +56,10 @@ CLIENTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "controller-manager": ("system:kube-controller-manager", ()),
     # the apiserver's identity towards the node agent's kubelet port.
     "apiserver-kubelet-client": ("kube-apiserver-kubelet-client", ("system:masters",)),
+    # the real node: the kubelet as system:node:<name> (Node authoriser, NodeRestriction)
+    # and kube-scheduler with its built-in RBAC role.
+    "kubelet-client": ("system:node:ptah-local", ("system:nodes",)),
+    "scheduler": ("system:kube-scheduler", ()),
 }
 SERVERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "apiserver": (
@@ -97,8 +101,13 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
 
 
-def ensure(pki: Pki) -> Pki:
-    """Create whatever of the PKI is missing; existing files are kept."""
+def ensure(pki: Pki, server_ips: tuple[str, ...] = ()) -> Pki:
+    """Create whatever of the PKI is missing; existing files are kept.
+
+    ``server_ips``: more addresses the serving certificates must name (the real node's
+    bridge address, where the apiserver and the kubelet listen); a serving certificate
+    that lacks one is issued anew.
+    """
     pki.root.mkdir(parents=True, exist_ok=True)
     if not pki.ca_crt.exists() or not pki.ca_key.exists():
         ca_key = _key()
@@ -138,8 +147,8 @@ def ensure(pki: Pki) -> Pki:
         if not pki.crt(name).exists():
             _issue(pki, name, ca_cert, ca_priv, _name(cn, orgs), server_names=None)
     for name, (cn, dns) in SERVERS.items():
-        if not pki.crt(name).exists():
-            _issue(pki, name, ca_cert, ca_priv, _name(cn), server_names=dns)
+        if not pki.crt(name).exists() or not _names_ips(pki.crt(name), server_ips):
+            _issue(pki, name, ca_cert, ca_priv, _name(cn), server_names=dns, ips=server_ips)
 
     if not pki.sa_key.exists():
         sa = _key()
@@ -152,6 +161,13 @@ def ensure(pki: Pki) -> Pki:
     return pki
 
 
+def _names_ips(crt: Path, ips: tuple[str, ...]) -> bool:
+    cert = x509.load_pem_x509_certificate(crt.read_bytes())
+    san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    have = {str(ip) for ip in san.get_values_for_type(x509.IPAddress)}
+    return all(ip in have for ip in ips)
+
+
 def _issue(
     pki: Pki,
     name: str,
@@ -159,6 +175,7 @@ def _issue(
     ca_key: ec.EllipticCurvePrivateKey,
     subject: x509.Name,
     server_names: tuple[str, ...] | None,
+    ips: tuple[str, ...] = (),
 ) -> None:
     key = _key()
     builder = (
@@ -178,8 +195,8 @@ def _issue(
     else:
         sans: list[x509.GeneralName] = [x509.DNSName(d) for d in server_names]
         sans += [
-            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-            x509.IPAddress(ipaddress.ip_address("10.96.0.1")),
+            x509.IPAddress(ipaddress.ip_address(ip))
+            for ip in dict.fromkeys(("127.0.0.1", "10.96.0.1", *ips))
         ]
         builder = builder.add_extension(
             x509.ExtendedKeyUsage(
