@@ -2,26 +2,34 @@
 # The README's test command: set up everything the tests need on this machine (a fresh
 # Debian machine as root, or a warm one in seconds), then run them all.
 #   bash hack/test.sh [pytest args...]
-# Steps: Python venv and pinned packages; the control plane built from Go modules
-# (cached under ~/.cache/ptah); PostgreSQL 15 and MariaDB 10.11 on loopback; lint and
-# types; the fault-injecting simulation; then pytest over unit, simulation, engine,
-# migration, integration and end-to-end tests. Nothing is skipped when CI=true.
+# Steps: Python venv and pinned packages; the control plane and the real node's kubelet
+# and kube-scheduler built from Go modules (cached under ~/.cache/ptah); PostgreSQL 15
+# and MariaDB 10.11 on loopback; the real node's Debian packages and images (buildah,
+# cached layers); lint and types; the fault-injecting simulation; then pytest over unit,
+# simulation, engine, migration, integration and end-to-end tests. Nothing is skipped
+# when CI=true. Each step prints its time (a cold machine's setup is the long part).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 export PTAH_CACHE=${PTAH_CACHE:-$HOME/.cache/ptah}
 SIM_SCHEDULES=${PTAH_SIM_SCHEDULES:-2000}
 
-step() { printf '\n==> %s\n' "$*"; }
+last=""
+t_step=$SECONDS
+t_all=$SECONDS
+took() { [ -n "$last" ] && printf '<== %s: %ss\n' "$last" "$((SECONDS - t_step))"; true; }
+step() { took; last="$*"; t_step=$SECONDS; printf '\n==> %s\n' "$*"; }
 
 step "python environment"
 bash hack/setup.sh
-step "control plane binaries"
+step "control plane and node binaries"
 bash hack/controlplane/build.sh
 step "databases"
 bash hack/databases.sh
 step "tools (helm)"
 bash hack/tools.sh
+step "real node: Debian packages and images"
+bash hack/node.sh
 . .venv/bin/activate
 
 step "ruff"
@@ -31,4 +39,6 @@ mypy
 step "simulation: $SIM_SCHEDULES fault schedules"
 python -m ptah.sim --schedules "$SIM_SCHEDULES" --seed 0
 step "pytest"
+printf '(setup, lint and simulation took %ss in all)\n' "$((t_step - t_all))"
+# pytest's summary stays the last line (CI reads it).
 pytest "$@"

@@ -5,6 +5,7 @@ nothing beyond the bridge; ``ptah dev down`` leaves the host as it found it."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -134,11 +135,20 @@ def test_runner_entrypoint_is_the_images(real_cluster: Cluster, real_namespace: 
     assert "usage: ptah-runner" in out
 
 
-def _host_view(state: Path) -> JSON:
-    snap = hostchanges.snapshot()
-    # Other nodes' veths and volume mounts come and go with their Pods; this node's
-    # are checked apart (ip link ... master, mounts under its state dir).
-    snap["links"] = [x for x in snap["links"] if not x.startswith("veth")]
+def _host_view(state: Path, net: node.NodeNet, snap: JSON | None = None) -> JSON:
+    """The host as ``snapshot`` shows it, less what other nodes (other state dirs) and
+    image builds may add or remove meanwhile: their bridges, nft tables and cgroups
+    (``ptah<n>``, ``buildah-*``), veths and volume mounts (this node's are checked
+    apart: ``ip link ... master``, mounts under its state dir)."""
+    snap = dict(snap or hostchanges.snapshot())
+    own = {net.bridge, net.nft_table}
+
+    def other(name: str) -> bool:
+        return name not in own and bool(re.fullmatch(r"(ptah\d+|ptah_node\d+|buildah-.*)", name))
+
+    snap["links"] = [x for x in snap["links"] if not x.startswith("veth") and not other(x)]
+    snap["nft_tables"] = [t for t in snap["nft_tables"] if not other(t.split()[-1])]
+    snap["cgroups"] = {k: [x for x in v if not other(x)] for k, v in snap["cgroups"].items()}
     roots = (str(state), *hostchanges.HOST_PATHS)
     snap["mounts"] = [m for m in snap["mounts"] if m.startswith(roots)]
     return snap
@@ -149,11 +159,14 @@ def test_down_undoes_every_host_change(tmp_path: Path) -> None:
     cgroups and the kubelet's host directories; and nothing of the node still runs."""
     from support.cluster import Cluster, start_real
 
-    before = _host_view(tmp_path)
     state = tmp_path / "node"
+    snap0 = hostchanges.snapshot()
     info = start_real(state)
     c = Cluster(info)
     net = node.NodeNet(info.config.net_index)
+    assert net.bridge not in snap0["links"]
+    assert f"table ip {net.nft_table}" not in snap0["nft_tables"]
+    before = _host_view(tmp_path, net, snap0)
     lay = devcluster.layout(info.config)
     try:
         imagebuild.load(lay, imagebuild.BASE_IMAGE)
@@ -174,7 +187,7 @@ def test_down_undoes_every_host_change(tmp_path: Path) -> None:
             namespace="down",
         )
         c.kubectl("wait", "--for=condition=Ready", "pod/long", "--timeout=60s", namespace="down")
-        during = _host_view(tmp_path)
+        during = _host_view(tmp_path, net)
         ids = node.container_ids(lay)
         assert ids and any(s.exists() for s in node.shim_sockets(lay, ids))
         assert during != before, "the node changed nothing on the host?"
@@ -189,8 +202,8 @@ def test_down_undoes_every_host_change(tmp_path: Path) -> None:
     finally:
         stopped = devcluster.down(state)
     assert "kubelet" in stopped and "containerd" in stopped
-    after = _host_view(tmp_path)
-    alone = not [x for x in before["links"] if x.startswith("ptah")]
+    after = _host_view(tmp_path, net)
+    alone = not [x for x in snap0["links"] if x.startswith("ptah")]
     if not alone:
         # Other nodes run: the kubelet's fixed host directories are shared with them,
         # and their Pods come and go. What appeared there and is still there must not

@@ -6,8 +6,10 @@ fixtures by ``tests/conftest.py``.
   ``$PTAH_TEST_STATE_DIR`` if set, leaving it running afterwards), and stops what it
   started at the end.
 * ``real_cluster`` (session): the same control plane with a real node (kubelet on
-  containerd and runc, ``ptah dev up --node real``) in its own state dir, with the base
-  and project images built from the Dockerfile and loaded (``ptah dev images``).
+  containerd and runc, ``ptah dev up --node real``) in its own state dir (or reused
+  from ``$PTAH_TEST_REAL_STATE_DIR``), with the base and project images built from the
+  Dockerfile and loaded (``ptah dev images``), and the test databases' ports forwarded
+  to its bridge address (``Cluster.pod_url``).
 * ``namespace`` (function): a fresh namespace per test, with its ``default``
   ServiceAccount present, deleted afterwards.
 
@@ -27,6 +29,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from lightkube import Client, KubeConfig
@@ -86,6 +89,18 @@ class Cluster:
     ) -> Any:
         return wait_for(what, probe, timeout, interval)
 
+    @property
+    def gateway(self) -> str:
+        """Where Pods reach this machine (the apiserver's address on a real node)."""
+        return self.info.config.host
+
+    def pod_url(self, url: str) -> str:
+        """``url`` as a Pod must write it: a loopback host becomes the node's bridge
+        address, where the dev cluster forwards the database ports."""
+        if not self.info.config.real:
+            return url
+        return re.sub(r"@(127\.0\.0\.1|localhost)([:/])", rf"@{self.gateway}\2", url, count=1)
+
     def api(self) -> ApiClient:
         """A raw JSON client (admin), for checking exact HTTP status codes."""
         p = self.info.config.pki
@@ -132,15 +147,33 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def database_ports() -> list[int]:
+    """Loopback ports of the test databases (``${PTAH_CACHE}/db/env``, env first)."""
+    cache = Path(os.environ.get("PTAH_CACHE") or Path.home() / ".cache" / "ptah")
+    urls = [v for k, v in os.environ.items() if k.startswith("PTAH_TEST_") and "://" in v]
+    env = cache / "db" / "env"
+    if env.exists():
+        urls += [line.partition("=")[2] for line in env.read_text().splitlines()]
+    ports = set()
+    for url in urls:
+        parts = urlsplit(url.strip())
+        if parts.hostname in ("127.0.0.1", "localhost") and parts.port:
+            ports.add(parts.port)
+    return sorted(ports)
+
+
 def start_real(state_dir: Path) -> devcluster.ClusterInfo:
-    """A real node in ``state_dir`` (a missing binary or host tool fails/skips)."""
+    """A real node in ``state_dir`` whose Pods reach the test databases at its bridge
+    address (a missing binary or host tool fails under CI, skips elsewhere)."""
     try:
         binaries = paths.Binaries.locate(real=True)
         node.check_host()
     except (paths.MissingComponentError, node.NodeSetupError) as err:
         _missing(str(err))
         raise
-    return devcluster.up(state_dir, timeout=180.0, binaries=binaries, real=True)
+    return devcluster.up(
+        state_dir, timeout=180.0, binaries=binaries, real=True, forward_ports=database_ports()
+    )
 
 
 def load_images(info: devcluster.ClusterInfo) -> None:
@@ -154,13 +187,16 @@ def load_images(info: devcluster.ClusterInfo) -> None:
 
 @pytest.fixture(scope="session")
 def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    state_dir = tmp_path_factory.mktemp("ptah-node")
-    info = start_real(state_dir)
+    """``$PTAH_TEST_REAL_STATE_DIR``: reuse (and leave running) that real node."""
+    reuse = os.environ.get("PTAH_TEST_REAL_STATE_DIR")
+    state_dir = Path(reuse) if reuse else tmp_path_factory.mktemp("ptah-node")
     try:
+        info = start_real(state_dir)
         load_images(info)
         yield Cluster(info)
     finally:
-        devcluster.down(state_dir)
+        if not reuse:
+            devcluster.down(state_dir)
 
 
 def _ns_name(nodeid: str) -> str:

@@ -28,6 +28,7 @@ def _up(args: argparse.Namespace) -> int:
             timeout=args.timeout,
             runner_images=args.runner_image,
             real=args.node == "real",
+            forward_ports=args.forward_port,
         )
     except (paths.MissingComponentError, cluster.NotReadyError, node.NodeSetupError) as err:
         print(f"ptah dev up: {err}", file=sys.stderr)
@@ -113,6 +114,14 @@ def register(subparsers: Any) -> None:
         choices=("agent", "real"),
         default="agent",
         help="agent: Pods as local processes; real: kubelet on containerd and runc",
+    )
+    p.add_argument(
+        "--forward-port",
+        type=int,
+        action="append",
+        default=[],
+        help="real node: a host loopback TCP port Pods reach at the bridge address"
+        " (a database; repeatable)",
     )
     p.set_defaults(func=_up)
     p = sub.add_parser(

@@ -240,13 +240,15 @@ def up(
     runner_images: list[str] | None = None,
     binaries: paths.Binaries | None = None,
     real: bool = False,
+    forward_ports: list[int] | None = None,
 ) -> ClusterInfo:
     """Start (or reuse) the dev cluster in ``state_dir`` and wait until it is ready.
 
     ``real``: a real node (containerd, kubelet, kube-scheduler) instead of the process
     node agent. Ports are picked free but only bound later by the components; if another
     process took one in between, a fresh cluster is stopped and started once more on new
-    ports.
+    ports. ``forward_ports``: host loopback TCP ports the real node's Pods reach at its
+    bridge address (kept in the config; later calls add to them).
     """
     state_dir = (state_dir or paths.default_state_dir()).resolve()
     b = binaries or paths.Binaries.locate(real=real)
@@ -256,13 +258,13 @@ def up(
             b = paths.Binaries.locate(b.kubectl.parent, real=True)
     fresh = not any(p.alive() for p in procs(state_dir).values())
     try:
-        return _up(state_dir, timeout, runner_images, b, real)
+        return _up(state_dir, timeout, runner_images, b, real, forward_ports or [])
     except NotReadyError as err:
         if not (fresh and "address already in use" in str(err).lower()):
             raise
         down(state_dir)
         (state_dir / "cluster.json").unlink(missing_ok=True)
-        return _up(state_dir, timeout, runner_images, b, real)
+        return _up(state_dir, timeout, runner_images, b, real, forward_ports or [])
 
 
 def layout(cfg: ClusterConfig) -> node.NodeLayout:
@@ -275,6 +277,7 @@ def _up(
     runner_images: list[str] | None,
     b: paths.Binaries,
     real: bool,
+    forward_ports: list[int],
 ) -> ClusterInfo:
     t0 = time.monotonic()
     deadline = t0 + timeout
@@ -293,9 +296,11 @@ def _up(
             cfg = _config(state_dir, bool(running), runner_images or [], kind)
             net = node.NodeNet(cfg.net_index)
             if real:
+                cfg.forward_ports = sorted({*cfg.forward_ports, *forward_ports})
+                cfg.save()
                 lay = layout(cfg)
                 hostchanges.record(lay.root)
-                node.setup_network(net, cfg.ports.apiserver)
+                node.setup_network(net, cfg.ports.apiserver, cfg.forward_ports)
         pki.ensure(cfg.pki, server_ips=(cfg.host,) if real else ())
         kubeconfig.write(cfg.kubeconfig, cfg.server, cfg.pki, "admin")
         kubeconfig.write(

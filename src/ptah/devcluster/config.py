@@ -59,6 +59,8 @@ class ClusterConfig:
     node: str = "agent"
     #: The real node's subnet 10.88.<net_index>.0/24 (0 with the agent).
     net_index: int = 0
+    #: Host loopback TCP ports the real node's Pods reach at its bridge address.
+    forward_ports: list[int] = field(default_factory=list)
 
     @property
     def real(self) -> bool:
@@ -98,6 +100,7 @@ class ClusterConfig:
             runner_images=list(data.get("runner_images", [])),
             node=str(data.get("node", "agent")),
             net_index=int(data.get("net_index", 0)),
+            forward_ports=[int(p) for p in data.get("forward_ports", [])],
         )
 
     def save(self) -> None:
@@ -108,6 +111,7 @@ class ClusterConfig:
             "runner_images": self.runner_images,
             "node": self.node,
             "net_index": self.net_index,
+            "forward_ports": self.forward_ports,
             "server": self.server,
             "kubeconfig": str(self.kubeconfig),
         }

@@ -184,8 +184,15 @@ def _run(argv: list[str], check: bool = True, stdin: str | None = None) -> str:
     return proc.stdout
 
 
-def setup_network(net: NodeNet, apiserver_port: int) -> None:
-    """Bridge with the gateway address, the Service DNAT and the containment rule."""
+def setup_network(net: NodeNet, apiserver_port: int, forward_ports: list[int]) -> None:
+    """Bridge with the gateway address, the Service DNAT, the containment rule, and the
+    host's loopback ``forward_ports`` (the test databases) at the gateway address.
+
+    A forwarded connection is DNATed to 127.0.0.1 and SNATed from it, so the service
+    sees a loopback client (its loopback-only authentication rules hold) and needs no
+    listener on the bridge; the bridge alone gets ``route_localnet`` (it goes away with
+    the bridge).
+    """
     links = _run(["ip", "-o", "link", "show", net.bridge], check=False)
     if not links:
         _run(["ip", "link", "add", net.bridge, "type", "bridge"])
@@ -193,18 +200,29 @@ def setup_network(net: NodeNet, apiserver_port: int) -> None:
     if f" {net.gateway}/" not in addrs:
         _run(["ip", "addr", "add", f"{net.gateway}/24", "dev", net.bridge])
     _run(["ip", "link", "set", net.bridge, "up"])
-    _run(["nft", "delete", "table", "ip", net.nft_table], check=False)
+    ports = sorted({p for p in forward_ports if p != apiserver_port})
+    forward = ""
+    if ports:
+        Path(f"/proc/sys/net/ipv4/conf/{net.bridge}/route_localnet").write_text("1\n")
+        dports = "{ " + ", ".join(str(p) for p in ports) + " }"
+        forward = f"""
+    iifname "{net.bridge}" ip daddr {net.gateway} tcp dport {dports} dnat to 127.0.0.1
+  }}
+  chain loopback_source {{
+    type nat hook input priority 100; policy accept;
+    ip saddr {net.subnet} ip daddr 127.0.0.1 tcp dport {dports} snat to 127.0.0.1"""
     dnat = (
         f'iifname "{net.bridge}" ip daddr {SERVICE_IP} tcp dport 443'
         f" dnat to {net.gateway}:{apiserver_port}"
     )
+    _run(["nft", "delete", "table", "ip", net.nft_table], check=False)
     _run(
         ["nft", "-f", "-"],
         stdin=f"""
 table ip {net.nft_table} {{
   chain service {{
     type nat hook prerouting priority dstnat; policy accept;
-    {dnat}
+    {dnat}{forward}
   }}
   chain contain {{
     type filter hook forward priority filter - 10; policy accept;
