@@ -141,14 +141,17 @@ def _host_view(state: Path, net: node.NodeNet, snap: JSON | None = None) -> JSON
     (``ptah<n>``, ``buildah-*``), veths and volume mounts (this node's are checked
     apart: ``ip link ... master``, mounts under its state dir)."""
     snap = dict(snap or hostchanges.snapshot())
-    own = {net.bridge, net.nft_table}
+    lay = node.NodeLayout(state / "node" / "node")
+    own = {net.bridge, net.nft_table, lay.socket.parent.name}
 
     def other(name: str) -> bool:
-        return name not in own and bool(re.fullmatch(r"(ptah\d+|ptah_node\d+|buildah-.*)", name))
+        pattern = r"(ptah\d+|ptah_node\d+|buildah-.*|ptah-node-[0-9a-f]+)"
+        return name not in own and bool(re.fullmatch(pattern, name))
 
     snap["links"] = [x for x in snap["links"] if not x.startswith("veth") and not other(x)]
     snap["nft_tables"] = [t for t in snap["nft_tables"] if not other(t.split()[-1])]
     snap["cgroups"] = {k: [x for x in v if not other(x)] for k, v in snap["cgroups"].items()}
+    snap["run_dirs"] = [x for x in snap["run_dirs"] if not other(x)]
     roots = (str(state), *hostchanges.HOST_PATHS)
     snap["mounts"] = [m for m in snap["mounts"] if m.startswith(roots)]
     return snap

@@ -109,6 +109,7 @@ def snapshot() -> dict[str, Any]:
         "links": sorted(line.split(":")[1].strip().split("@")[0] for line in links.splitlines()),
         "nft_tables": sorted(nft.splitlines()),
         "mounts": sorted(line.split()[4] for line in mounts),
+        "run_dirs": sorted(p.name for p in Path("/run").glob("ptah-*")),
         "cgroups": {
             str(c): sorted(x.name for x in c.iterdir() if x.is_dir()) for c in cgroup_controllers()
         },

@@ -24,6 +24,7 @@ import hashlib
 import ipaddress
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -130,7 +131,14 @@ class NodeLayout:
 
     @property
     def socket(self) -> Path:
-        return self.root / "containerd" / "containerd.sock"
+        """containerd's socket; its ttrpc twin (``.ttrpc``) must fit a unix socket
+        path (104 bytes), so a deep state dir gets a short one under /run (removed by
+        ``teardown``)."""
+        own = self.root / "containerd" / "containerd.sock"
+        if len(str(own)) + len(".ttrpc") < 100:
+            return own
+        digest = hashlib.sha256(str(self.root).encode()).hexdigest()[:12]
+        return RUN_DIR / f"ptah-node-{digest}" / "containerd.sock"
 
     @property
     def containerd_config(self) -> Path:
@@ -166,8 +174,6 @@ class NodeLayout:
 
 
 def check_host() -> None:
-    import shutil
-
     missing = [t for t in HOST_TOOLS if shutil.which(t) is None]
     if not Path(CNI_BIN / "bridge").exists():
         missing.append(f"CNI plugins ({CNI_BIN}/bridge)")
@@ -263,8 +269,7 @@ def write_configs(
         layout.pod_logs,
     ):
         d.mkdir(parents=True, exist_ok=True)
-    if len(str(layout.socket)) > 100:
-        raise NodeSetupError(f"containerd socket path too long for a unix socket: {layout.socket}")
+    layout.socket.parent.mkdir(parents=True, exist_ok=True)
     cri = 'plugins."io.containerd.grpc.v1.cri"'
     layout.containerd_config.write_text(
         f"""version = 2
@@ -455,6 +460,8 @@ def kill_containers(layout: NodeLayout, net: NodeNet) -> int:
     return killed
 
 
+#: Where a deep state dir's containerd sockets go.
+RUN_DIR = Path("/run")
 #: containerd 1.6 puts every shim's socket here whatever its config says.
 SHIM_SOCKET_DIR = Path("/run/containerd/s")
 
@@ -491,6 +498,9 @@ def teardown(layout: NodeLayout, net: NodeNet) -> list[str]:
     for sock in shim_sockets(layout, ids):
         if sock.exists():
             sock.unlink()
+    if layout.socket.parent.parent == RUN_DIR and layout.socket.parent.exists():
+        shutil.rmtree(layout.socket.parent, ignore_errors=True)
+        undone.append(f"removed {layout.socket.parent}")
     mounts = hostchanges.unmount_under(layout.root)
     if mounts:
         undone.append(f"{len(mounts)} mounts")
