@@ -90,3 +90,17 @@ def test_wait_exits_0_once_the_digest_holds_and_1_on_timeout() -> None:
     assert wait(w.api, NS, "rollout/absent", "x", io.StringIO(), timeout=3, **kw) == 2
     with pytest.raises(CliError, match="rollout/NAME"):
         wait(w.api, NS, "bogus/x", "x", io.StringIO(), timeout=1, **kw)
+
+
+def test_the_overall_status_names_each_rollout_and_its_stop() -> None:
+    from ptah.cli.status import status
+
+    w = World(3)
+    w.run()
+    w.failed(0)
+    w.run()
+    out = io.StringIO()
+    assert status(w.api, NS, out) == 0
+    text = out.getvalue()
+    assert "schema/r-db-00" in text
+    assert "rollout/r: Stopped, wave 0 of 2, 0/3 Ready, stopped by db-00 (ApplyFailed)" in text

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ptah.kube.errors import ApiError, Forbidden, NotFound, Unavailable
-from ptah.kube.kinds import MIGRATION, SCHEMA, Kind
+from ptah.kube.kinds import MIGRATION, ROLLOUT, SCHEMA, Kind
 from ptah.kube.port import Cluster, Obj
 
 PRIMARY = (SCHEMA, MIGRATION)
@@ -207,15 +207,46 @@ def _columns(table: Iterable[list[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def rollout_lines(cluster: Cluster, namespace: str | None) -> list[str]:
+    """One line per PtahRollout (its children are rows of the table); none when the
+    rollout CRD is not installed."""
+    try:
+        objs = cluster.list(ROLLOUT, namespace or "")
+    except ApiError:
+        return []
+    lines = []
+    for o in sorted(
+        objs, key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"])
+    ):
+        s = o.get("status") or {}
+        counts = s.get("counts") or {}
+        where = f"{o['metadata'].get('namespace')}/" if namespace is None else ""
+        line = (
+            f"rollout/{where}{o['metadata']['name']}: {s.get('phase') or 'Pending'}, wave "
+            f"{s.get('currentWave', '-')} of {s.get('waves', '-')}, "
+            f"{counts.get('ready', 0)}/{counts.get('total', 0)} Ready"
+        )
+        stopped = s.get("stopped")
+        if stopped:
+            line += f", stopped by {stopped.get('target')} ({stopped.get('reason')})"
+        lines.append(line + f" (ptah status rollout/{o['metadata']['name']})\n")
+    return lines
+
+
 def status(cluster: Cluster, namespace: str | None, out: TextIO) -> int:
     """Print the table (exit 0: the command reports, it does not judge), then a line for
     every resource owing proof, since that blocks everything else it would do."""
     rows = collect(cluster, namespace)
+    fleets = rollout_lines(cluster, namespace)
     if not rows:
         where = "any namespace" if namespace is None else f"namespace {namespace}"
         out.write(f"No PtahSchema or PtahMigration in {where}.\n")
+        out.writelines(fleets)
         return 0
     out.write(render(rows, namespace is None))
+    if fleets:
+        out.write("\n")
+        out.writelines(fleets)
     attention = [r for r in rows if r.uncertain != "-"]
     for r in attention:
         out.write(
