@@ -317,6 +317,11 @@ def test_rendered_chart_installs_and_its_operator_starts(
     assert can("patch", "ptahschemas.ptah.io/status") and can("create", "jobs.batch")
     assert can("get", "pods/log") and can("create", "leases.coordination.k8s.io")
     assert not can("delete", "jobs.batch") and not can("create", "secrets")
+    # A rollout writes its children and their approvals, and deletes a removed target's
+    # child; it deletes nothing else, approvals included.
+    assert can("create", "ptahschemas.ptah.io") and can("delete", "ptahmigrations.ptah.io")
+    assert can("create", "ptahapprovals.ptah.io")
+    assert not can("delete", "ptahapprovals.ptah.io") and not can("delete", "ptahplans.ptah.io")
     assert not can("update", "secrets") and not can("create", "pods")
     assert not can("list", "ptahschemas.ptah.io", "default"), "namespace scoping"
 
