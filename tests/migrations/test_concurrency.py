@@ -1,4 +1,5 @@
-"""Two runners started at once on one database apply each file exactly once."""
+"""Two runners started at once on one database apply each file exactly once, whichever
+of them the realm fence turns away."""
 
 from __future__ import annotations
 
@@ -41,7 +42,11 @@ def test_two_runners_apply_each_file_once(db_url: str, tmp_path: Path, attempt: 
         verdict = parse_result_for(out, opid)
         assert verdict.frame is not None, (verdict, out, err)
         frames.append(verdict.frame)
-    assert [f.outcome for f in frames] == ["succeeded", "succeeded"], [f.data for f in frames]
+    # Overlapping runs: the second is fenced (tests/migrations/test_fence.py proves it
+    # deterministically); runs that happen not to overlap both succeed. Either way each
+    # file is applied exactly once.
+    outcomes = sorted(f.outcome for f in frames)
+    assert outcomes in (["fenced", "succeeded"], ["succeeded", "succeeded"]), frames
     applied = [v for f in frames for v in f.data["applied"]]
     assert sorted(applied, key=int) == ["1", "2", "3", "4", "5"]
     rows = query(db_url, "SELECT file, COUNT(*) FROM applied_log GROUP BY file ORDER BY file")

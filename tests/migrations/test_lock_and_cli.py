@@ -1,33 +1,38 @@
-"""The engine-side lock refuses a second runner; the people's CLI prints readable state."""
+"""The realm fence refuses a second runner or makes it wait; the people's CLI prints
+readable state."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-from migsupport import engine_of, run, write_dir
+from migsupport import run, start, write_dir
 
+from ptah.engines import fence
 from ptah.engines.connect import open_target
-from ptah.migrations.dialects import Session
+from ptah.runner.frame import parse_result_for
 
 pytestmark = pytest.mark.integration
 
 
-def test_held_lock_refuses_with_lock_busy(db_url: str, tmp_path: Path) -> None:
+def test_held_fence_refuses_then_a_waiting_run_proceeds(db_url: str, tmp_path: Path) -> None:
     d = write_dir(tmp_path / "m", {"1_a.sql": "CREATE TABLE a (id INTEGER);"})
     with open_target(db_url) as holder:
-        s = Session(holder.connection, holder.engine)
-        s.acquire_lock(5)
-        if engine_of(db_url) == "sqlite":
-            s.begin_exclusive()
-        r = run(db_url, "migrate", d, "--lock-timeout", "1")
-        assert (r.frame.outcome, r.frame.reason) == ("refused", "LockBusy")
-        if engine_of(db_url) == "sqlite":
-            s.rollback()
-        s.release_lock()
-    assert run(db_url, "migrate", d).data["applied"] == ["1"]
+        realm = holder.identity().digest
+        with fence.held(holder.engine, holder.connection, realm):
+            r = run(db_url, "migrate", d)
+            assert (r.frame.outcome, r.frame.reason) == ("fenced", "RealmBusy")
+            assert r.data["applied"] == []
+            # --lock-timeout waits for the fence instead: it is released a moment later.
+            waiting, opid = start(db_url, "migrate", [d], "--lock-timeout", "60")
+            time.sleep(1.0)
+            assert waiting.poll() is None
+    out, err = waiting.communicate(timeout=120)
+    frame = parse_result_for(out, opid).frame
+    assert frame is not None and frame.data["applied"] == ["1"], (out, err)
 
 
 def _ptah(*args: str) -> subprocess.CompletedProcess[str]:

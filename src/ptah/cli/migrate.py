@@ -22,9 +22,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ptah.engines import fence
 from ptah.migrations import sumfile
 from ptah.migrations.apply import MigrateOptions, migrate
-from ptah.migrations.dialects import LockBusy, Session
+from ptah.migrations.dialects import Session
 from ptah.migrations.directory import DirectoryError, Version, read_directory
 from ptah.migrations.history import REPEATABLE, Reading, compare, is_dirty, row_summary
 
@@ -47,7 +48,12 @@ def register(subparsers: Any) -> None:
     _conn_args(a)
     a.add_argument("--to", help="apply up to and including this version")
     a.add_argument("--baseline", help="version a non-empty database without history matches")
-    a.add_argument("--lock-timeout", type=float, default=60.0)
+    a.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=0.0,
+        help="seconds to wait while another run holds the database's fence (default 0)",
+    )
     a.set_defaults(func=cmd_apply)
 
     r = sub.add_parser("resolve", help="mark a dirty (partially applied) version resolved")
@@ -218,29 +224,32 @@ def cmd_resolve(args: argparse.Namespace) -> int:
         return 1
     with _open(args.url) as target:
         session = Session(target.connection, target.engine)
+        realm = target.identity().digest
         try:
-            session.acquire_lock(10.0)
-        except LockBusy as exc:
+            with fence.held(target.engine, target.connection, realm, wait=10.0):
+                return _resolve(session, version, args.resolution)
+        except fence.RealmBusy as exc:
             _err(str(exc))
             return 1
-        try:
-            rows = {str(r["version"]): r for r in session.read_history()}
-            row = rows.get(version)
-            if row is None or not is_dirty(row):
-                _err(f"version {version} is not a dirty history row; nothing to resolve")
-                return 1
-            if args.resolution == "rolled-back":
-                session.delete_history(version)
-                print(f"version {version}: row removed; it is pending again")
-            else:
-                session.update_history(
-                    version,
-                    statements_applied=int(row["statements_total"]),
-                    statement_running=None,
-                    error=None,
-                    finished_at=session.now(),
-                )
-                print(f"version {version}: marked applied")
-        finally:
-            session.release_lock()
+
+
+def _resolve(session: Session, version: str, resolution: str) -> int:
+    """Clear one dirty row, under the realm's fence (no run may be mid-file meanwhile)."""
+    rows = {str(r["version"]): r for r in session.read_history()}
+    row = rows.get(version)
+    if row is None or not is_dirty(row):
+        _err(f"version {version} is not a dirty history row; nothing to resolve")
+        return 1
+    if resolution == "rolled-back":
+        session.delete_history(version)
+        print(f"version {version}: row removed; it is pending again")
+    else:
+        session.update_history(
+            version,
+            statements_applied=int(row["statements_total"]),
+            statement_running=None,
+            error=None,
+            finished_at=session.now(),
+        )
+        print(f"version {version}: marked applied")
     return 0

@@ -7,6 +7,7 @@ plan into executed statements.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -21,6 +22,19 @@ class Timeouts:
 
     lock_seconds: int = 10
     statement_seconds: int = 1800
+
+
+def timeouts_from_env() -> Timeouts:
+    def num(name: str, default: int) -> int:
+        try:
+            return max(1, int(os.environ.get(name, default)))
+        except ValueError:
+            return default
+
+    return Timeouts(
+        lock_seconds=num("PTAH_LOCK_TIMEOUT_SECONDS", 10),
+        statement_seconds=num("PTAH_STATEMENT_TIMEOUT_SECONDS", 1800),
+    )
 
 
 @dataclass

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ptah.engines import confine
+from ptah.engines import confine, fence
 from ptah.engines.base import Target
 from ptah.engines.model import DESTRUCTIVE, Plan, Schema, Statement, fingerprint
-from ptah.engines.ops import DriftedError, Progress, Timeouts, ops_for
+from ptah.engines.ops import DriftedError, Progress, Timeouts, ops_for, timeouts_from_env
 from ptah.engines.urls import DbUrl
 
 # Bump when inspection output changes shape: cached normalisations become stale.
@@ -110,7 +110,7 @@ def current_fingerprint(target: Target) -> str:
 
 @dataclass
 class ApplyResult:
-    """What apply did. ``outcome`` is succeeded, failed or refused (with ``reason``)."""
+    """What apply did. ``outcome`` is succeeded, failed, refused or fenced (``reason``)."""
 
     outcome: str
     reason: str = ""
@@ -141,19 +141,6 @@ class ApplyResult:
         return data
 
 
-def timeouts_from_env() -> Timeouts:
-    def num(name: str, default: int) -> int:
-        try:
-            return max(1, int(os.environ.get(name, default)))
-        except ValueError:
-            return default
-
-    return Timeouts(
-        lock_seconds=num("PTAH_LOCK_TIMEOUT_SECONDS", 10),
-        statement_seconds=num("PTAH_STATEMENT_TIMEOUT_SECONDS", 1800),
-    )
-
-
 def apply(
     target: Target,
     statements: list[Statement],
@@ -161,9 +148,16 @@ def apply(
     allow_destructive: bool = False,
     expected_after: str = "",
     timeouts: Timeouts | None = None,
+    realm: str | None = None,
+    fence_wait: float = 0.0,
 ) -> ApplyResult:
-    """Run ``statements`` if the target still has ``fingerprint_before``; else refuse."""
-    ops = ops_for(target)
+    """Run ``statements`` if the target still has ``fingerprint_before``; else refuse.
+
+    The whole run, from the fingerprint check to the fingerprint after, holds the
+    realm's fence (:mod:`ptah.engines.fence`), keyed by ``realm`` (default: the
+    digest of the opened database's identity); a run that cannot take it is
+    ``fenced`` and touches nothing.
+    """
     result = ApplyResult(
         outcome="succeeded",
         total=len(statements),
@@ -176,6 +170,23 @@ def apply(
             "the plan holds destructive statements and destructive changes are not allowed"
         )
         return result
+    key = realm or target.identity().digest
+    try:
+        with fence.held(target.engine, target.connection, key, wait=fence_wait):
+            return _apply_fenced(target, statements, fingerprint_before, timeouts, result)
+    except fence.RealmBusy as exc:
+        result.outcome, result.reason, result.message = "fenced", exc.reason, str(exc)
+        return result
+
+
+def _apply_fenced(
+    target: Target,
+    statements: list[Statement],
+    fingerprint_before: str,
+    timeouts: Timeouts | None,
+    result: ApplyResult,
+) -> ApplyResult:
+    ops = ops_for(target)
     try:
         ops.execute(
             target, statements, fingerprint_before, timeouts or timeouts_from_env(), result.progress
@@ -196,15 +207,15 @@ def apply(
         result.progress.notes.append(target.scrub(f"fingerprint after apply unavailable: {exc}"))
     if (
         result.outcome == "succeeded"
-        and expected_after
+        and result.expected_after
         and result.fingerprint_after
-        and result.fingerprint_after != expected_after
+        and result.fingerprint_after != result.expected_after
     ):
         # Every statement ran, but the schema is not the one the plan promised: that is a
         # failed convergence, never a success (the next plan starts from what is there).
         result.outcome, result.reason = "failed", "ExpectedSchemaNotReached"
         result.message = (
             f"all {result.total} statements ran, but the schema's fingerprint"
-            f" {result.fingerprint_after} is not the plan's expected {expected_after}"
+            f" {result.fingerprint_after} is not the plan's expected {result.expected_after}"
         )
     return result

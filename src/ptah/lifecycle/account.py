@@ -32,6 +32,23 @@ class Account:
     pods: PodEvidence = field(default_factory=PodEvidence)
 
 
+# How a mutating run's frame outcome is accounted (status.lastMutation.outcome). Every
+# one is certain: the frame says what ran. "refused" and "fenced" both say nothing ran;
+# "fenced" (the realm's fence in the database was held by another run) also says the
+# database was busy, so the next reading waits a pause instead of starting at once.
+MUTATION_OUTCOMES: dict[str, str] = {
+    "succeeded": "Succeeded",
+    "failed": "Failed",
+    "refused": "Refused",
+    "fenced": "Fenced",
+}
+
+
+def mutation_outcome(frame: ResultFrame) -> str:
+    """The accounted outcome of a mutating run's frame."""
+    return MUTATION_OUTCOMES[frame.outcome]
+
+
 def job_terminal(job: dict[str, Any]) -> bool:
     for cond in (job.get("status") or {}).get("conditions", []):
         if cond.get("type") in {"Complete", "Failed"} and cond.get("status") == "True":

@@ -40,7 +40,7 @@ from ptah.kube import errors
 from ptah.kube.clock import parse_rfc3339, rfc3339
 from ptah.kube.kinds import JOB, POD
 from ptah.lifecycle import writes
-from ptah.lifecycle.account import account, job_terminal
+from ptah.lifecycle.account import account, job_terminal, mutation_outcome
 from ptah.lifecycle.authorize import (
     Refusal,
     authorize,
@@ -228,6 +228,7 @@ def job_request(p: Pass, op: ActiveOperation) -> JobRequest:
         dev_secret_ref=SecretKeyRef.model_validate(dev) if dev else None,
         input_configmap=op.input_config_map,
         mounts=[Mount(m.name, m.path, m.source) for m in op.mounts],
+        realm=op.expected_database if op.mutating else None,
     )
 
 
@@ -397,6 +398,16 @@ def _lost(
     return AGAIN
 
 
+def _reading_pause(p: Pass) -> dict[str, Any]:
+    """Status fields that hold the next reading back for a pause growing per failure."""
+    failures = (p.status.reading_failures or 0) + 1
+    pause = min(p.env.retry_ceiling_seconds, p.env.poll_seconds * 2**failures)
+    return {
+        "readingFailures": failures,
+        "nextReadingAfter": rfc3339(p.cluster.now() + timedelta(seconds=pause)),
+    }
+
+
 def _drop(
     p: Pass,
     op: ActiveOperation,
@@ -481,7 +492,7 @@ def _finish(p: Pass, op: ActiveOperation, frame: ResultFrame, pods: PodEvidence)
 
 
 def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
-    outcome = {"succeeded": "Succeeded", "failed": "Failed", "refused": "Refused"}[frame.outcome]
+    outcome = mutation_outcome(frame)
     extra: dict[str, Any] = {
         "lastMutation": LastMutation(
             operation_id=op.operation_id,
@@ -499,9 +510,13 @@ def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result
     detail = one_line(str(frame.data.get("message") or ""))
     if detail:
         why = f"{frame.reason}: {detail}"
-    if frame.outcome == "refused":
+    if frame.outcome in ("refused", "fenced"):
+        # Nothing ran. A fenced run found another writer on the database: the plan is
+        # read again, after a pause, once that writer may have finished.
         extra["currentPlan"] = None
-        extra.update(observation(p, Observe("Replanning", message=f"refused: {why}")))
+        if frame.outcome == "fenced":
+            extra.update(_reading_pause(p))
+        extra.update(observation(p, Observe("Replanning", message=f"{frame.outcome}: {why}")))
     elif frame.outcome == "failed":
         extra.update(
             observation(
@@ -518,7 +533,8 @@ def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result
         said = f"{said}: {why}"
     release = _staged_release(p, op, executor_stopped=True)
     writes.write_outcome(p, record=None, settle=False, release=release, extra=extra)
-    writes.emit_event(p, f"{op.type}{outcome}", said)
+    # A fenced run met a second writer: the Lease alone did not keep the database to one.
+    writes.emit_event(p, f"{op.type}{outcome}", said, warning=frame.outcome == "fenced")
     return AGAIN
 
 
@@ -785,13 +801,17 @@ def _claim(p: Pass, work: Work) -> Result:
     if not work.mutating and s.next_reading_after:
         wait = _since(p, s.next_reading_after, "")
         if wait is not None and wait < 0:
-            why = f" ({_failure_text(failure)})" if failure is not None else ""
+            # No failure recorded: the pause follows a fenced run (the database was busy).
+            why = (
+                f"the last reading failed ({_failure_text(failure)})"
+                if failure is not None
+                else "the last run found the database's fence taken"
+            )
             return _observe(
                 p,
                 Observe(
                     "Retrying",
-                    message=f"the last reading failed{why}; reading again at "
-                    f"{s.next_reading_after}",
+                    message=f"{why}; reading again at {s.next_reading_after}",
                     waiting_for="the next reading",
                     requeue_after=-wait,
                 ),

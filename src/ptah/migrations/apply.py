@@ -4,7 +4,9 @@ Order of a run, and why:
 
 1. Check the directory against ``ptah.sum`` and split every file *before* taking
    any lock or touching the database: a broken directory is refused whole.
-2. Take the engine's run lock (see :mod:`ptah.migrations.dialects`).
+2. Take the realm's fence (:mod:`ptah.engines.fence`), the lock in the database
+   that every mutating run holds for its whole run; a run that cannot take it is
+   ``fenced`` and has touched nothing.
 3. Read history and refuse on anything a person must look at first: a dirty row,
    an edited applied file, an applied version missing from the directory, a
    pending file below the highest applied one, or a non-empty database without
@@ -17,9 +19,9 @@ Order of a run, and why:
    and after every statement, so a killed run is found as *dirty* next time with
    the statement it stopped at.
 
-On SQLite there is no session lock; each iteration re-reads history inside a
-``BEGIN EXCLUSIVE`` transaction and applies the file in that same transaction, so
-two runners interleave file by file and still apply each file exactly once.
+On SQLite each iteration also re-reads history inside a ``BEGIN EXCLUSIVE``
+transaction and applies the file in that same transaction, so a writer outside
+Ptah cannot slip between the reading and the file.
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ptah.engines import fence
+from ptah.engines.ops import timeouts_from_env
 from ptah.migrations import sumfile
-from ptah.migrations.dialects import LockBusy, Session
+from ptah.migrations.dialects import Session
 from ptah.migrations.directory import Directory, MigrationFile, SqlFile, Version
 from ptah.migrations.history import REPEATABLE, Reading, compare, dirty_entry, repeatable_key
 from ptah.migrations.splitter import SplitError, Statement, split_statements
@@ -65,7 +69,8 @@ class MigrateOptions:
     operation_id: str
     to: Version | None = None
     baseline: Version | None = None
-    lock_timeout: float = 60.0
+    lock_timeout: float = 0.0  # how long to wait for the realm's fence
+    realm: str | None = None  # the claim's realm ($PTAH_REALM); default: the opened one
 
 
 @dataclass
@@ -102,10 +107,17 @@ class MigrateResult:
 
 
 class _Refused(Exception):
-    def __init__(self, reason: str, message: str, details: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        reason: str,
+        message: str,
+        details: list[str] | None = None,
+        outcome: Outcome = "refused",
+    ) -> None:
         super().__init__(message)
         self.reason = reason
         self.details = details or []
+        self.outcome: Outcome = outcome
 
 
 def split_directory(directory: Directory, dialect: Any) -> dict[str, list[Statement]]:
@@ -235,13 +247,16 @@ class _Run:
         if self.opts.to is not None and self.opts.to not in versions:
             raise _Refused("UnknownTarget", f"version {self.opts.to} is not in the directory")
         try:
-            self.s.acquire_lock(self.opts.lock_timeout)
-        except LockBusy as exc:
-            raise _Refused("LockBusy", str(exc)) from None
+            key = fence.realm_of(self.identity.digest, self.opts.realm)
+        except fence.WrongRealm as exc:
+            raise _Refused(exc.reason, str(exc)) from None
+        if self.s.dialect == "sqlite":
+            self.s.execute(f"PRAGMA busy_timeout = {timeouts_from_env().lock_seconds * 1000}")
         try:
-            self._loop()
-        finally:
-            self.s.release_lock()
+            with fence.held(self.s.dialect, self.s.conn, key, wait=self.opts.lock_timeout):
+                self._loop()
+        except fence.RealmBusy as exc:
+            raise _Refused(exc.reason, str(exc), outcome="fenced") from None
         return r
 
     def _loop(self) -> None:
@@ -426,7 +441,7 @@ def migrate(
         result = run.run()
     except _Refused as exc:
         result = run.result
-        result.outcome, result.reason, result.message = "refused", exc.reason, str(exc)
+        result.outcome, result.reason, result.message = exc.outcome, exc.reason, str(exc)
         result.details = exc.details
         if exc.reason == "Dirty" and result.reading is not None and result.reading.dirty:
             result.partial = result.reading.dirty[0]  # where the earlier run stopped

@@ -6,25 +6,13 @@ the engines package knows nothing of history tables. Transactions are explicit
 ``BEGIN``/``COMMIT`` statements on all three, which keeps one code path and makes
 the exact transaction boundaries visible in the SQL.
 
-Locks guard against a second runner outside Kubernetes (inside, the operator's
-Lease already serialises runs):
-
-* PostgreSQL: a *session-level* advisory lock, polled with ``pg_try_advisory_lock``
-  between sleeps with no transaction open. A blocking ``pg_advisory_lock`` would
-  sit in an open statement, and ``CREATE INDEX CONCURRENTLY`` in the holder waits
-  for every open transaction, so the two would wait on each other forever; a
-  transaction-scoped lock cannot outlive the transactions of non-transactional
-  files at all.
-* MariaDB/MySQL: ``GET_LOCK`` (session-level, released when the session dies).
-* SQLite: no session lock exists; each file is checked and applied inside one
-  ``BEGIN EXCLUSIVE`` transaction instead (see :mod:`ptah.migrations.apply`).
+The lock a run holds against a second runner is not here: it is the realm's fence,
+one home for schema Apply and Migrate alike (:mod:`ptah.engines.fence`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import sys
-import time
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -81,17 +69,12 @@ def history_ddl(dialect: Dialect) -> str:
 )"""
 
 
-class LockBusy(Exception):
-    """Another runner holds the migration lock on this database."""
-
-
 class Session:
     """One migration session over an opened connection, speaking the engine's SQL."""
 
     def __init__(self, connection: Any, dialect: Dialect) -> None:
         self.conn = connection
         self.dialect: Dialect = dialect
-        self._locked = False
         if dialect == "postgres":
             connection.autocommit = True
             connection.add_notice_handler(_print_notice)
@@ -237,46 +220,6 @@ SELECT (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relname
                 (HISTORY_TABLE, HISTORY_TABLE),
             )
         return not (rows and rows[0][0])
-
-    # -- the run lock -----------------------------------------------------------
-
-    def _lock_key(self) -> int:
-        digest = hashlib.sha256(f"ptah-migrate:{HISTORY_TABLE}".encode()).digest()
-        return int.from_bytes(digest[:8], "big", signed=True)
-
-    def _lock_name(self) -> str:
-        schema = self.query("SELECT DATABASE()")[0][0] or ""
-        return "ptah-migrate:" + hashlib.sha256(str(schema).encode()).hexdigest()[:40]
-
-    def acquire_lock(self, timeout: float, poll: float = 0.5) -> None:
-        """Take the run lock, polling until ``timeout`` seconds; raise LockBusy after."""
-        if self.dialect == "sqlite":
-            self.execute(f"PRAGMA busy_timeout = {max(int(timeout * 1000), 0)}")
-            return
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.dialect == "postgres":
-                got = self.query("SELECT pg_try_advisory_lock(%s)", (self._lock_key(),))[0][0]
-            else:
-                got = self.query("SELECT GET_LOCK(%s, 0)", (self._lock_name(),))[0][0]
-            if got:
-                self._locked = True
-                return
-            if time.monotonic() >= deadline:
-                raise LockBusy("another runner holds the migration lock on this database")
-            time.sleep(poll)
-
-    def release_lock(self) -> None:
-        if not self._locked:
-            return
-        self._locked = False
-        try:
-            if self.dialect == "postgres":
-                self.execute("SELECT pg_advisory_unlock(%s)", (self._lock_key(),))
-            elif self.dialect == "mysql":
-                self.execute("SELECT RELEASE_LOCK(%s)", (self._lock_name(),))
-        except Exception as exc:  # closing the session releases it anyway
-            print(escape_line(f"lock release failed: {type(exc).__name__}"), file=sys.stderr)
 
 
 def _print_notice(diag: Any) -> None:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ptah.engines.fence import REALM_ENV
 from ptah.runner.wire import assert_no_secret, escape_line
 
 if TYPE_CHECKING:
@@ -112,7 +113,12 @@ def register(subparsers: Any) -> None:
     _add_common(m)
     m.add_argument("--to", help="apply pending versions up to and including this one")
     m.add_argument("--baseline", help="version a non-empty database without history matches")
-    m.add_argument("--lock-timeout", type=float, default=60.0, help="seconds to wait for lock")
+    m.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=0.0,
+        help="seconds to wait for the realm's fence (default 0: refuse at once, outcome fenced)",
+    )
     m.set_defaults(func=run_migrate)
 
 
@@ -206,7 +212,11 @@ def run_migrate(args: argparse.Namespace) -> int:
         except (DirectoryError, ValueError) as exc:
             return em.emit("refused", "InvalidDirectory", {"message": str(exc)}, identity)
         opts = MigrateOptions(
-            operation_id=em.operation_id, to=to, baseline=baseline, lock_timeout=args.lock_timeout
+            operation_id=em.operation_id,
+            to=to,
+            baseline=baseline,
+            lock_timeout=args.lock_timeout,
+            realm=os.environ.get(REALM_ENV) or None,
         )
         session = Session(target.connection, target.engine)
         result = migrate(session, directory, identity, opts, log, target.scrub)

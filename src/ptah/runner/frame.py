@@ -33,7 +33,9 @@ from ptah.runner.wire import VERSION as VERSION
 from ptah.runner.wire import assert_no_secret as assert_no_secret
 from ptah.runner.wire import escape_line as escape_line
 
-Outcome = Literal["succeeded", "failed", "refused"]
+# "refused" and "fenced" both mean nothing ran; "fenced": the realm's fence was held by
+# another run (ptah.engines.fence), so the same inputs may well succeed later.
+Outcome = Literal["succeeded", "failed", "refused", "fenced"]
 OperationType = Literal["identify", "plan", "apply", "history", "migrate"]
 
 

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from ptah.engines import fence
 from ptah.engines.base import EngineError, Target
 from ptah.engines.connect import open_url
 from ptah.engines.urls import DbUrl, UrlError, parse_url
@@ -167,7 +168,13 @@ def run_apply(args: argparse.Namespace) -> int:
     return _run(
         args,
         "apply",
-        lambda t, _dev: operations.apply(t, args.operation_id, args.plan, args.allow_destructive),
+        lambda t, _dev: operations.apply(
+            t,
+            args.operation_id,
+            args.plan,
+            args.allow_destructive,
+            os.environ.get(fence.REALM_ENV) or None,
+        ),
     )
 
 

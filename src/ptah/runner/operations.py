@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ptah.engines import fence
 from ptah.engines.base import EngineError, Target
 from ptah.engines.urls import DbUrl
 
@@ -95,9 +96,20 @@ def _read_plan(plan_file: str) -> tuple[list[Statement], str, str]:
 
 
 def apply(
-    target: Target, operation_id: str, plan_file: str, allow_destructive: bool
+    target: Target,
+    operation_id: str,
+    plan_file: str,
+    allow_destructive: bool,
+    realm: str | None = None,
 ) -> ResultFrame:
+    """Apply the plan under the realm's fence (``realm``: the claim's, when given)."""
     identity = target.identity()
+    try:
+        key = fence.realm_of(identity.digest, realm)
+    except fence.WrongRealm as exc:
+        return make_frame(
+            operation_id, "apply", identity, "refused", exc.reason, {"message": str(exc)}
+        )
     try:
         statements, before, expected_after = _read_plan(plan_file)
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -117,6 +129,7 @@ def apply(
         before,
         allow_destructive=allow_destructive,
         expected_after=expected_after,
+        realm=key,
     )
     return make_frame(
         operation_id, "apply", identity, result.outcome, result.reason, result.to_json()

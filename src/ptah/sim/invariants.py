@@ -158,6 +158,7 @@ class Invariants:
             "Succeeded",
             "Failed",
             "Refused",
+            "Fenced",
         }
         retained = record is not None and record.get("operationId") == old["operationId"]
         if accounted == retained:

@@ -63,6 +63,9 @@ class JobRequest:
     dev_secret_ref: SecretKeyRef | None = None
     input_configmap: str | None = None
     mounts: list[Mount] = field(default_factory=list)
+    # A mutating run's realm (its Lease's coordination digest): the runner fences on it
+    # and refuses to write a database whose identity is another (ptah.engines.fence).
+    realm: str | None = None
 
 
 def pod_spec(req: JobRequest) -> dict[str, Any]:
@@ -74,6 +77,8 @@ def pod_spec(req: JobRequest) -> dict[str, Any]:
             "valueFrom": {"secretKeyRef": {"name": req.secret_ref.name, "key": req.secret_ref.key}},
         },
     ]
+    if req.realm:
+        env.append({"name": "PTAH_REALM", "value": req.realm})
     if req.dev_secret_ref is not None:
         env.append(
             {
