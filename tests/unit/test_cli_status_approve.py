@@ -134,6 +134,7 @@ def test_status_table_shows_phase_plan_waiting_and_uncertainty() -> None:
         waitingFor="a reading that settles the uncertain run",
         unresolvedRun=record,
         pendingVersions=["3", "4"],
+        pendingRepeatables=["R__views.sql"],
         conditions=[
             {
                 "type": "Ready",
@@ -152,7 +153,7 @@ def test_status_table_shows_phase_plan_waiting_and_uncertainty() -> None:
     assert lines[0].split() == header
     migration_line = next(line for line in lines if line.startswith("migration/orders"))
     assert "Proving" in migration_line and "False" in migration_line
-    assert "2 pending" in migration_line and "op-123 (LogLost)" in migration_line
+    assert "2 pending, 1 repeatable" in migration_line and "op-123 (LogLost)" in migration_line
     schema_line = next(line for line in lines if line.startswith("schema/app"))
     assert "WaitingForApproval" in schema_line
     assert f"{summary['digest'][:12]} (2 stmts, destructive)" in schema_line

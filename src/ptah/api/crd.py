@@ -178,6 +178,7 @@ PRINTER_COLUMNS: dict[str, list[dict[str, str]]] = {
     "PtahMigration": [
         {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
         {"name": "Pending", "type": "string", "jsonPath": ".status.pendingVersions"},
+        {"name": "Repeatables", "type": "string", "jsonPath": ".status.pendingRepeatables"},
         {"name": "Waiting", "type": "string", "jsonPath": ".status.waitingFor"},
         {
             "name": "Ready",

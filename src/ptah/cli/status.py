@@ -131,7 +131,10 @@ def _plan(kind: Kind, status: dict[str, Any]) -> str:
     plan = status.get("currentPlan") or {}
     if kind is MIGRATION and not plan:
         pending = status.get("pendingVersions") or []
-        return f"{len(pending)} pending" if pending else "-"
+        repeatables = status.get("pendingRepeatables") or []
+        parts = [f"{len(pending)} pending"] if pending else []
+        parts += [f"{len(repeatables)} repeatable"] if repeatables else []
+        return ", ".join(parts) or "-"
     if not plan:
         return "-"
     if not plan.get("changes"):
