@@ -37,8 +37,12 @@ def _free_port() -> int:
 @pytest.fixture
 def crds(cluster: Any) -> None:
     cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(ROOT / "deploy/crds"))
-    for crd in ("ptahschemas", "ptahmigrations", "ptahplans", "ptahapprovals"):
-        cluster.kubectl("wait", "--for=condition=Established", f"crd/{crd}.ptah.io")
+    cluster.wait_established(
+        *(
+            f"{crd}.ptah.io"
+            for crd in ("ptahschemas", "ptahmigrations", "ptahplans", "ptahapprovals")
+        )
+    )
 
 
 @pytest.fixture

@@ -79,6 +79,18 @@ class Cluster:
             )
         return proc
 
+    def wait_established(self, *crds: str, timeout: float = 60.0) -> None:
+        """Wait until each CRD (``ptahschemas.ptah.io``) is Established. Right after the
+        create a CRD may have no status yet, and `kubectl wait` then fails at once
+        ("accessor error: <nil>") instead of waiting: ask again until the deadline."""
+        for crd in crds:
+            deadline = time.monotonic() + timeout
+            args = ("wait", "--for=condition=Established", f"crd/{crd}", f"--timeout={timeout}s")
+            while self.kubectl(*args, check=False).returncode != 0:
+                if time.monotonic() > deadline:
+                    self.kubectl(*args)
+                time.sleep(0.5)
+
     def client(self, namespace: str | None = None) -> Client:
         """A lightkube client (admin) for this cluster."""
         return Client(config=KubeConfig.from_file(str(self.kubeconfig)), namespace=namespace)
