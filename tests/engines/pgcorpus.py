@@ -73,18 +73,23 @@ def psql_load(url: str, sql: str) -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def dump(url: str) -> list[str]:
-    """pg_dump -s as a sorted list of object blocks, without comments, SETs and owners."""
+def raw_dump(url: str, *options: str) -> str:
     proc = subprocess.run(
-        [str(PG_BIN / "pg_dump"), "-s", "--no-owner"],
+        [str(PG_BIN / "pg_dump"), "-s", *options],
         text=True,
         capture_output=True,
         env=_libpq_env(url),
     )
     assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def dump(url: str) -> list[str]:
+    """pg_dump -s as a sorted list of object blocks, without comments, SETs and owners."""
+    text = raw_dump(url, "--no-owner")
     blocks: list[str] = []
     current: list[str] = []
-    for line in proc.stdout.splitlines():
+    for line in text.splitlines():
         if line.startswith("-- Name:") or line.startswith("-- TOC entry"):
             if current:
                 blocks.append("\n".join(current))

@@ -49,6 +49,12 @@ def _is_ident_char(ch: str) -> bool:
     return ch.isalnum() or ch in "_$"
 
 
+def _line_start(sql: str, i: int) -> bool:
+    """Only blanks between the line's start and ``i``."""
+    j = sql.rfind("\n", 0, i) + 1
+    return not sql[j:i].strip()
+
+
 class _Splitter:
     def __init__(self, sql: str, dialect: Dialect) -> None:
         self.sql = sql
@@ -86,6 +92,16 @@ class _Splitter:
                     i = m.end()
                     self.start = i
                     continue
+            if pg and ch == "\\" and self.at_statement_start(i) and _line_start(sql, i):
+                # A psql meta-command (\connect, \restrict) runs to the end of its line:
+                # its own statement, as psql reads it.
+                self.emit(i)
+                self.start = i
+                end = sql.find("\n", i)
+                i = n if end < 0 else end
+                self.emit(i)
+                self.start = i
+                continue
             if sql.startswith(self.delimiter, i) and self.atomic_depth == 0:
                 end = i + len(self.delimiter)
                 candidate = sql[self.start : i] + ";"

@@ -41,6 +41,8 @@ def _head(words: list[Word]) -> str | None:
     w = words[0]
     nxt = words[1] if len(words) > 1 else None
     if w.punct("\\"):
+        if nxt is not None and nxt.is_("RESTRICT", "UNRESTRICT"):
+            return None  # pg_dump's guard for psql itself: left out of the load (prepare)
         return "a psql meta-command is not SQL (it may switch databases)"
     if w.is_("CREATE", "DROP", "ALTER"):
         kind = object_kind(words, 0)

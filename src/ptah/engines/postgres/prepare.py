@@ -7,6 +7,7 @@ database. What is left to decide is policy, statement by statement:
   ``ALTER ... OWNER TO role`` statements are left out of the load, so a file
   naming roles this server lacks (as every ``pg_dump`` output does) still
   loads; under ``manage`` they run as written;
+* pg_dump's ``\\restrict``/``\\unrestrict`` lines (psql-only guards) are left out;
 * top-level transaction control (``BEGIN``/``START TRANSACTION``/``COMMIT``/
   ``END``) is left out with a warning: the whole file loads in one transaction
   that is always rolled back, and a ``COMMIT`` in it would end that
@@ -60,6 +61,11 @@ def prepare(statements: list[Statement], ownership: str = "ignore") -> Load:
     for stmt in statements:
         body = _body(stmt.text).rstrip().rstrip(";").rstrip()
         if not body:
+            continue
+        if body.startswith("\\"):
+            # The confinement let through only pg_dump's \restrict / \unrestrict, which
+            # guard psql itself; Ptah sends SQL only.
+            warnings.append(f"line {stmt.line}: psql {body.split()[0]} left out")
             continue
         if _TRANSACTION.match(body) and not body.upper().startswith("BEGIN ATOMIC"):
             word = body.split()[0].upper()
