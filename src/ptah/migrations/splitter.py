@@ -65,9 +65,16 @@ class _Splitter:
         self.delimiter = ";"
         self.atomic_depth = 0
         self.prev_word = ""
+        self._line_pos, self._line_no = 0, 1
 
     def line_at(self, pos: int) -> int:
-        return self.sql.count("\n", 0, pos) + 1
+        # Counted on from the last position asked for (statements come in order), so a
+        # file of thousands of statements is read once, not once per statement.
+        if pos < self._line_pos:
+            self._line_pos, self._line_no = 0, 1
+        self._line_no += self.sql.count("\n", self._line_pos, pos)
+        self._line_pos = pos
+        return self._line_no
 
     def emit(self, end: int) -> None:
         chunk = self.sql[self.start : end]
