@@ -196,6 +196,10 @@ def read_words(text: str, engine: EngineName) -> list[Word]:
     """The statement as words; raises sqlglot's TokenError when it cannot be read."""
     if engine == "mysql":
         text = uncover_versioned_comments(text)
+    if engine == "postgres":
+        from ptah.engines.postgres.confine import read_words as read_pg
+
+        return read_pg(text)
     return [_word(t) for t in _READERS[engine]().tokenize(text)]
 
 

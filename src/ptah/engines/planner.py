@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,33 +61,28 @@ def plan(
     anything else, cached normalisation included: a statement that acts outside
     one database is refused and nothing of the source runs anywhere.
     """
-    confine.check(desired_sql, target.engine)
     ops = ops_for(target)
     timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    desired: Schema | None = None
-    warnings: list[str] = []
-    cache_file: Path | None = None
-    if cache_dir:
-        digest = hashlib.sha256(desired_sql.encode()).hexdigest()
-        key = hashlib.sha256(
-            f"{INSPECTOR_VERSION}:{ops.version_key(target)}:{digest}".encode()
-        ).hexdigest()[:40]
-        cache_file = _cache_path(cache_dir, key)
-        cached = _load_cache(cache_file)
-        if cached is not None:
-            desired, warnings = cached
-            timings["cacheHit"] = 1.0
-    if desired is None:
-        desired, warnings = ops.normalise(target, desired_sql, dev_url)
-        if cache_file is not None:
-            _store_cache(cache_file, desired, warnings)
-    t1 = time.perf_counter()
-    current = ops.inspect(target)
+    # Reading the target runs nothing of the source, so an engine whose target reading
+    # uses its own connection reads it while the source is checked and normalised.
+    pool = ThreadPoolExecutor(1) if getattr(ops, "concurrent_inspect", False) else None
+    reading = pool.submit(_timed_inspect, ops, target) if pool is not None else None
+    try:
+        confine.check(desired_sql, target.engine)
+        t0 = time.perf_counter()
+        desired, warnings = _desired(ops, target, desired_sql, dev_url, cache_dir, timings)
+        t1 = time.perf_counter()
+        current, inspect_seconds = (
+            reading.result() if reading is not None else _timed_inspect(ops, target)
+        )
+        t2 = time.perf_counter()
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+    timings.update(normalise=t1 - t0, inspect=inspect_seconds, waitInspect=t2 - t1)
     t2 = time.perf_counter()
     statements = ops.diff(current, desired)
-    t3 = time.perf_counter()
-    timings.update(normalise=t1 - t0, inspect=t2 - t1, diff=t3 - t2)
+    timings["diff"] = time.perf_counter() - t2
     # The census (what inspection did not take in): on the target it is reported, and the
     # plan leaves those objects alone; on the desired side the engine refused them already.
     census = [s.get("_meta", {}) for s in (current, desired)]
@@ -102,6 +98,39 @@ def plan(
         warnings=warnings,
         timings=timings,
     )
+
+
+def _timed_inspect(ops: Any, target: Target) -> tuple[Schema, float]:
+    t0 = time.perf_counter()
+    schema = ops.inspect(target)
+    return schema, time.perf_counter() - t0
+
+
+def _desired(
+    ops: Any,
+    target: Target,
+    desired_sql: str,
+    dev_url: DbUrl | None,
+    cache_dir: str | None,
+    timings: dict[str, float],
+) -> tuple[Schema, list[str]]:
+    """The normalised desired schema, from the cache (source digest, server version) or
+    by loading it into a scratch."""
+    cache_file: Path | None = None
+    if cache_dir:
+        digest = hashlib.sha256(desired_sql.encode()).hexdigest()
+        key = hashlib.sha256(
+            f"{INSPECTOR_VERSION}:{ops.version_key(target)}:{digest}".encode()
+        ).hexdigest()[:40]
+        cache_file = _cache_path(cache_dir, key)
+        cached = _load_cache(cache_file)
+        if cached is not None:
+            timings["cacheHit"] = 1.0
+            return cached
+    desired, warnings = ops.normalise(target, desired_sql, dev_url)
+    if cache_file is not None:
+        _store_cache(cache_file, desired, warnings)
+    return desired, warnings
 
 
 def current_fingerprint(target: Target) -> str:

@@ -192,3 +192,75 @@ def refusal(words: list[Word], text: str) -> str | None:
         if len(name.parts) > 3 or (len(name.parts) == 3 and in_position):
             return f"names another database ({name.parts[0]})"
     return None
+
+
+# -- reading ------------------------------------------------------------------------------
+# PostgreSQL's lexical rules, read by one compiled pattern: several times faster than a
+# general tokenizer on a schema of thousands of statements, and exact about what matters
+# here (quotes, dollar quotes, nested comments, names, punctuation).
+_TOKEN = re.compile(
+    r"""
+    (?P<space>\s+)
+  | (?P<line>--[^\n]*)
+  | (?P<block>/\*)
+  | (?P<dollar>\$(?:[A-Za-z_\x80-\uffff][\w\x80-\uffff]*)?\$)
+  | (?P<param>\$\d+)
+  | (?P<estring>[eE]'(?:[^'\\]|\\.|'')*')
+  | (?P<string>(?:[bBxXnN]|[uU]&)?'(?:[^']|'')*')
+  | (?P<ident>(?:[uU]&)?"(?:[^"]|"")*")
+  | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
+  | (?P<word>[A-Za-z_\x80-\uffff][\w$\x80-\uffff]*)
+  | (?P<op>::|[-+*/<>=~!@#%^&|`?]+)
+  | (?P<punct>.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+
+def read_words(text: str) -> list[Word]:
+    """The statement as words (strings and quoted names without their quotes)."""
+    from sqlglot.errors import TokenError
+
+    out: list[Word] = []
+    i, n = 0, len(text)
+    while i < n:
+        m = _TOKEN.match(text, i)
+        if m is None:  # pragma: no cover - the last alternative matches any character
+            raise TokenError(f"cannot read at offset {i}")
+        kind = m.lastgroup
+        end = m.end()
+        if kind == "block":
+            depth, j = 1, end
+            while depth and j < n:
+                if text.startswith("/*", j):
+                    depth, j = depth + 1, j + 2
+                elif text.startswith("*/", j):
+                    depth, j = depth - 1, j + 2
+                else:
+                    j += 1
+            if depth:
+                raise TokenError("a comment is never closed")
+            end = j
+        elif kind == "dollar":
+            tag = m.group(0)
+            close = text.find(tag, end)
+            if close < 0:
+                raise TokenError(f"{tag} quote never closed")
+            out.append(Word("string", text[end:close]))
+            end = close + len(tag)
+        elif kind in ("string", "estring"):
+            body = m.group(0)
+            out.append(Word("string", body[body.index("'") + 1 : -1].replace("''", "'")))
+        elif kind == "ident":
+            body = m.group(0)
+            out.append(Word("ident", body[body.index('"') + 1 : -1].replace('""', '"')))
+        elif kind == "number":
+            out.append(Word("number", m.group(0)))
+        elif kind == "word":
+            out.append(Word("word", m.group(0)))
+        elif kind in ("op", "punct", "param"):
+            if m.group(0) in ("'", '"'):
+                raise TokenError("a quote is never closed")
+            out.append(Word("punct", m.group(0)))
+        i = end
+    return out

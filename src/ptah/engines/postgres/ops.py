@@ -14,6 +14,9 @@ from ptah.engines.urls import DbUrl
 
 
 class PostgresOps:
+    # The target is read on its own connection; normalising opens others (the scratch).
+    concurrent_inspect = True
+
     def version_key(self, target: Target) -> str:
         return f"postgres-{target.connection.info.server_version}"
 
