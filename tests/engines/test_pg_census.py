@@ -196,3 +196,50 @@ def test_apply_that_misses_the_expected_schema_is_not_a_success(pg_db: str) -> N
     assert (result.outcome, result.reason) == ("failed", "ExpectedSchemaNotReached")
     assert result.to_json()["matchesExpected"] is False
     assert plan.fingerprint_after in result.message
+
+
+def test_ownership_manage_plans_owners_and_ignore_leaves_them(pg_url: str, pg_db: str) -> None:
+    from pgcorpus import ensure_roles
+
+    from ptah.engines.base import DesiredSchemaInvalid
+    from ptah.engines.model import SchemaPolicy
+
+    ensure_roles(pg_url)
+    sql = (
+        BASE
+        + "CREATE VIEW public.v AS SELECT id FROM public.t;\n"
+        + "ALTER TABLE public.t OWNER TO ptah_corpus_writer;\n"
+        + "ALTER VIEW public.v OWNER TO ptah_corpus_reader;\n"
+    )
+    manage = SchemaPolicy(ownership="manage")
+    with open_target(pg_db) as t:
+        ignored = planner.plan(t, sql)
+        assert not any("OWNER TO" in s.sql for s in ignored.statements)
+        plan = planner.plan(t, sql, policy=manage)
+        owners = [s.sql for s in plan.statements if "OWNER TO" in s.sql]
+        assert owners == [
+            "ALTER TABLE public.t OWNER TO ptah_corpus_writer",
+            "ALTER VIEW public.v OWNER TO ptah_corpus_reader",
+        ]
+        result = planner.apply(
+            t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
+        )
+        assert result.outcome == "succeeded", result.message
+        assert planner.plan(t, sql, policy=manage).statements == []
+        assert t.connection.execute(
+            "SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'public.t'::regclass"
+        ).fetchone() == ("ptah_corpus_writer",)
+        with pytest.raises(DesiredSchemaInvalid) as err:
+            planner.plan(
+                t, BASE + "ALTER TABLE public.t OWNER TO ptah_no_such_role;", policy=manage
+            )
+        assert "line 2" in str(err.value) and "ptah_no_such_role" in str(err.value)
+
+
+def test_policy_ignore_lets_an_unmanaged_kind_through(pg_db: str) -> None:
+    from ptah.engines.model import SchemaPolicy
+
+    sql = BASE + "CREATE STATISTICS public.t_ab (dependencies) ON a, b FROM public.t;"
+    with open_target(pg_db) as t:
+        plan = planner.plan(t, sql, policy=SchemaPolicy(ignore=("statistics object",)))
+    assert plan.statements and not any("STATISTICS" in s.sql for s in plan.statements)

@@ -21,7 +21,7 @@ def test_owner_to_and_transaction_control_are_left_out_keeping_lines() -> None:
 def test_begin_atomic_body_is_not_transaction_control() -> None:
     sql = (
         "CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; END;\n"
-        "ALTER FUNCTION f() OWNER TO \"Some Role\";\n"
+        'ALTER FUNCTION f() OWNER TO "Some Role";\n'
     )
     load = prepare(confine.split(sql, "postgres"))
     assert "BEGIN ATOMIC" in load.sql and "OWNER" not in load.sql
@@ -72,3 +72,26 @@ def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> Non
 )
 def test_schema_statements_pass(sql: str) -> None:
     assert confine.check(sql + ";", "postgres")
+
+
+def test_runner_plan_takes_the_schema_policy() -> None:
+    from ptah.runner.main import build_parser
+
+    args = build_parser().parse_args(
+        [
+            "plan",
+            "--desired",
+            "/d",
+            "--operation-id",
+            "op",
+            "--ownership",
+            "manage",
+            "--ignore",
+            "publication",
+            "--ignore",
+            "cast",
+        ]
+    )
+    assert (args.ownership, args.ignore) == ("manage", ["publication", "cast"])
+    default = build_parser().parse_args(["plan", "--desired", "/d", "--operation-id", "op"])
+    assert (default.ownership, default.ignore) == ("ignore", [])

@@ -217,6 +217,18 @@ class TargetIdentityStatus(Model):
 class Policy(Model):
     approval: Literal["Always", "Destructive", "Never"] = "Destructive"
     allow_destructive: bool = False
+    ownership: Literal["ignore", "manage"] = Field(
+        default="ignore",
+        description="PostgreSQL: ignore leaves OWNER TO out of the desired source's load and"
+        " never plans owners (roles the server lacks cannot break the load); manage runs"
+        " OWNER TO and plans ALTER ... OWNER TO.",
+    )
+    ignore: list[str] = Field(
+        default_factory=list,
+        description="PostgreSQL: kinds of objects Ptah does not manage (as the census names"
+        " them, e.g. 'publication', 'statistics object') that a plan leaves alone instead of"
+        " refusing as Unmanaged.",
+    )
     verification_policy: str = Field(
         default="ptah-verification-policy",
         description="ConfigMap re-read uncached before every claim.",

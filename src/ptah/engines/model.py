@@ -76,6 +76,27 @@ def fingerprint(schema: Schema) -> str:
     return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
 
 
+@dataclass(frozen=True)
+class SchemaPolicy:
+    """What the resource's policy says about normalising the desired source.
+
+    ``ownership``: ``ignore`` (the default) leaves ``OWNER TO`` out of the load
+    and never plans owners; ``manage`` runs it in the scratch and plans owners.
+    ``ignore``: kinds of objects (as the census names them) a plan leaves alone
+    instead of refusing them as unmanaged. Both are PostgreSQL's; other engines
+    have no owners or census to apply them to.
+    """
+
+    ownership: str = "ignore"
+    ignore: tuple[str, ...] = ()
+
+    def key(self) -> str:
+        return f"{self.ownership}:{','.join(sorted(self.ignore))}"
+
+
+DEFAULT_POLICY = SchemaPolicy()
+
+
 @dataclass
 class Plan:
     """The result of planning: ordered statements and the fingerprints around them."""

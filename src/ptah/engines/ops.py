@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ptah.engines.base import Target
-from ptah.engines.model import Schema, Statement
+from ptah.engines.model import DEFAULT_POLICY, Schema, SchemaPolicy, Statement
 from ptah.engines.urls import DbUrl
 
 
@@ -66,7 +66,11 @@ class EngineOps(Protocol):
         """The target's schema, read in a read-only transaction."""
 
     def normalise(
-        self, target: Target, desired_sql: str, dev_url: DbUrl | None
+        self,
+        target: Target,
+        desired_sql: str,
+        dev_url: DbUrl | None,
+        policy: SchemaPolicy = DEFAULT_POLICY,
     ) -> tuple[Schema, list[str]]:
         """The desired schema as the engine itself would store it, plus warnings."""
 

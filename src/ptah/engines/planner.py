@@ -19,7 +19,7 @@ from typing import Any
 
 from ptah.engines import confine, fence
 from ptah.engines.base import Target
-from ptah.engines.model import DESTRUCTIVE, Plan, Schema, Statement, fingerprint
+from ptah.engines.model import DESTRUCTIVE, Plan, Schema, SchemaPolicy, Statement, fingerprint
 from ptah.engines.ops import DriftedError, Progress, Timeouts, ops_for, timeouts_from_env
 from ptah.engines.urls import DbUrl
 
@@ -54,6 +54,7 @@ def plan(
     desired_sql: str,
     dev_url: DbUrl | None = None,
     cache_dir: str | None = None,
+    policy: SchemaPolicy | None = None,
 ) -> Plan:
     """The statements that take ``target`` to ``desired_sql``; the target is only read.
 
@@ -70,7 +71,9 @@ def plan(
     try:
         confine.check(desired_sql, target.engine)
         t0 = time.perf_counter()
-        desired, warnings = _desired(ops, target, desired_sql, dev_url, cache_dir, timings)
+        desired, warnings = _desired(
+            ops, target, desired_sql, dev_url, cache_dir, timings, policy or SchemaPolicy()
+        )
         t1 = time.perf_counter()
         current, inspect_seconds = (
             reading.result() if reading is not None else _timed_inspect(ops, target)
@@ -113,6 +116,7 @@ def _desired(
     dev_url: DbUrl | None,
     cache_dir: str | None,
     timings: dict[str, float],
+    policy: SchemaPolicy,
 ) -> tuple[Schema, list[str]]:
     """The normalised desired schema, from the cache (source digest, server version) or
     by loading it into a scratch."""
@@ -120,14 +124,14 @@ def _desired(
     if cache_dir:
         digest = hashlib.sha256(desired_sql.encode()).hexdigest()
         key = hashlib.sha256(
-            f"{INSPECTOR_VERSION}:{ops.version_key(target)}:{digest}".encode()
+            f"{INSPECTOR_VERSION}:{ops.version_key(target)}:{policy.key()}:{digest}".encode()
         ).hexdigest()[:40]
         cache_file = _cache_path(cache_dir, key)
         cached = _load_cache(cache_file)
         if cached is not None:
             timings["cacheHit"] = 1.0
             return cached
-    desired, warnings = ops.normalise(target, desired_sql, dev_url)
+    desired, warnings = ops.normalise(target, desired_sql, dev_url, policy)
     if cache_file is not None:
         _store_cache(cache_file, desired, warnings)
     return desired, warnings

@@ -82,11 +82,23 @@ class SchemaFamily:
             type="Plan",
             mutating=False,
             input_fingerprint=digest([source, p.generation, epoch]),
-            args=["plan", "--desired", f"{INPUT_MOUNT}/desired.sql"],
+            args=["plan", "--desired", f"{INPUT_MOUNT}/desired.sql", *self._policy_args(p)],
             inputs={"desired.sql": text},
             expected_database=expected_database,
             source=source,
         )
+
+    @staticmethod
+    def _policy_args(p: Pass) -> list[str]:
+        """The spec's ownership and ignore policy, as the runner's plan options."""
+        try:
+            policy = SchemaSpec.model_validate(p.spec).policy
+        except ValidationError:
+            return []
+        args = ["--ownership", policy.ownership] if policy.ownership != "ignore" else []
+        for kind in policy.ignore:
+            args += ["--ignore", kind]
+        return args
 
     def decide(self, p: Pass) -> Work | Observe:
         try:

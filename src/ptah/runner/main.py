@@ -63,6 +63,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(p)
     p.add_argument("--desired", required=True, help="file holding the desired SQL DDL")
     p.add_argument("--cache-dir", default=None, help="cache for the normalised desired schema")
+    p.add_argument(
+        "--ownership",
+        choices=("ignore", "manage"),
+        default="ignore",
+        help="PostgreSQL: leave OWNER TO out of the load (ignore) or plan owners (manage)",
+    )
+    p.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="KIND",
+        help="a kind of unmanaged object the plan leaves alone instead of refusing",
+    )
     p.set_defaults(func=run_plan)
     p = sub.add_parser("apply", help="apply a plan if the target has not drifted")
     _add_common(p)
@@ -160,7 +173,9 @@ def run_plan(args: argparse.Namespace) -> int:
     return _run(
         args,
         "plan",
-        lambda t, dev: operations.plan(t, args.operation_id, args.desired, dev, args.cache_dir),
+        lambda t, dev: operations.plan(
+            t, args.operation_id, args.desired, dev, args.cache_dir, args.ownership, args.ignore
+        ),
     )
 
 

@@ -12,6 +12,7 @@ its start-up reaches the database first.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,8 @@ def plan(
     desired_file: str,
     dev_url: DbUrl | None,
     cache_dir: str | None,
+    ownership: str = "ignore",
+    ignore: Sequence[str] = (),
 ) -> ResultFrame:
     identity = target.identity()
     try:
@@ -71,10 +74,13 @@ def plan(
             {"message": f"cannot read desired schema: {exc.strerror}"},
         )
     from ptah.engines import planner
-    from ptah.engines.model import PlanError
+    from ptah.engines.model import PlanError, SchemaPolicy
 
     try:
-        result = planner.plan(target, desired_sql, dev_url=dev_url, cache_dir=cache_dir)
+        policy = SchemaPolicy(ownership=ownership, ignore=tuple(ignore))
+        result = planner.plan(
+            target, desired_sql, dev_url=dev_url, cache_dir=cache_dir, policy=policy
+        )
     except (EngineError, PlanError) as exc:
         return make_frame(
             operation_id,

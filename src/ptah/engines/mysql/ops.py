@@ -16,7 +16,7 @@ import pymysql
 
 from ptah.engines import confine
 from ptah.engines.base import DesiredSchemaInvalid, ScratchUnavailable, Target
-from ptah.engines.model import Schema, Statement, fingerprint
+from ptah.engines.model import DEFAULT_POLICY, Schema, SchemaPolicy, Statement, fingerprint
 from ptah.engines.mysql import diff as mydiff
 from ptah.engines.mysql import inspect as myinspect
 from ptah.engines.mysql.target import connect
@@ -62,7 +62,11 @@ class MysqlOps:
             conn.rollback()
 
     def normalise(
-        self, target: Target, desired_sql: str, dev_url: DbUrl | None
+        self,
+        target: Target,
+        desired_sql: str,
+        dev_url: DbUrl | None,
+        policy: SchemaPolicy = DEFAULT_POLICY,
     ) -> tuple[Schema, list[str]]:
         """Load the desired source into a temporary scratch database as the client would.
 

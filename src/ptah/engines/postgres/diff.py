@@ -57,6 +57,7 @@ _RANK = {
     "comment": 14,
     "acl": 15,
     "default_acl": 16,
+    "owner": 17,
 }
 # Kinds the plan may drop and create again without losing data.
 _REBUILDABLE = {
@@ -200,6 +201,7 @@ class _Diff:
             self.comments,
             self.acls,
             self.default_acls,
+            self.owners,
         ):
             emit()
         return self.order()
@@ -1040,6 +1042,30 @@ class _Diff:
             ) + name
         return ("DOMAIN " if kind == "domain" else "TYPE ") + name
 
+    def owners(self) -> None:
+        """Under ``spec.policy.ownership: manage``, objects get the owners the file gives."""
+        if self.want.get("_meta", {}).get("ownership") != "manage":
+            return
+        cur_owners: dict[str, str] = self.cur.get("_owners", {})
+        applier = self.cur.get("_meta", {}).get("role", "")
+        for node, owner in sorted(self.want.get("_owners", {}).items()):
+            kind, name = node.split(":", 1)
+            fresh = self.rebuilt(node) or not self._in(self.cur, node)
+            was = applier if fresh else cur_owners.get(node, applier)
+            if owner == was:
+                continue
+            if kind == "view":
+                word = "MATERIALIZED VIEW" if self.want["view"][name]["materialized"] else "VIEW"
+            elif kind == "function":
+                fkind = self.want["function"][name]["kind"]
+                word = {"p": "PROCEDURE", "a": "AGGREGATE"}.get(fkind, "FUNCTION")
+            else:
+                word = _OWNER_WORDS.get(kind, "")
+            if word:
+                onode = f"owner:{node}"
+                self.extra_deps[onode] = {node}
+                self.create(onode, f"ALTER {word} {name} OWNER TO {owner}")
+
     def default_acls(self) -> None:
         cur, want = self.pair("default_acl")
         words = {"r": "TABLES", "S": "SEQUENCES", "f": "FUNCTIONS", "T": "TYPES", "n": "SCHEMAS"}
@@ -1064,6 +1090,19 @@ class _Diff:
             for grantee, privs, grantable in _group(new - old):
                 option = " WITH GRANT OPTION" if grantable else ""
                 self.create(node, f"{head} GRANT {privs} ON {what} TO {grantee}{option}")
+
+
+_OWNER_WORDS = {
+    "table": "TABLE",
+    "sequence": "SEQUENCE",
+    "enum": "TYPE",
+    "ctype": "TYPE",
+    "range": "TYPE",
+    "domain": "DOMAIN",
+    "schema": "SCHEMA",
+    "collation": "COLLATION",
+    "event_trigger": "EVENT TRIGGER",
+}
 
 
 def _merge(child: dict[str, Any], pold: dict[str, Any], pnew: dict[str, Any]) -> dict[str, Any]:

@@ -389,6 +389,23 @@ SELECT d.oid, CASE WHEN d.defaclrole = (SELECT oid FROM pg_roles WHERE rolname =
 FROM pg_default_acl d LEFT JOIN pg_namespace n ON n.oid = d.defaclnamespace
 """
 
+# Who owns what: planned only under the ownership policy ``manage`` (kept private, so
+# fingerprints never depend on who loaded the scratch).
+Q_OWNERS = """
+SELECT 'pg_class', c.oid, quote_ident(pg_get_userbyid(c.relowner)) FROM pg_class c
+ WHERE c.oid >= 16384 AND c.relkind IN ('r', 'p', 'v', 'm', 'S')
+UNION ALL SELECT 'pg_proc', p.oid, quote_ident(pg_get_userbyid(p.proowner)) FROM pg_proc p
+ WHERE p.oid >= 16384
+UNION ALL SELECT 'pg_type', t.oid, quote_ident(pg_get_userbyid(t.typowner)) FROM pg_type t
+ WHERE t.oid >= 16384 AND t.typtype IN ('e', 'd', 'c', 'r')
+UNION ALL SELECT 'pg_namespace', n.oid, quote_ident(pg_get_userbyid(n.nspowner))
+  FROM pg_namespace n WHERE n.oid >= 16384
+UNION ALL SELECT 'pg_collation', k.oid, quote_ident(pg_get_userbyid(k.collowner))
+  FROM pg_collation k WHERE k.oid >= 16384
+UNION ALL SELECT 'pg_event_trigger', e.oid, quote_ident(pg_get_userbyid(e.evtowner))
+  FROM pg_event_trigger e
+"""
+
 # Every comment, named as COMMENT ON names its object.
 Q_COMMENTS = """
 SELECT d.classoid::regclass::text, d.objoid, d.objsubid, o.type, o.identity, d.description
@@ -520,12 +537,20 @@ def inspect(conn: Any) -> Schema:
         _read_dependents(cur, schema, nodes)
         _read_privileges(cur, schema, nodes)
         _read_comments(cur, schema, nodes)
+        owners: dict[str, str] = {}
+        for catalog, oid, owner in _rows(cur, Q_OWNERS):
+            node = nodes.get(catalog, oid)
+            if node is not None and (catalog != "pg_type" or node.split(":", 1)[0] != "table"):
+                owners[node] = owner
+        schema["_owners"] = owners
+        role = _rows(cur, "SELECT quote_ident(current_user)")[0][0]
         t0 = time.perf_counter()
         schema["_deps"] = graph.dependencies(cur, nodes)
         unmanaged, held = graph.census(cur, nodes)
         schema["_meta"] = {
             "unmanaged": unmanaged,
             "heldBy": held,
+            "role": role,
             "censusSeconds": time.perf_counter() - t0,
         }
     return schema

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ptah.engines.base import Target
-from ptah.engines.model import Schema, Statement, fingerprint
+from ptah.engines.model import DEFAULT_POLICY, Schema, SchemaPolicy, Statement, fingerprint
 from ptah.engines.ops import DriftedError, Progress, Timeouts
 from ptah.engines.postgres import diff as pgdiff
 from ptah.engines.postgres import inspect as pginspect
@@ -27,9 +27,15 @@ class PostgresOps:
             return pginspect.inspect(conn)
 
     def normalise(
-        self, target: Target, desired_sql: str, dev_url: DbUrl | None
+        self,
+        target: Target,
+        desired_sql: str,
+        dev_url: DbUrl | None,
+        policy: SchemaPolicy = DEFAULT_POLICY,
     ) -> tuple[Schema, list[str]]:
-        return scratch.normalise(target.url, desired_sql, dev_url)
+        return scratch.normalise(
+            target.url, desired_sql, dev_url, policy.ownership, policy.ignore
+        )
 
     def diff(self, current: Schema, desired: Schema) -> list[Statement]:
         return pgdiff.diff(current, desired)

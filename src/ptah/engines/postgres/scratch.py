@@ -109,6 +109,7 @@ def normalise(
         ) from None
     except DesiredSchemaInvalid as exc:
         raise DesiredSchemaInvalid(scrub(str(exc), *secrets_)) from None
+    schema["_meta"]["ownership"] = ownership
     unmanaged = [u for u in schema["_meta"]["unmanaged"] if not _ignored(u, ignore)]
     if unmanaged:
         raise Unmanaged(unmanaged)

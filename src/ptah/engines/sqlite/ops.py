@@ -6,7 +6,7 @@ import sqlite3
 
 from ptah.engines import confine
 from ptah.engines.base import DesiredSchemaInvalid, Target
-from ptah.engines.model import Schema, Statement, fingerprint
+from ptah.engines.model import DEFAULT_POLICY, Schema, SchemaPolicy, Statement, fingerprint
 from ptah.engines.ops import DriftedError, Progress, Timeouts
 from ptah.engines.sqlite import confine as sqconfine
 from ptah.engines.sqlite import diff as sqdiff
@@ -37,7 +37,11 @@ class SqliteOps:
             conn.execute("ROLLBACK")
 
     def normalise(
-        self, target: Target, desired_sql: str, dev_url: DbUrl | None
+        self,
+        target: Target,
+        desired_sql: str,
+        dev_url: DbUrl | None,
+        policy: SchemaPolicy = DEFAULT_POLICY,
     ) -> tuple[Schema, list[str]]:
         """Load the desired source into an in-memory scratch, statement by statement.
 
