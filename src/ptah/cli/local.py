@@ -120,4 +120,25 @@ def cmd_apply(args: argparse.Namespace) -> int:
             )
             + "\n"
         )
+        if result.reason == "ExpectedSchemaNotReached":
+            _name_the_difference(args, target)
         return 0 if result.outcome == "succeeded" else 1
+
+
+def _name_the_difference(args: argparse.Namespace, target: Any) -> None:
+    """After an apply that missed its expected schema: what a plan would still change."""
+    from ptah.engines import planner
+    from ptah.engines.base import EngineError
+    from ptah.engines.model import PlanError
+
+    try:
+        again = planner.plan(target, Path(args.desired).read_text())
+    except (EngineError, PlanError, OSError) as exc:
+        sys.stderr.write(f"ptah: the difference could not be read again: {exc}\n")
+        return
+    sys.stderr.write(
+        f"ptah: the schema is not the plan's expected one; {len(again.statements)}"
+        " statement(s) would still change it:\n"
+    )
+    for stmt in again.statements[:20]:
+        sys.stderr.write("  " + " ".join(stmt.sql.split())[:200] + "\n")
