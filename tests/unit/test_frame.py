@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +18,7 @@ from ptah.runner.frame import (
     parse_result_for,
     render,
 )
+from ptah.runner.wire import frame_line, payload, render_payload
 
 IDENT = DatabaseIdentity(engine="sqlite", key={"path": "/x.db"})
 
@@ -88,3 +91,25 @@ def test_runner_prints_exactly_one_frame_and_no_secret(tmp_path: Path) -> None:
     failed = parse_result_for(bad.stdout, "op-10").frame
     assert failed is not None and failed.outcome == "failed"
     assert failed.reason == "TargetUnavailable"
+
+
+def test_the_runners_plain_payload_is_the_models_frame() -> None:
+    """The runner prints frames without pydantic (wire.payload); the operator reads them
+    with the model. One shape: the same names, the same canonical line."""
+    made = payload("op-1", "plan", IDENT, "succeeded", "", {"statements": [], "n": 2})
+    assert set(made) == {f.alias or name for name, f in ResultFrame.model_fields.items()}
+    line = render_payload(made)
+    parsed = parse_result_for(line, "op-1").frame
+    assert parsed is not None and parsed.database == IDENT and parsed.data["n"] == 2
+    assert render(parsed) == line == render(ResultFrame.model_validate(made))
+    # A value plain JSON cannot say (a timestamp read from a history table) is said the
+    # way the model says it, so the operator reads what the model would have printed.
+    stamp = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.UTC)
+    with_time = payload("op-1", "history", None, "succeeded", "", {"at": stamp})
+    assert render_payload(with_time) == render(ResultFrame.model_validate(with_time))
+    # An identity the model does not know (another engine, an extra key) is no frame.
+    for change in ({"engine": "oracle"}, {"extra": "x"}):
+        body = json.loads(line.split(" ", 4)[4])
+        body["database"].update(change)
+        text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+        assert parse_result_for(frame_line(text), "op-1").reason is NoFrameReason.MALFORMED

@@ -36,7 +36,8 @@ def probe(url):
 connect.open_url = probe
 main.open_url = probe
 code = main.main(sys.argv[2:])
-sys.stderr.write("\\nPROBE " + json.dumps({"code": code, "seen": seen}) + "\\n")
+end = sorted({n.split(".")[0] for n in sys.modules} & HEAVY)
+sys.stderr.write("\\nPROBE " + json.dumps({"code": code, "seen": seen, "end": end}) + "\\n")
 """
 
 
@@ -81,6 +82,8 @@ def test_runner_connects_before_loading_heavy_packages(operation: str, tmp_path:
     # It did connect (once), and it printed its frame after connecting.
     assert record["seen"] == [[]], f"loaded before connecting: {record['seen']}"
     assert stdout.count("PTAH-RESULT-FRAME v1 ") == 1
+    # The frame itself costs no pydantic: only planning and applying load the SQL parser.
+    assert record["end"] == (["sqlglot"] if operation in ("plan", "apply") else [])
 
 
 def test_runner_frame_still_printed_when_the_url_is_bad(tmp_path: Path) -> None:

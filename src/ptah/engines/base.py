@@ -13,12 +13,10 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ptah.engines.urls import DbUrl, EngineName, scrub
-
-if TYPE_CHECKING:  # the model (pydantic) is built after connecting, not before
-    from ptah.runner.frame import DatabaseIdentity
+from ptah.runner.wire import DatabaseIdentity
 
 __all__ = [
     "DesiredSchemaInvalid",
@@ -78,9 +76,7 @@ class Target(ABC):
         """Who we are actually talking to, as the database reports it."""
 
     def _identity(self, key: dict[str, str], details: dict[str, str]) -> DatabaseIdentity:
-        """The identity record for this engine (its model is imported here, once connected)."""
-        from ptah.runner.frame import DatabaseIdentity
-
+        """The identity record of this engine's database."""
         return DatabaseIdentity(engine=self.engine, key=key, details=details)
 
     def scrub(self, text: str) -> str:

@@ -19,7 +19,7 @@ import json
 import os
 import ssl
 import tempfile
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -187,6 +187,24 @@ def _missing_object(resp: httpx.Response, name: str) -> bool:
 
 _PARTIAL_METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 _PARTIAL_METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+_WRITE_VERBS = {"POST": "create", "PATCH": "patch", "PUT": "update", "DELETE": "delete"}
+
+
+def request_verb(method: str, path: str, params: Any) -> tuple[str, str]:
+    """The apiserver's verb and the resource (plural) of a request: a GET of a collection
+    is a list (a watch when it asks to watch), of a named object or its subresource a
+    get."""
+    parts = [p for p in path.split("/") if p]
+    rest = parts[3:] if parts[:1] == ["apis"] else parts[2:]  # past /apis/G/V or /api/V
+    if rest[:1] == ["namespaces"] and len(rest) >= 3:
+        rest = rest[2:]  # a namespaced resource: past namespaces/NS
+    resource = rest[0] if rest else ""
+    if method != "GET":
+        return _WRITE_VERBS.get(method, method.lower()), resource
+    if len(rest) >= 2:
+        return "get", resource
+    watch = str(params.get("watch", "")).lower() in ("true", "1")
+    return ("watch" if watch else "list"), resource
 
 
 class RealCluster:
@@ -218,6 +236,17 @@ class RealCluster:
 
     def close(self) -> None:
         self._http.close()
+
+    def observe_requests(self, callback: Callable[[str, str], None]) -> None:
+        """Call ``callback(verb, resource)`` for every request this client sends, watches
+        and streams included (the operator counts them: requests per operation, per idle
+        minute). ``verb`` is the apiserver's (get, list, watch, create, patch, update,
+        delete), ``resource`` the plural (``leases``, ``ptahschemas``, ``pods``...)."""
+
+        def hook(request: httpx.Request) -> None:
+            callback(*request_verb(request.method, request.url.path, request.url.params))
+
+        self._http.event_hooks["request"].append(hook)
 
     def __enter__(self) -> RealCluster:
         return self

@@ -40,8 +40,9 @@ from ptah.migrations.directory import Directory, MigrationFile, SqlFile, Version
 from ptah.migrations.history import REPEATABLE, Reading, compare, dirty_entry, repeatable_key
 from ptah.migrations.splitter import SplitError, Statement, split_statements
 
-if TYPE_CHECKING:  # annotations only: the runner imports this before it has a frame
-    from ptah.runner.frame import DatabaseIdentity, Outcome
+if TYPE_CHECKING:  # annotations only
+    from ptah.runner.frame import Outcome
+    from ptah.runner.wire import DatabaseIdentity
 
 Progress = Callable[[str], None]
 # BEGIN/COMMIT/ROLLBACK/END/START TRANSACTION as whole statements (BEGIN ATOMIC bodies

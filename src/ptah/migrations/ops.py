@@ -23,10 +23,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ptah.engines.fence import REALM_ENV
-from ptah.runner.wire import assert_no_secret, escape_line
+from ptah.runner.wire import (
+    DatabaseIdentity,
+    assert_no_secret,
+    escape_line,
+    payload,
+    render_payload,
+)
 
 if TYPE_CHECKING:
-    from ptah.runner.frame import DatabaseIdentity, OperationType, Outcome
+    from ptah.runner.frame import OperationType, Outcome
 
 URL_ENV = "PTAH_DB_URL"
 OPERATION_ENV = "PTAH_OPERATION_ID"
@@ -53,19 +59,8 @@ class _Emitter:
         data: dict[str, Any] | None = None,
         database: DatabaseIdentity | None = None,
     ) -> int:
-        from ptah.runner.frame import ResultFrame, render  # after connecting: see runner.main
-
-        frame = ResultFrame.model_validate(
-            {
-                "operationId": self.operation_id,
-                "operationType": self.op,
-                "database": database,
-                "outcome": outcome,
-                "reason": reason,
-                "data": data or {},
-            }
-        )
-        line = render(frame)
+        frame = payload(self.operation_id, self.op, database, outcome, reason, data)
+        line = render_payload(frame)
         assert_no_secret(line, self.secrets)
         sys.stdout.write(line + "\n")
         sys.stdout.flush()

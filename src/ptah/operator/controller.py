@@ -6,6 +6,14 @@ process needs around it: which family a key belongs to, back-off on API errors,
 leadership checked before every pass and before every durable write, metrics
 and logs per pass, and an Event whenever the published phase changes (so a
 person sees every transition and the next step they can take).
+
+A pass whose step ended in a durable write and asks to run again at once runs again
+at once, in the same worker, up to ``CHAIN`` passes: a resource goes through its
+contiguous steps (claim, Lease, envelope, dispatch; outcome, release, the next claim)
+without going to the back of the queue behind every other resource's steps. Each pass
+is still one step ending in its own write; what changes is only who waits: with 200
+resources created at once, the first Jobs run while the later resources are claimed,
+instead of after all 200 have crept through each step in turn.
 """
 
 from __future__ import annotations
@@ -45,6 +53,8 @@ from ptah.workload.job import LABEL_OPERATION, LABEL_OPERATION_TYPE
 log = structlog.get_logger("ptah.operator")
 
 KILL_ENV = "PTAH_TEST_KILL_AT"
+# Passes one worker runs back to back for a key that asks to run again at once.
+CHAIN = 16
 # operation IDs are "<type in lower case>-<digest>" (ptah.workload.names.operation_id)
 _OP_TYPES = {"plan": "Plan", "apply": "Apply", "history": "History", "migrate": "Migrate"}
 
@@ -362,23 +372,29 @@ class Controller:
             with self._busy_lock:
                 self._busy += 1
             try:
-                if self.is_leader() and not self.stop.is_set():
-                    self.process(env, recorder, key)
+                passes = 0
+                while self.is_leader() and not self.stop.is_set():
+                    passes += 1
+                    if not self.process(env, recorder, key, chain=passes < CHAIN):
+                        break
             finally:
                 with self._busy_lock:
                     self._busy -= 1
                 self.queue.done(key)
 
-    def process(self, env: Env, recorder: Recorder, key: Key) -> None:
+    def process(self, env: Env, recorder: Recorder, key: Key, *, chain: bool = False) -> bool:
+        """One pass over ``key``. With ``chain``, a pass asking to run again at once is
+        not queued: True tells the caller to run the next pass itself."""
         family = self.families.get(key.kind)
         driver = self.drivers.get(key.kind)
         if family is None and driver is None:
-            return
+            return False
         if self.settings.label_selector and not self.index.has(key):
-            return
+            return False
         recorder.reset(key.kind)
         started = time.monotonic()
         outcome = "ok"
+        again = False
         try:
             if family is not None:
                 result = reconcile(env, family, key.namespace, key.name)
@@ -388,7 +404,7 @@ class Controller:
         except LeadershipLost as exc:
             log.warning("leadership_lost_mid_pass", resource=str(key), before=str(exc))
             outcome = "lost"
-            return
+            return False
         except errors.ApiError as exc:
             outcome = "conflict" if isinstance(exc, errors.Conflict) else "api_error"
             delay = self.queue.add_rate_limited(key)
@@ -412,7 +428,9 @@ class Controller:
             )
         else:
             self.queue.forget(key)
-            if result.requeue_after is not None:
+            if chain and result.requeue_after == 0:
+                again = True
+            elif result.requeue_after is not None:
                 self.queue.add_after(key, result.requeue_after)
         finally:
             self.last_pass = time.monotonic()
@@ -422,6 +440,7 @@ class Controller:
             )
             if outcome in ("ok", "conflict", "api_error") and recorder.first is not None:
                 self._announce(key, recorder.first, after)
+        return again
 
     # -- telemetry --
 

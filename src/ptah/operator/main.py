@@ -148,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
     )
     cluster = connect(args.kubeconfig, args.context)
     metrics = Metrics()
+    cluster.observe_requests(lambda v, r: metrics.kube_requests.labels(v, r).inc())
     stop = threading.Event()
     lost = threading.Event()
 

@@ -86,6 +86,13 @@ class Metrics:
             ["verb", "kind"],
             registry=r,
         )
+        self.kube_requests = Counter(
+            "ptah_kube_requests_total",
+            "Every request this process sent to the apiserver (passes, watches, leader "
+            "election, Events), by the apiserver's verb and the resource",
+            ["verb", "resource"],
+            registry=r,
+        )
         self.leader = Gauge("ptah_leader", "1 while this replica is the leader", registry=r)
         self.rollout_targets = Gauge(
             "ptah_rollout_targets",

@@ -25,13 +25,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-# The line discipline lives in ``wire`` (no pydantic there); named here too for readers
-# of the frame.
+# The line discipline and the identity record live in ``wire`` (no pydantic there: the
+# runner prints frames without this module); named here too for readers of the frame.
 from ptah.runner.wire import ESCAPE as ESCAPE
 from ptah.runner.wire import PREFIX as PREFIX
 from ptah.runner.wire import VERSION as VERSION
+from ptah.runner.wire import DatabaseIdentity as DatabaseIdentity
 from ptah.runner.wire import assert_no_secret as assert_no_secret
 from ptah.runner.wire import escape_line as escape_line
+from ptah.runner.wire import frame_line
 
 # "refused" and "fenced" both mean nothing ran; "fenced": the realm's fence was held by
 # another run (ptah.engines.fence), so the same inputs may well succeed later.
@@ -39,30 +41,12 @@ Outcome = Literal["succeeded", "failed", "refused", "fenced"]
 OperationType = Literal["identify", "plan", "apply", "history", "migrate"]
 
 
-class DatabaseIdentity(BaseModel):
-    """Who the runner actually talked to, as the database itself reports it.
-
-    ``key`` holds the engine-specific facts that identify the physical
-    database (system identifier and oid for PostgreSQL, server uuid and schema
-    for MariaDB, resolved path and inode for SQLite). It never holds
-    credentials. ``digest`` is derived from ``engine`` and ``key`` only, so two
-    spellings of one database produce one digest.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    engine: Literal["postgres", "mysql", "sqlite"]
-    key: dict[str, str]
-    details: dict[str, str] = Field(default_factory=dict)
-
-    @property
-    def digest(self) -> str:
-        canonical = json.dumps({"engine": self.engine, "key": self.key}, sort_keys=True)
-        return hashlib.sha256(canonical.encode()).hexdigest()[:32]
-
-
 class ResultFrame(BaseModel):
-    """The versioned payload of one frame."""
+    """The versioned payload of one frame: what the operator reads.
+
+    The runner builds the same payload as plain JSON (``wire.payload``), so its start-up
+    never pays for this model; tests/unit/test_frame.py holds the two to one shape.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -82,9 +66,7 @@ class ResultFrame(BaseModel):
 
 def render(frame: ResultFrame) -> str:
     """The single stdout line for ``frame``."""
-    payload = frame.to_json()
-    digest = hashlib.sha256(payload.encode()).hexdigest()
-    return f"{PREFIX} {VERSION} {len(payload.encode())} {digest} {payload}"
+    return frame_line(frame.to_json())
 
 
 class NoFrameReason(enum.StrEnum):

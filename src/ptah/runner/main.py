@@ -23,7 +23,8 @@ from ptah.runner import operations
 from ptah.runner.emit import Output
 
 if TYPE_CHECKING:
-    from ptah.runner.frame import OperationType, ResultFrame
+    from ptah.runner.frame import OperationType
+    from ptah.runner.wire import Payload
 
 # Another engineer's subcommands (history, migrate) live here.
 EXTRA_MODULES = ("ptah.migrations.ops",)
@@ -109,7 +110,7 @@ def _urls(out: Output) -> tuple[DbUrl, DbUrl | None]:
 def _run(
     args: argparse.Namespace,
     operation_type: OperationType,
-    body: Callable[[Target, DbUrl | None], ResultFrame],
+    body: Callable[[Target, DbUrl | None], Payload],
 ) -> int:
     out = Output()
     operation_id: str = args.operation_id

@@ -4,9 +4,9 @@ Nothing here prints; :mod:`ptah.runner.main` owns the output. Every failure
 becomes a frame with outcome ``failed`` (or ``refused``) and a scrubbed
 message, so the operator always has evidence of what happened.
 
-The planner (sqlglot) and the frame's model (pydantic) are imported inside the
-operations, not here: ``ptah-runner`` imports this module before it connects, and
-its start-up reaches the database first.
+The planner (sqlglot) is imported inside the operations that plan or apply, not here:
+``ptah-runner`` imports this module before it connects, and its start-up reaches the
+database first. Frames are built as plain JSON (``wire.payload``): no pydantic at all.
 """
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, Any
 from ptah.engines import fence
 from ptah.engines.base import EngineError, Target
 from ptah.engines.urls import DbUrl
+from ptah.runner.wire import DatabaseIdentity, Payload, payload
 
 if TYPE_CHECKING:
     from ptah.engines.model import Statement
-    from ptah.runner.frame import DatabaseIdentity, OperationType, ResultFrame
+    from ptah.runner.frame import OperationType
 
 
 def make_frame(
@@ -32,22 +33,12 @@ def make_frame(
     outcome: str,
     reason: str = "",
     data: dict[str, Any] | None = None,
-) -> ResultFrame:
-    from ptah.runner.frame import ResultFrame
-
-    return ResultFrame.model_validate(
-        {
-            "operationId": operation_id,
-            "operationType": operation_type,
-            "database": database,
-            "outcome": outcome,
-            "reason": reason,
-            "data": data or {},
-        }
-    )
+) -> Payload:
+    """The payload of the operation's one frame (see ``wire.payload``)."""
+    return payload(operation_id, operation_type, database, outcome, reason, data)
 
 
-def identify(target: Target, operation_id: str) -> ResultFrame:
+def identify(target: Target, operation_id: str) -> Payload:
     identity = target.identity()
     return make_frame(operation_id, "identify", identity, "succeeded", data={})
 
@@ -60,7 +51,7 @@ def plan(
     cache_dir: str | None,
     ownership: str = "ignore",
     ignore: Sequence[str] = (),
-) -> ResultFrame:
+) -> Payload:
     identity = target.identity()
     try:
         desired_sql = Path(desired_file).read_text()
@@ -107,7 +98,7 @@ def apply(
     plan_file: str,
     allow_destructive: bool,
     realm: str | None = None,
-) -> ResultFrame:
+) -> Payload:
     """Apply the plan under the realm's fence (``realm``: the claim's, when given)."""
     identity = target.identity()
     try:

@@ -1,16 +1,28 @@
-"""The frame's line discipline, apart from its payload model.
+"""The frame as the runner prints it: the line, its payload as plain JSON, the identity.
 
-Everything a process needs to print safely next to a frame (the prefix, the
-escaping of every other line, the refusal to print a credential) lives here and
-imports nothing heavy: the runner logs before it has connected, and its start-up
-must not pay for the payload's pydantic models until it has a frame to build
-(:mod:`ptah.runner.frame` holds those, and the parser).
+Everything a runner process needs to print its one frame, and to print everything else
+safely next to it (the prefix, the escaping of every other line, the refusal to print a
+credential), lives here and imports nothing heavy: every Job pays its runner's start-up,
+and a frame is a dozen JSON fields, not a reason to load pydantic. The operator reads
+frames with the pydantic model in :mod:`ptah.runner.frame`, which validates this same
+shape (tests/unit/test_frame.py holds the two to one shape).
+
+A frame is exactly one line of the runner's stdout::
+
+    PTAH-RESULT-FRAME v1 <length> <sha256-hex> <json>
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from ptah.runner.frame import OperationType, Outcome
 
 PREFIX = "PTAH-RESULT-FRAME"
 VERSION = "v1"
@@ -50,6 +62,73 @@ def one_line(text: str, limit: int = 480) -> str:
     return folded if len(folded) <= limit else folded[: limit - 3] + "..."
 
 
+Payload = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class DatabaseIdentity:
+    """Who the runner actually talked to, as the database itself reports it.
+
+    ``key`` holds the engine-specific facts that identify the physical
+    database (system identifier and oid for PostgreSQL, server uuid and schema
+    for MariaDB, resolved path and inode for SQLite). It never holds
+    credentials. ``digest`` is derived from ``engine`` and ``key`` only, so two
+    spellings of one database produce one digest. (A dataclass, not a model: the
+    runner builds one per run; the frame model validates it when the operator reads.)
+    """
+
+    __pydantic_config__ = {"extra": "forbid"}  # read by pydantic when a frame is parsed
+
+    engine: Literal["postgres", "mysql", "sqlite"]
+    key: dict[str, str]
+    details: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def digest(self) -> str:
+        canonical = json.dumps({"engine": self.engine, "key": self.key}, sort_keys=True)
+        return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def payload(
+    operation_id: str,
+    operation_type: OperationType,
+    database: DatabaseIdentity | None,
+    outcome: Outcome | str,
+    reason: str = "",
+    data: dict[str, Any] | None = None,
+) -> Payload:
+    """The payload of one frame, with the field names the frame model reads (``outcome``
+    one of ``Outcome``'s values: the operator refuses a frame with any other)."""
+    return {
+        "version": VERSION,
+        "operationId": operation_id,
+        "operationType": operation_type,
+        "database": None if database is None else asdict(database),
+        "outcome": outcome,
+        "reason": reason,
+        "data": data or {},
+    }
+
+
+def frame_line(text: str) -> str:
+    """The single stdout line carrying the JSON payload ``text``."""
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return f"{PREFIX} {VERSION} {len(text.encode())} {digest} {text}"
+
+
+def render_payload(frame: Payload) -> str:
+    """The line for ``frame``, in the model's canonical JSON. A payload holding values
+    plain JSON cannot say as they are (a timestamp read from a history table) is
+    rendered by the model itself, which says them as the operator will read them."""
+    try:
+        text = json.dumps(frame, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        from ptah.runner.frame import ResultFrame
+
+        text = ResultFrame.model_validate(frame).to_json()
+    return frame_line(text)
+
+
 def escape_line(text: str) -> str:
     """Make any non-frame output safe to print: no line may start with the prefix."""
     out = []
@@ -60,8 +139,8 @@ def escape_line(text: str) -> str:
     return "\n".join(out)
 
 
-def assert_no_secret(frame_line: str, secrets: Iterable[str]) -> None:
+def assert_no_secret(line: str, secrets: Iterable[str]) -> None:
     """Refuse to print a frame that carries any known secret value."""
     for secret in secrets:
-        if secret and len(secret) >= 4 and secret in frame_line:
+        if secret and len(secret) >= 4 and secret in line:
             raise ValueError("result frame would carry a credential; refusing to emit it")

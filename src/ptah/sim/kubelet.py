@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -208,7 +208,7 @@ class Kubelet:
         if run.fault == "other-db":
             other = frame.model_copy(
                 update={
-                    "database": frame.database.model_copy(update={"key": {"system": "elsewhere"}})
+                    "database": replace(frame.database, key={"system": "elsewhere"})
                 }
                 if frame.database
                 else {}

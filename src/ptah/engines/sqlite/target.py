@@ -10,7 +10,7 @@ from ptah.engines.base import Target, TargetUnavailable
 from ptah.engines.urls import DbUrl
 
 if TYPE_CHECKING:
-    from ptah.runner.frame import DatabaseIdentity
+    from ptah.runner.wire import DatabaseIdentity
 
 
 class SqliteTarget(Target):

@@ -1,0 +1,54 @@
+"""A large desired file loads into the temporary scratch database in committed batches
+(one transaction would lock every relation it creates until its end and outgrow the
+server's lock table): the plan is the one a single transaction gives, and a failure in a
+later batch still names its line of the desired file."""
+
+from __future__ import annotations
+
+import pytest
+
+from ptah.engines import planner
+from ptah.engines.base import DesiredSchemaInvalid
+from ptah.engines.connect import open_target
+from ptah.engines.postgres import scratch
+
+
+def _desired(tables: int) -> str:
+    out = ["CREATE SCHEMA app;"]
+    for i in range(tables):
+        ref = f" REFERENCES app.t{i - 1}(id)" if i else ""
+        out.append(f"CREATE TABLE app.t{i} (id bigint PRIMARY KEY, up bigint{ref}, name text);")
+        out.append(f"CREATE INDEX t{i}_name ON app.t{i} (name);")
+    return "\n".join(out) + "\n"
+
+
+def test_batched_load_plans_what_one_transaction_plans(
+    pg_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    desired = _desired(12)  # 25 statements
+    with open_target(pg_db) as t:
+        whole = planner.plan(t, desired)
+        monkeypatch.setattr(scratch, "BATCH", 4)
+        batched = planner.plan(t, desired)
+    assert [s.sql for s in batched.statements] == [s.sql for s in whole.statements]
+    assert batched.fingerprint_after == whole.fingerprint_after
+    assert len(batched.statements) >= 25  # every table and index of the 25 statements
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        "CREATE TABLE app.broken (id bigint REFERENCES app.nowhere(id));",  # no position
+        "CREATE TABLE app.broken (id bigint,, name text);",  # a syntax error's position
+    ],
+)
+def test_a_failure_in_a_later_batch_names_its_line(
+    pg_db: str, monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    lines = _desired(12).splitlines()
+    lines[20] = broken
+    desired = "\n".join(lines) + "\n"
+    monkeypatch.setattr(scratch, "BATCH", 4)
+    with open_target(pg_db) as t, pytest.raises(DesiredSchemaInvalid) as caught:
+        planner.plan(t, desired)
+    assert "line 21 of the desired file" in str(caught.value)
