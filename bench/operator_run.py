@@ -224,6 +224,8 @@ class Bench:
             if proc.poll() is not None:
                 raise SystemExit(f"the operator exited; see {self.tmp / log_name}")
             time.sleep(0.2)
+        proc.kill()
+        proc.wait()
         raise SystemExit("the operator did not become ready")
 
     def create(self, kube: RealCluster, ns: str, n: int) -> None:
