@@ -24,6 +24,7 @@ from ptah.engines import confine, planner
 from ptah.engines.connect import open_target
 from ptah.engines.sqlite import confine as sqconfine
 from ptah.runner import operations
+from ptah.runner.frame import ResultFrame
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +35,10 @@ def _refused_plan(url: str, sql: str, tmp_path: Path) -> dict[str, object]:
     desired.write_text(sql)
     with open_target(url) as target:
         before = planner.current_fingerprint(target)
-        frame = operations.plan(target, "op-sentinel", str(desired), None, None)
+        # The runner's payload, read as the operator reads it.
+        frame = ResultFrame.model_validate(
+            operations.plan(target, "op-sentinel", str(desired), None, None)
+        )
         assert planner.current_fingerprint(target) == before  # the target is untouched
     assert frame.outcome == "failed", frame
     return {"reason": frame.reason, "message": frame.data.get("message", "")}
