@@ -69,12 +69,19 @@ _CENSUS = "\nUNION ALL\n".join(
     )
     for cat in _CENSUS_CATALOGS
 )
-# What takes an object out of the census: extension membership, being internal to another
-# object (array and row types, toast, a view's rule), a partition's copy of its parent's.
-_OWNED = f"""
-SELECT d.classid::regclass::text, d.objid, d.deptype::text, d.refclassid::regclass::text,
-       d.refobjid
-FROM pg_depend d WHERE d.objid >= {FIRST_USER_OID} AND d.deptype IN ('e', 'i', 'P', 'S', 'a')
+# One read of pg_depend serves the graph (normal and automatic dependencies), extension
+# membership, and what takes an object out of the census (extension membership, being
+# internal to another object: array and row types, toast, a view's rule; a partition's copy
+# of its parent's).
+_DEPEND = f"""
+SELECT d.classid::regclass::text, d.objid, d.refclassid::regclass::text, d.refobjid,
+       d.deptype::text
+FROM pg_depend d
+WHERE d.objid >= {FIRST_USER_OID}
+  AND (d.deptype IN ('e', 'i', 'P', 'S', 'a')
+       OR (d.deptype = 'n' AND (d.refobjid >= {FIRST_USER_OID}
+           OR (d.refclassid = 'pg_namespace'::regclass
+               AND d.refobjid = to_regnamespace('public')))))
 """
 
 _IDENTIFY = """
@@ -102,23 +109,6 @@ SELECT 'a security label', s.objoid, s.provider FROM pg_seclabel s
 WHERE s.objoid >= {FIRST_USER_OID}
 """
 
-_DEPENDS = f"""
-SELECT d.classid::regclass::text, d.objid, d.refclassid::regclass::text, d.refobjid,
-       d.deptype::text
-FROM pg_depend d
-WHERE d.deptype IN ('n', 'a') AND d.objid >= {FIRST_USER_OID}
-  AND d.refobjid >= {FIRST_USER_OID}
-UNION ALL
-SELECT d.classid::regclass::text, d.objid, 'pg_namespace', d.refobjid, 'n'
-FROM pg_depend d JOIN pg_namespace n ON n.oid = d.refobjid
-WHERE d.refclassid = 'pg_namespace'::regclass AND n.nspname = 'public'
-  AND d.objid >= {FIRST_USER_OID} AND d.deptype = 'n'
-"""
-
-_MEMBERS = """
-SELECT d.classid::regclass::text, d.objid, d.refobjid FROM pg_depend d
-WHERE d.deptype = 'e' AND d.refclassid = 'pg_extension'::regclass
-"""
 
 _TYPE_ALIASES = f"""
 SELECT 'pg_type', t.oid,
@@ -146,6 +136,7 @@ class NodeMap:
     def __init__(self) -> None:
         self.nodes: dict[tuple[str, int], str] = {}
         self.aliases: dict[tuple[str, int], tuple[str, int]] = {}
+        self.depend: list[tuple[str, int, str, int, str]] = []
 
     def add(self, catalog: str, oid: int, node: str) -> None:
         self.nodes[(catalog, oid)] = node
@@ -175,13 +166,15 @@ class NodeMap:
 
 def dependencies(cur: Any, nodes: NodeMap) -> dict[str, dict[str, str]]:
     """node -> {node it depends on: 'n' (normal) or 'a' (automatic, goes with it)}."""
-    cur.execute(_MEMBERS)
-    for catalog, oid, ext in cur.fetchall():
-        if (catalog, oid) not in nodes.nodes:
+    cur.execute(_DEPEND)
+    nodes.depend = cur.fetchall()
+    for catalog, oid, refcatalog, ext, deptype in nodes.depend:
+        if deptype == "e" and refcatalog == "pg_extension" and (catalog, oid) not in nodes.nodes:
             nodes.aliases[(catalog, oid)] = ("pg_extension", ext)
-    cur.execute(_DEPENDS)
     deps: dict[str, dict[str, str]] = {}
-    for catalog, oid, refcatalog, refoid, deptype in cur.fetchall():
+    for catalog, oid, refcatalog, refoid, deptype in nodes.depend:
+        if deptype not in ("n", "a"):
+            continue
         node = nodes.get(catalog, oid)
         ref = nodes.get(refcatalog, refoid)
         if node is None or ref is None or node == ref:
@@ -208,11 +201,10 @@ def census(cur: Any, nodes: NodeMap) -> tuple[list[str], dict[str, list[str]]]:
     Also: for each managed node, the unmanaged objects that depend on it (the
     plan must not drop such a node, since the server would refuse or cascade).
     """
-    cur.execute(_OWNED)
-    owned = cur.fetchall()
-    members = {(c, o) for c, o, t, _, _ in owned if t == "e"}
-    skip = {(c, o) for c, o, t, _, _ in owned if t != "a"}
-    skip |= {(c, o) for c, o, t, rc, ro in owned if t == "a" and (rc, ro) in members}
+    owned = nodes.depend  # read by dependencies(), which runs first
+    members = {(c, o) for c, o, _, _, t in owned if t == "e"}
+    skip = {(c, o) for c, o, _, _, t in owned if t in ("e", "i", "P", "S")}
+    skip |= {(c, o) for c, o, rc, ro, t in owned if t == "a" and (rc, ro) in members}
     cur.execute(_CENSUS)
     missing = [(c, o) for c, o in cur.fetchall() if (c, o) not in skip and nodes.get(c, o) is None]
     out: list[str] = []
