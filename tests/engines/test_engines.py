@@ -227,3 +227,25 @@ def test_mysql_identity(mysql_db: str) -> None:
             server_id, port, schema = cur.fetchone()
     assert ident.key["schema"] == schema == mysql_db.rsplit("/", 1)[1]
     assert ident.key["port"] == str(port) and ident.key["serverId"] == str(server_id)
+
+
+def test_pg_cache_hit_repeats_the_confinement_verdict_of_the_same_code(
+    pg_db: str, tmp_path: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cached normalisation is used only under the confinement code that passed its
+    source; other code (a digest that differs) checks and loads the source again."""
+    from ptah.engines import confine
+
+    checks: list[str] = []
+    real = confine.check
+    monkeypatch.setattr(
+        confine, "check", lambda sql, engine: checks.append(engine) or real(sql, engine)
+    )
+    with open_target(pg_db) as t:
+        planner.plan(t, PG_V1, cache_dir=str(tmp_path))
+        hit = planner.plan(t, PG_V1, cache_dir=str(tmp_path))
+        assert hit.timings.get("cacheHit") == 1.0 and checks == ["postgres"]
+        monkeypatch.setattr(planner, "_confinement_digest", lambda engine: "other rules")
+        miss = planner.plan(t, PG_V1, cache_dir=str(tmp_path))
+        assert "cacheHit" not in miss.timings and checks == ["postgres", "postgres"]
+        assert miss.to_json()["statements"] == hit.to_json()["statements"]

@@ -27,6 +27,28 @@ from ptah.engines.urls import DbUrl
 INSPECTOR_VERSION = "2"
 
 
+def _confinement_digest(engine: str) -> str | None:
+    """A digest of the confinement code that judges ``engine``'s sources (the shared rules,
+    the engine's own, the splitter they read statements with); None when it cannot be
+    read, and then a cached normalisation is checked again like any source."""
+    import importlib.util
+
+    h = hashlib.sha256()
+    for name in (
+        "ptah.engines.confine",
+        f"ptah.engines.{engine}.confine",
+        "ptah.migrations.splitter",
+    ):
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            return None
+        try:
+            h.update(Path(spec.origin).read_bytes())
+        except OSError:
+            return None
+    return h.hexdigest()
+
+
 def _cache_path(cache_dir: str, key: str) -> Path:
     return Path(cache_dir) / f"desired-{key}.json"
 
@@ -59,8 +81,11 @@ def plan(
     """The statements that take ``target`` to ``desired_sql``; the target is only read.
 
     The desired source is checked (:mod:`ptah.engines.confine`) before
-    anything else, cached normalisation included: a statement that acts outside
-    one database is refused and nothing of the source runs anywhere.
+    anything else: a statement that acts outside one database is refused and
+    nothing of the source runs anywhere. A cached normalisation is keyed by the
+    source and by the confinement code that passed it, so a cache hit repeats a
+    verdict this same code gave this same source (and runs nothing of it) instead
+    of tokenizing the whole file again; any other cache key is checked first.
     """
     ops = ops_for(target)
     timings: dict[str, float] = {}
@@ -69,7 +94,6 @@ def plan(
     pool = ThreadPoolExecutor(1) if getattr(ops, "concurrent_inspect", False) else None
     reading = pool.submit(_timed_inspect, ops, target) if pool is not None else None
     try:
-        confine.check(desired_sql, target.engine)
         t0 = time.perf_counter()
         desired, warnings = _desired(
             ops, target, desired_sql, dev_url, cache_dir, timings, policy or SchemaPolicy()
@@ -118,19 +142,24 @@ def _desired(
     timings: dict[str, float],
     policy: SchemaPolicy,
 ) -> tuple[Schema, list[str]]:
-    """The normalised desired schema, from the cache (source digest, server version) or
-    by loading it into a scratch."""
+    """The normalised desired schema, from the cache (source digest, server version,
+    policy, confinement code) or, once the source is confined, by loading it into a
+    scratch."""
     cache_file: Path | None = None
-    if cache_dir:
+    rules = _confinement_digest(target.engine) if cache_dir else None
+    if cache_dir and rules is not None:
         digest = hashlib.sha256(desired_sql.encode()).hexdigest()
         key = hashlib.sha256(
-            f"{INSPECTOR_VERSION}:{ops.version_key(target)}:{policy.key()}:{digest}".encode()
+            f"{INSPECTOR_VERSION}:{ops.version_key(target)}:{policy.key()}:{rules}:{digest}".encode()
         ).hexdigest()[:40]
         cache_file = _cache_path(cache_dir, key)
         cached = _load_cache(cache_file)
         if cached is not None:
             timings["cacheHit"] = 1.0
             return cached
+    tc = time.perf_counter()
+    confine.check(desired_sql, target.engine)
+    timings["confine"] = time.perf_counter() - tc
     desired, warnings = ops.normalise(target, desired_sql, dev_url, policy)
     if cache_file is not None:
         _store_cache(cache_file, desired, warnings)

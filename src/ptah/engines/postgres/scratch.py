@@ -10,6 +10,13 @@ that may create databases. The whole desired source goes to the server in
 one simple-protocol round trip; only when it fails without a position is it
 replayed statement by statement (rolled back) to name the line.
 
+A temporary database is dropped afterwards, so nothing needs rolling back there; a
+large file (more than ``BATCH`` statements) is loaded into it in committed batches,
+because one transaction holds a lock on every relation it creates until it ends, and
+ten thousand tables with their indexes outgrow the server's lock table
+(``max_locks_per_transaction``). A dev database keeps the single rolled-back
+transaction (it must be left as found).
+
 After the load, the census of the scratch (:mod:`ptah.engines.postgres.graph`)
 must be empty: an object the planner does not manage stops the plan
 (``Unmanaged``), naming each object, unless the policy ignores its kind.
@@ -18,6 +25,7 @@ must be empty: an object the planner does not manage stops the plan
 from __future__ import annotations
 
 import secrets
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +37,9 @@ from ptah.engines.model import PlanError, Schema
 from ptah.engines.postgres import inspect, prepare
 from ptah.engines.postgres.target import connect
 from ptah.engines.urls import DbUrl, scrub
+
+# Statements per committed batch when a large file loads into a temporary database.
+BATCH = 2000
 
 
 class Unmanaged(PlanError):
@@ -63,7 +74,43 @@ def _locate(conn: Any, load: prepare.Load) -> int | None:
     return None
 
 
-def _load_and_inspect(conn: Any, load: prepare.Load, require_empty: bool) -> Schema:
+def _failed(failure: psycopg.Error, line: int | None) -> DesiredSchemaInvalid:
+    where = f" (line {line} of the desired file)" if line else ""
+    first = str(failure).strip().splitlines()[0] if str(failure).strip() else "error"
+    return DesiredSchemaInvalid(f"desired schema does not load{where}: {first}")
+
+
+def _load_batches(conn: Any, load: prepare.Load, seconds: dict[str, float]) -> Schema:
+    """Load a large file into a temporary database in committed batches, then inspect."""
+    t0 = time.perf_counter()
+    with conn.cursor() as cur:
+        cur.execute("SET lock_timeout = '10s'")
+        for first in range(0, len(load.statements), BATCH):
+            last = min(first + BATCH, len(load.statements))
+            start = load.offsets[first]
+            end = load.offsets[last] if last < len(load.statements) else len(load.sql)
+            try:
+                with conn.transaction():
+                    cur.execute(load.sql[start:end].encode())  # one simple-query round trip
+            except psycopg.Error as exc:
+                position = getattr(exc.diag, "statement_position", None)
+                batch = prepare.Load(
+                    load.sql[start:end],
+                    load.statements[first:last],
+                    [o - start for o in load.offsets[first:last]],
+                    [],
+                )
+                line = batch.line_of(int(position)) if position else _locate(conn, batch)
+                raise _failed(exc, line) from None
+    t1 = time.perf_counter()
+    schema = inspect.inspect(conn)
+    seconds.update(load=t1 - t0, inspect=time.perf_counter() - t1)
+    return schema
+
+
+def _load_and_inspect(
+    conn: Any, load: prepare.Load, require_empty: bool, seconds: dict[str, float]
+) -> Schema:
     failure: psycopg.Error | None = None
     with conn.transaction(force_rollback=True), conn.cursor() as cur:
         if require_empty:
@@ -73,18 +120,20 @@ def _load_and_inspect(conn: Any, load: prepare.Load, require_empty: bool) -> Sch
                     "the dev database is not empty; give an empty database as the dev URL"
                 )
         cur.execute("SET LOCAL lock_timeout = '10s'")
+        t0 = time.perf_counter()
         try:
             with conn.transaction():
                 cur.execute(load.sql.encode())  # no parameters: one simple-query round trip
         except psycopg.Error as exc:
             failure = exc
         else:
-            return inspect.inspect(conn)
+            t1 = time.perf_counter()
+            schema = inspect.inspect(conn)
+            seconds.update(load=t1 - t0, inspect=time.perf_counter() - t1)
+            return schema
     position = getattr(failure.diag, "statement_position", None)
     line = load.line_of(int(position)) if position else _locate(conn, load)
-    where = f" (line {line} of the desired file)" if line else ""
-    first = str(failure).strip().splitlines()[0] if str(failure).strip() else "error"
-    raise DesiredSchemaInvalid(f"desired schema does not load{where}: {first}")
+    raise _failed(failure, line)
 
 
 def normalise(
@@ -95,14 +144,16 @@ def normalise(
     ignore: Sequence[str] = (),
 ) -> tuple[Schema, list[str]]:
     """The inspected form of ``desired_sql`` and warnings; refuses what must not run."""
+    t0 = time.perf_counter()
     load = prepare.prepare(confine.split(desired_sql, "postgres"), ownership)
+    seconds: dict[str, float] = {"prepare": time.perf_counter() - t0}
     secrets_ = (*target_url.secrets, *(dev_url.secrets if dev_url else ()))
     try:
         if dev_url is not None:
             with connect(dev_url) as conn:
-                schema = _load_and_inspect(conn, load, require_empty=True)
+                schema = _load_and_inspect(conn, load, True, seconds)
         else:
-            schema = _temporary_database(target_url, load)
+            schema = _temporary_database(target_url, load, seconds)
     except psycopg.Error as exc:
         raise DesiredSchemaInvalid(
             scrub(f"desired schema does not load: {exc}", *secrets_)
@@ -110,13 +161,15 @@ def normalise(
     except DesiredSchemaInvalid as exc:
         raise DesiredSchemaInvalid(scrub(str(exc), *secrets_)) from None
     schema["_meta"]["ownership"] = ownership
+    # Where the scratch's time went (bench/plan.py prints it; fingerprints skip "_meta").
+    schema["_meta"]["scratchSeconds"] = seconds
     unmanaged = [u for u in schema["_meta"]["unmanaged"] if not _ignored(u, ignore)]
     if unmanaged:
         raise Unmanaged(unmanaged)
     return schema, list(load.warnings)
 
 
-def _temporary_database(url: DbUrl, load: prepare.Load) -> Schema:
+def _temporary_database(url: DbUrl, load: prepare.Load, seconds: dict[str, float]) -> Schema:
     name = "ptah_scratch_" + secrets.token_hex(6)
     with connect(url, autocommit=True) as admin:
         row = admin.execute(
@@ -129,9 +182,16 @@ def _temporary_database(url: DbUrl, load: prepare.Load) -> Schema:
                 f"role {role} may not create a temporary scratch database on the target's server;"
                 " give a dev database (PTAH_DEV_URL / --dev-url) or grant CREATEDB"
             )
+        t0 = time.perf_counter()
         admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
+        seconds["create"] = time.perf_counter() - t0
         try:
+            if len(load.statements) > BATCH:
+                with connect(url, database=name, autocommit=True) as conn:
+                    return _load_batches(conn, load, seconds)
             with connect(url, database=name) as conn:
-                return _load_and_inspect(conn, load, require_empty=False)
+                return _load_and_inspect(conn, load, False, seconds)
         finally:
+            t0 = time.perf_counter()
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            seconds["drop"] = time.perf_counter() - t0
