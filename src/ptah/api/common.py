@@ -192,6 +192,14 @@ class ExecutionBinding(Model):
     secret_resource_version: str = ""
 
 
+# Refusals that the same plan does not reproduce, so they do not block it: the database
+# moved since the plan (a re-plan gives another digest), its lock was busy, or it is
+# dirty (the History reading itself holds a dirty database back, and a repair may leave
+# the plan's inputs as they were). Every other refusal (a baseline needed, a destructive
+# change not allowed, an invalid migration...) would refuse the same plan again.
+NON_BLOCKING_REFUSALS = frozenset({"TargetDrifted", "LockBusy", "Dirty"})
+
+
 class LastMutation(Model):
     """The last dispatched mutating operation and how it ended: Succeeded, Failed or
     Refused (from its frame), Uncertain (no account), or Converged (an uncertain run
@@ -200,12 +208,18 @@ class LastMutation(Model):
     operation_id: str
     plan_digest: str | None = None
     outcome: str
+    reason: str | None = Field(default=None, description="The frame's reason, if it gave one.")
     at: str
 
     def blocks(self, plan_digest: str | None) -> bool:
-        """A plan whose run failed is not dispatched again by itself: it would fail the
-        same way. (Uncertain runs are held by their record, not by this.)"""
-        return self.outcome == "Failed" and self.plan_digest == plan_digest
+        """A plan whose run failed, or was refused for a reason the same plan reproduces,
+        is not dispatched again by itself: it would end the same way, and a loop of
+        mutating Jobs is no retry. (Uncertain runs are held by their record, not by this.)"""
+        if self.plan_digest != plan_digest:
+            return False
+        if self.outcome == "Failed":
+            return True
+        return self.outcome == "Refused" and (self.reason or "") not in NON_BLOCKING_REFUSALS
 
 
 class TargetIdentityStatus(Model):

@@ -35,14 +35,16 @@ def plan_is_stale(p: Pass, status: LifecycleStatus, source: str | None) -> bool:
 
 
 def replay_stall(status: LifecycleStatus, plan: PlanSummary) -> Observe | None:
-    """A plan whose run failed is not dispatched again until something changes."""
+    """A plan whose run failed, or was refused for a reason it would meet again, is not
+    dispatched again until something changes."""
     last = status.last_mutation
     if last is None or not last.blocks(plan.digest):
         return None
+    ended = last.outcome.lower() + (f" ({last.reason})" if last.reason else "")
     return Observe(
         "Failed",
         stalled_reason=f"{last.outcome}Plan",
-        message=f"plan {plan.digest[:12]} failed; change the spec to plan again",
+        message=f"plan {plan.digest[:12]} {ended}; change the spec to plan again",
         waiting_for="a spec change",
     )
 

@@ -498,6 +498,7 @@ def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result
             operation_id=op.operation_id,
             plan_digest=op.plan_digest,
             outcome=outcome,
+            reason=frame.reason or None,
             at=p.now_iso(),
         ).replacing(),
         "nextAttempt": _next_attempt(p),
