@@ -66,7 +66,12 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--leader-lease-duration", type=float, default=15.0)
     p.add_argument("--identity", default=None, help="default: $POD_NAME, else host-pid")
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=8,
+        help="concurrent passes (a pass mostly waits on the apiserver; one key never runs twice)",
+    )
     p.add_argument("--poll-seconds", type=float, default=5.0, help="supervision interval")
     p.add_argument(
         "--proof-retry-seconds",

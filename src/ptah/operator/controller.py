@@ -217,7 +217,7 @@ class KillAt:
 class Settings:
     lock_namespace: str = "ptah-system"
     identity: str = "ptah-operator"
-    workers: int = 2
+    workers: int = 8
     lease_duration: int = 120
     poll_seconds: float = 5.0
     proof_retry_seconds: float = 300.0
