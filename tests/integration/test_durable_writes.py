@@ -142,13 +142,25 @@ def test_admission_snapshot_digest_is_what_the_job_carries(h: Harness) -> None:
 
 
 def test_consumed_approval_authorizes_no_second_attempt(h: Harness) -> None:
+    approved = h.status()["currentPlan"]["digest"]
+    read_before = h.status()["lastReadingAt"]
     h.run_to_stop("after", "consume_approval")
     approval = h.admin.get(APPROVAL, h.namespace, "ok")
     assert approval is not None
     assert any(c["type"] == "Consumed" for c in approval["status"]["conditions"])
     claim = h.claim()
     assert claim is not None and "dispatchStarted" not in claim
-    h.run(lambda: h.phase() == "WaitingForApproval")
+    # Evidence that the fresh controller looked: the claim the spent approval named is
+    # gone, a new reading ran (a later lastReadingAt) and planned the same digest again,
+    # and the resource waits for a new approval of it: the spent one was skipped.
+    h.run(
+        lambda: (
+            h.claim() is None
+            and h.status().get("lastReadingAt", "") > read_before
+            and h.phase() == "WaitingForApproval"
+        )
+    )
+    assert h.status()["currentPlan"]["digest"] == approved
     assert h.job_creates == 0
     assert not _apply_jobs(h)
 

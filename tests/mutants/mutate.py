@@ -120,10 +120,10 @@ def apply(mutant: Mutant, tree: Path) -> None:
         target.write_text(text.replace(edit.search, edit.replace))
 
 
-def copy_tree(dest: Path) -> None:
+def copy_tree(root: Path, dest: Path) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache")
     for name in COPIED:
-        src = ROOT / name
+        src = root / name
         if src.is_dir():
             shutil.copytree(src, dest / name, ignore=ignore)
         else:
@@ -229,12 +229,37 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{m.name:44} {m.rule}")
         return 0
     print(f"mutation: {len(mutants)} mutants, killers: {', '.join(stages)}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="ptah-mutation-base-") as base:
+        # One snapshot of the tree for the whole run: edits made meanwhile do not leak in.
+        copy_tree(ROOT, Path(base))
+        problem = _sane(Path(base))
+        if problem:
+            print(f"mutation: the unmutated tree does not run: {problem}", file=sys.stderr)
+            return 2
+        return _run_all(mutants, stages, Path(base), args)
+
+
+def _sane(tree: Path) -> str | None:
+    """A killer that fails on the unmutated tree would 'kill' every mutant."""
+    env = dict(os.environ, PYTHONPATH=str(tree / "src"), PYTHONDONTWRITEBYTECODE="1")
+    probe = "import ptah.sim.__main__, ptah.sim.schedule; print(ptah.sim.schedule.__file__)"
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tree, env=env, capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        return (proc.stderr.strip().splitlines() or ["?"])[-1]
+    if not proc.stdout.strip().startswith(str(tree)):
+        return f"ptah is imported from {proc.stdout.strip()}, not from the copy"
+    return None
+
+
+def _run_all(mutants: list[Mutant], stages: list[str], base: Path, args: argparse.Namespace) -> int:
     rows: list[tuple[Mutant, list[Verdict] | str]] = []
     started = time.monotonic()
     for m in mutants:
         with tempfile.TemporaryDirectory(prefix=f"ptah-mutant-{m.name}-") as tmp:
             tree = Path(tmp)
-            copy_tree(tree)
+            copy_tree(base, tree)
             try:
                 apply(m, tree)
             except MutantError as exc:

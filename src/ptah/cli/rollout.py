@@ -70,6 +70,7 @@ def approve_rollout(
     """Show every distinct plan the rollout's targets wait on, grouped by statements,
     ask once, and create one rollout approval per group."""
     from ptah.api.resources import statements_digest
+
     obj = _rollout(cluster, namespace, name)
     decisions = list((obj.get("status") or {}).get("decisions") or [])
     if group:

@@ -882,6 +882,18 @@ class SystemClient:
     def list(self, kind: Kind, namespace: str, labels: dict[str, str] | None = None) -> list[Obj]:
         return [_clone_obj(o) for o in self._c._list(kind, namespace, labels)]
 
+    def peek(self, kind: Kind, namespace: str, name: str) -> Obj | None:
+        """The stored object itself, not a copy: read it, never change it. Stored objects
+        are never mutated in place, so what ``peek`` returned stays as it was (and is
+        ``is``-identical to a later peek until the object is written)."""
+        return self._c._get(kind, namespace, name)
+
+    def peek_list(
+        self, kind: Kind, namespace: str, labels: dict[str, str] | None = None
+    ) -> ObjList:
+        """Like :meth:`list`, without copies (see :meth:`peek`)."""
+        return self._c._list(kind, namespace, labels)
+
     def create(self, kind: Kind, obj: Obj) -> Obj:
         return _clone_obj(self._c._create(kind, obj))
 

@@ -73,13 +73,22 @@ def terminated_state(pod: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def account(p: Pass, op: ActiveOperation) -> Account:
+def pods_started(job: dict[str, Any]) -> int:
+    """How many Pods the Job controller says it ran (active, succeeded, failed). A Pod
+    deleted from the API is still counted there (Job tracking keeps a finalizer on each
+    Pod until it is counted), so this sees a second Pod the list no longer shows."""
+    status = job.get("status") or {}
+    return sum(int(status.get(k) or 0) for k in ("active", "succeeded", "failed"))
+
+
+def account(p: Pass, op: ActiveOperation, job: dict[str, Any] | None = None) -> Account:
     assert op.admission_snapshot is not None and op.job_uid is not None
     pods = pods_of(p, op)
-    evidence = PodEvidence(uids=sorted(pod["metadata"]["uid"] for pod in pods), count=len(pods))
-    if len(pods) != 1:
+    ran = max(len(pods), pods_started(job) if job is not None else 0)
+    evidence = PodEvidence(uids=sorted(pod["metadata"]["uid"] for pod in pods), count=ran)
+    if len(pods) != 1 or ran != 1:
         reason = "NoPod" if not pods else "MoreThanOnePod"
-        return Account(None, reason, f"{len(pods)} Pods ran for the Job", pods=evidence)
+        return Account(None, reason, f"{ran} Pods ran for the Job", pods=evidence)
     pod = pods[0]
     if not podintent.admits(op.admission_snapshot, pod, op.job_uid):
         return Account(

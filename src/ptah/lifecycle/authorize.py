@@ -20,8 +20,12 @@ from ptah.lifecycle.context import Pass
 
 @dataclass(frozen=True)
 class Refusal:
+    """Why the plan does not authorize. ``standing`` is a refusal by the policy in force
+    (nothing moved): the same plan would be refused again until something changes."""
+
     reason: str
     message: str
+    standing: bool = False
 
 
 @dataclass(frozen=True)
@@ -135,9 +139,13 @@ def authorize(
     if source is None or source != under.source:
         return Refusal("SourceChanged", "the desired source changed since the plan")
     if plan.engine not in policy.allowed_engines:
-        return Refusal("EngineNotAllowed", f"the verification policy does not allow {plan.engine}")
+        return Refusal(
+            "EngineNotAllowed", f"the verification policy does not allow {plan.engine}", True
+        )
     if plan.destructive and not policy.allow_destructive:
-        return Refusal("DestructiveNotAllowed", "the verification policy forbids destructive plans")
+        return Refusal(
+            "DestructiveNotAllowed", "the verification policy forbids destructive plans", True
+        )
     if approval_name is None:
         return plan, None
     approval = p.cluster.get(APPROVAL, p.namespace, approval_name)

@@ -112,6 +112,17 @@ def may_still_write(p: Pass, staged: LockRelease) -> bool:
     )
 
 
+def operation_running(p: Pass, operation_id: str) -> bool:
+    """Whether a Pod of ``operation_id`` has not stopped (or the read could not say)."""
+    try:
+        pods = p.cluster.list(POD, p.namespace, {LABEL_OPERATION: operation_id})
+    except errors.ApiError:
+        return True
+    return any(
+        (pod.get("status") or {}).get("phase") not in {"Succeeded", "Failed"} for pod in pods
+    )
+
+
 def _release_step(p: Pass) -> Result | None:
     staged = p.status.pending_lock_release
     if staged is None:
@@ -184,7 +195,7 @@ def _supervise_step(p: Pass) -> Result | None:
 
 def _bind_realm(p: Pass, op: ActiveOperation) -> Result:
     assert op.lease is not None
-    outcome = writes.acquire_lease(p, op.lease)
+    outcome = writes.acquire_lease(p, op.lease, op.job_name)
     if outcome.acquired:
         assert outcome.epoch is not None
         writes.write_lease_epoch(p, op, outcome.epoch)
@@ -195,11 +206,17 @@ def _bind_realm(p: Pass, op: ActiveOperation) -> Result:
         lease = op.lease.model_copy(update={"expected_epoch": outcome.next_epoch})
         writes.write_lease_expectation(p, op, lease)
         return AGAIN
+    message = "another operation holds this database's Lease"
+    if outcome.holder_running is not None:
+        # Expired by our clock, but its holder's executor may still write: never taken.
+        message = f"the Lease has expired, but {outcome.holder_running}"
+    elif outcome.held_by is not None:
+        message = f"operation {outcome.held_by.partition('/')[2]} holds this database's Lease"
     return _observe(
         p,
         Observe(
             "WaitingForTarget",
-            message="another operation holds this database's Lease",
+            message=message,
             waiting_for=f"Lease {op.lease.lease_name}",
             requeue_after=p.env.poll_seconds,
         ),
@@ -310,7 +327,7 @@ def _watch(p: Pass, op: ActiveOperation) -> Result:
                 phase, message=f"Job {op.job_name} is running", requeue_after=p.env.poll_seconds
             ),
         )
-    acc = account(p, op)
+    acc = account(p, op, live)
     if acc.waiting:
         return Result(p.env.poll_seconds)
     runner = runner_spec(p)
@@ -551,6 +568,8 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
         record is not None
         and record.database == frame.database.digest
         and p.family.settles(record, frame)
+        # A reading taken while the uncertain run's Pod still runs proves nothing yet.
+        and not operation_running(p, record.operation_id)
     )
     draft = p.family.plan_from_reading(p, frame)
     policy = verification_policy(p, _policy_name(p))
@@ -674,6 +693,19 @@ def _prove_step(p: Pass) -> Result | None:
             warning=True,
         )
         return AGAIN
+    if operation_running(p, record.operation_id):
+        # The run may still be writing: a reading now could catch it half way. Wait for
+        # its Pods to stop (a Pod that has not stopped is "may still be writing").
+        return _observe(
+            p,
+            Observe(
+                "ProofOwed",
+                message=f"{record.operation_id} ({record.reason}): its Pod is still running; "
+                "the proof reads once it has stopped",
+                waiting_for="the uncertain run's Pod to stop",
+                requeue_after=p.env.poll_seconds,
+            ),
+        )
     waited = _since(p, p.status.last_reading_at, record.recorded_at)
     if waited is not None and waited < p.env.proof_retry_seconds:
         # A reading already ran after the record and did not settle it. Another one
@@ -781,6 +813,18 @@ def _claim(p: Pass, work: Work) -> Result:
             )
         assert work.expected_database
         verdict = _authorize(p, work)
+        if isinstance(verdict, Refusal) and verdict.standing:
+            # The policy in force forbids this plan: reading again would compute it again.
+            # It stays until the policy or the spec changes (either discards it).
+            return _observe(
+                p,
+                Observe(
+                    "Blocked",
+                    stalled_reason=verdict.reason,
+                    message=verdict.message,
+                    waiting_for="a verification policy that permits the plan",
+                ),
+            )
         if isinstance(verdict, Refusal):
             writes.write_observation(
                 p,

@@ -27,6 +27,7 @@ from ptah.api.common import (
 )
 from ptah.kube import errors
 from ptah.kube.kinds import APPROVAL, CONFIGMAP, EVENT, JOB, PLAN, Kind
+from ptah.lifecycle import takeover
 from ptah.lifecycle.context import FINALIZER, Pass
 from ptah.targetlock import Outcome, acquire, release, renew
 
@@ -123,7 +124,9 @@ def write_lease_expectation(p: Pass, op: ActiveOperation, lease: LeaseClaim) -> 
     _status(p, "write_lease_expectation", _claim_fields(op.model_copy(update={"lease": lease})))
 
 
-def acquire_lease(p: Pass, lease: LeaseClaim) -> Outcome:
+def acquire_lease(p: Pass, lease: LeaseClaim, job_name: str) -> Outcome:
+    """Take the realm's Lease for the claim whose Job is ``job_name``; an expired foreign
+    Lease only when its holder's executor is known stopped (ptah.lifecycle.takeover)."""
     return _commit(
         p,
         "acquire_lease",
@@ -135,6 +138,8 @@ def acquire_lease(p: Pass, lease: LeaseClaim) -> Outcome:
             holder=lease.holder,
             expected=lease.expected_epoch,
             duration=p.env.lease_duration,
+            describe=takeover.describe(p, job_name),
+            holder_stopped=takeover.holder_check(p),
         ),
     )
 
@@ -246,15 +251,23 @@ def write_job_ttl(p: Pass, job: dict[str, Any], ttl: int) -> None:
 
 
 def create_plan(p: Pass, plan: dict[str, Any]) -> None:
-    """A PtahPlan is immutable and named by digest: finding it already there is success."""
+    """A PtahPlan is immutable and named by digest: finding it already there is success.
+    An object under that name with another content (deleted and recreated by someone) is
+    not this plan: it is replaced, so the name keeps meaning its digest (a claim re-reads
+    the plan and recomputes the digest before it runs anything)."""
+    name = plan["metadata"]["name"]
 
     def create() -> None:
         try:
             p.cluster.create(PLAN, plan)
         except errors.AlreadyExists:
-            existing = p.cluster.get(PLAN, p.namespace, plan["metadata"]["name"])
-            if existing is None or existing.get("spec") != plan["spec"]:
-                raise
+            existing = p.cluster.get(PLAN, p.namespace, name)
+            if existing is not None and existing.get("spec") == plan["spec"]:
+                return
+            if existing is not None:
+                uid = existing["metadata"]["uid"]
+                p.cluster.delete(PLAN, p.namespace, name, uid=uid, propagation="Background")
+            p.cluster.create(PLAN, plan)
 
     _commit(p, "create_plan", create)
 

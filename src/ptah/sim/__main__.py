@@ -15,6 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from ptah.lifecycle.writes import DURABLE_WRITES
 from ptah.sim.schedule import ScheduleResult, run_schedule
+from ptah.sim.windows import tally
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,14 +29,24 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="stop at the first schedule with a violation (the mutation suite's killer)",
     )
+    parser.add_argument(
+        "--min-window-count",
+        type=int,
+        default=0,
+        help="print the contract windows reached and fail if any was reached by a "
+        "controller stop in fewer schedules than this",
+    )
     args = parser.parse_args(argv)
     seeds = range(args.seed, args.seed + args.schedules)
     started = time.monotonic()
-    results = list(_run(seeds, args.jobs, args.fail_fast))
-    return report(results, time.monotonic() - started, args.verbose)
+    results = list(run_schedules(seeds, args.jobs, args.fail_fast))
+    code = report(results, time.monotonic() - started, args.verbose)
+    if args.min_window_count and not args.fail_fast:
+        code = max(code, window_report(results, args.min_window_count))
+    return code
 
 
-def _run(seeds: range, jobs: int, fail_fast: bool) -> Iterator[ScheduleResult]:
+def run_schedules(seeds: range, jobs: int = 0, fail_fast: bool = False) -> Iterator[ScheduleResult]:
     """Schedules in seed order; with ``fail_fast``, none after the first violation."""
     if jobs == 1 or len(seeds) < 20:
         for seed in seeds:
@@ -72,6 +83,30 @@ def report(results: list[ScheduleResult], seconds: float, verbose: bool) -> int:
     for r in failing[:10]:
         print(f"replay: python -m ptah.sim --schedules 1 --seed {r.seed}  # {r.violations[0]}")
     return 1 if failing else 0
+
+
+def window_report(results: list[ScheduleResult], minimum: int) -> int:
+    """Per contract window, the schedules a fault landed in it; non-zero if a window
+    was reached by a controller stop fewer than ``minimum`` times."""
+    table = tally(results)
+    causes = sorted({c for per in table.values() for c in per})
+    causes = ["stop", *[c for c in causes if c != "stop"]]
+    print(f"windows (schedules reaching each; gate: stop >= {minimum}):")
+    print(f"  {'window':18} " + " ".join(f"{c[:12]:>12}" for c in causes))
+    short = []
+    for window, per in table.items():
+        print(f"  {window:18} " + " ".join(f"{per.get(c, 0):>12}" for c in causes))
+        if per.get("stop", 0) < minimum:
+            short.append(window)
+    faults: dict[str, int] = {}
+    for r in results:
+        for what in r.faults:
+            faults[what] = faults.get(what, 0) + 1
+    print("faults (schedules):", " ".join(f"{k}={v}" for k, v in sorted(faults.items())))
+    if short:
+        print(f"windows reached by a stop fewer than {minimum} times: {', '.join(short)}")
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,6 +1,11 @@
-"""The invariants the simulation checks after every step, each stated against the world
-itself (databases, executors, the API's write stream), not against what the
-controller says about itself."""
+"""The invariants the simulation checks, on every write and after every step.
+
+Each invariant is stated against the world itself (the simulated databases' own
+writer counts, the kubelet's truth about each Pod, the API's write stream), not
+against what the controller says about itself, and each names the rule of
+docs/mutation-lifecycle.md it enforces (:data:`RULES`). A violation message
+starts with the invariant's name.
+"""
 
 from __future__ import annotations
 
@@ -9,76 +14,529 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ptah.kube.kinds import CONFIGMAP, JOB, LEASE, SECRET
+from ptah.api.digest import digest
+from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, LEASE, PLAN, SECRET, Kind
 from ptah.kube.memory import PROCEED, FaultDecision, WriteRequest
+from ptah.lifecycle.context import ABANDON_ANNOTATION, FINALIZER
 from ptah.sim.database import SimDatabase
-from ptah.sim.kubelet import NS
-from ptah.sim.world import SCHEMA_FAMILY, World
-from ptah.workload.job import LABEL_OPERATION, LABEL_OPERATION_TYPE, LABEL_OWNER_UID
+from ptah.sim.kubelet import NS, PodTruth
+from ptah.sim.world import SCHEMA_FAMILY, SimResource, Watcher, World
+from ptah.workload.job import (
+    ANNOTATION_ADMISSION,
+    LABEL_OPERATION,
+    LABEL_OPERATION_TYPE,
+    LABEL_OWNER_UID,
+)
+from ptah.workload.names import lease_name
 
 MUTATING = {"Apply", "Migrate"}
+ACCOUNTED = {"Succeeded", "Failed", "Refused", "Fenced"}
 READINGS = {"Plan", "History"}
-DEFAULT_POLICY = "ptah-verification-policy"
+POLICY = "ptah-verification-policy"
+LOCK_NS = "ptah-system"
+
+# invariant name -> the contract rule it enforces (docs/mutation-lifecycle.md)
+RULES: dict[str, str] = {
+    "one-writer": "Bind the realm: at most one mutating executor writes a database at any "
+    "instant (the database's own count)",
+    "lease-while-executor": "Release coordination only when owed: a Lease is never free, or "
+    "held by another, while a mutating executor that may still write exists",
+    "release-after-outcome": "Release coordination: release follows the durable outcome "
+    "patch, never leads it (no release while the claim is live)",
+    "release-first": "pendingLockRelease: the next pass releases it before anything else "
+    "(no new mutating claim while a release is staged)",
+    "finalizer-with-claim": "The finalizer, through a metadata patch: a finalizer exists "
+    "whenever a claim does",
+    "deleted-while-owed": "Deletion: the finalizer stays while a claim, a record or a staged "
+    "release is owed",
+    "claim-names-job": "Persist the claim / dispatchStarted: every Job created is named by a "
+    "durable claim that already carries its dispatch marker (and Lease epoch)",
+    "one-create": "Create, confirm, record: one create per claim and per Job name, in the "
+    "pass that wrote the dispatch marker; an operation is dispatched at most once",
+    "lease-live-holder": "Bind the realm: a Lease its holder renewed within the Lease "
+    "duration (by the world's clock) is never taken by another, whatever the clocks say",
+    "snapshot-pass-returns": "admissionSnapshot: the pass that writes the snapshot returns "
+    "without creating anything",
+    "job-carries-snapshot": "Resolve the admission envelope: a Job carries the admission "
+    "digest its claim persisted",
+    "dispatch-under-lease": "Bind the realm: a mutation is dispatched only while its claim "
+    "holds the realm's Lease at its epoch",
+    "bindings-hold": "Authorize: a policy, plan, Secret, spec or source that moved between "
+    "plan and dispatch never authorizes",
+    "policy-permits": "Authorize: the verification policy in force permits the dispatched "
+    "plan (destructive statements, engine)",
+    "approval-once": "The approval's Consumed condition: an approval is spent at most once "
+    "across all operations",
+    "approval-authorizes": "Authorize: a required approval names this resource and plan and "
+    "was spent by this operation before its create",
+    "no-replay-while-owed": "Prove or refuse: no mutation is dispatched while its resource "
+    "owes proof of an earlier one",
+    "failed-not-replayed": "Claim: a plan whose run failed is not dispatched again",
+    "adopt-own-job": "Create, confirm, record / Supervise: a claim adopts and accounts only a "
+    "Job owned by exactly its resource, carrying its operation",
+    "renew-every-pass": "Supervise: every pass over a dispatched mutating claim renews its "
+    "Lease (or ends the claim)",
+    "account-evidence": "Account for the outcome: an account comes only from the frame of "
+    "exactly one admitted Pod, from a terminated container, naming the claim's operation "
+    "and the claim's database",
+    "account-under-lease": "Supervise: an account is accepted only while the claim still "
+    "holds its Lease at its epoch (otherwise continuity is lost)",
+    "account-or-record": "The outcome patch: a dispatched claim leaves exactly one of an "
+    "account and an uncertainty record, never both and never neither",
+    "claim-beside-record": "Retain uncertainty: never a mutating claim beside an uncertainty "
+    "record",
+    "record-cleared-by-reading": "Prove or refuse: a record is cleared only by a settling "
+    "reading, or by an abandon annotation naming it",
+    "executed-once": "Record the dispatch boundary: an operation's work is done at most once",
+    "no-credentials": "The operator never writes credentials into a status, an Event or a log",
+    "at-rest": "Every resource ends terminal or explicitly uncertain once faults stop",
+    "no-retry-deterministic": "Failures say why, and only transient ones retry: a reading "
+    "that failed deterministically is not dispatched again until its inputs change",
+}
 
 
 @dataclass
-class Invariants:
+class Bindings:
+    """What a plan is computed under, as the world has it."""
+
+    generation: int
+    source: str
+    secret: str
+    policy: str
+
+    def moved(self, now: Bindings) -> list[str]:
+        return [
+            k
+            for k in ("generation", "source", "secret", "policy")
+            if getattr(self, k) != getattr(now, k)
+        ]
+
+
+@dataclass
+class PassRecord:
+    res: SimResource
+    start: dict[str, Any]
+    renewed: bool = False
+    snapshot_written: bool = False
+    marker_written: str | None = None  # the operation whose dispatch marker this pass wrote
+
+
+@dataclass
+class Invariants(Watcher):
     world: World
     violations: list[str] = field(default_factory=list)
     creates: Counter[str] = field(default_factory=Counter)
     dispatches: Counter[tuple[str, str]] = field(default_factory=Counter)
     previous: dict[str, dict[str, Any]] = field(default_factory=dict)
+    plans: dict[str, tuple[dict[str, Any], Bindings]] = field(default_factory=dict)
+    readings: dict[str, Bindings] = field(default_factory=dict)
+    failed: set[tuple[str, str]] = field(default_factory=set)
+    passes: list[PassRecord] = field(default_factory=list)
+    faults: Counter[str] = field(default_factory=Counter)
+    reported: set[str] = field(default_factory=set)
+    lease_touched: dict[str, Any] = field(default_factory=dict)  # world time of last write
     # resource -> (operation that failed deterministically, the inputs it failed under)
     stalls: dict[str, tuple[str, tuple[Any, ...]]] = field(default_factory=dict)
     claimed: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
-    def fail(self, message: str) -> None:
-        self.violations.append(message)
+    def fail(self, rule: str, message: str) -> None:
+        assert rule in RULES, rule
+        self.violations.append(f"{rule}: {message}")
 
-    # --- watching the write stream
+    # --- the world's view of one resource
+
+    def _obj(self, res: SimResource) -> dict[str, Any] | None:
+        obj: dict[str, Any] | None = self.world.cluster.system.peek(res.family.kind, NS, res.name)
+        return obj
+
+    def _by_uid(self, uid: str) -> tuple[SimResource, dict[str, Any]] | None:
+        for res in self.world.resources:
+            obj = self._obj(res)
+            if obj is not None and obj["metadata"]["uid"] == uid:
+                return res, obj
+        return None
+
+    def _by_name(self, kind: Kind, name: str) -> tuple[SimResource, dict[str, Any]] | None:
+        for res in self.world.resources:
+            if res.family.kind == kind and res.name == name:
+                obj = self._obj(res)
+                return (res, obj) if obj is not None else None
+        return None
+
+    def _bindings(self, res: SimResource, obj: dict[str, Any]) -> Bindings:
+        api = self.world.cluster.system
+        if res.family is SCHEMA_FAMILY:
+            source = digest(obj["spec"]["source"])
+        else:
+            cms = [api.peek(CONFIGMAP, NS, n) for n in obj["spec"]["directory"]["configMaps"]]
+            source = digest([(cm or {}).get("data") for cm in cms])
+        secret = api.peek(SECRET, NS, res.secret)
+        policy = api.peek(CONFIGMAP, NS, POLICY)
+        return Bindings(
+            generation=int(obj["metadata"].get("generation") or 1),
+            source=source,
+            secret=secret["metadata"]["resourceVersion"] if secret else "",
+            policy=(
+                f"{policy['metadata']['uid']}/{policy['metadata']['resourceVersion']}"
+                if policy
+                else ""
+            ),
+        )
+
+    def _db_of_digest(self, coordination: str | None) -> SimDatabase | None:
+        for db in self.world.dbs.by_name.values():
+            if db.identity.digest == coordination:
+                return db
+        return None
+
+    def _lease_holder(self, name: str) -> tuple[str | None, int]:
+        obj = self.world.cluster.system.peek(LEASE, LOCK_NS, name)
+        spec = (obj or {}).get("spec") or {}
+        return spec.get("holderIdentity") or None, int(spec.get("leaseTransitions") or 0)
+
+    # --- passes
+
+    def pass_started(self, res: SimResource, depth: int) -> None:
+        obj = self._obj(res)
+        self.passes.append(PassRecord(res, dict((obj or {}).get("status") or {})))
+
+    def pass_ended(self, res: SimResource, ok: bool) -> None:
+        record = self.passes.pop()
+        self._check(res)
+        claim = record.start.get("activeOperation") or {}
+        if not ok or not claim.get("mutating") or not claim.get("jobUid"):
+            return
+        obj = self._obj(res)
+        now = ((obj or {}).get("status") or {}).get("activeOperation") or {}
+        if now.get("operationId") == claim["operationId"] and not record.renewed:
+            self.fail(
+                "renew-every-pass",
+                f"{res.name}: a pass over dispatched {claim['operationId']} renewed no Lease "
+                f"(phase {((obj or {}).get('status') or {}).get('phase')})",
+            )
+
+    def fault(self, what: str, res: SimResource | None) -> None:
+        self.faults[what] += 1
+
+    # --- the write stream
 
     def on_write(self, req: WriteRequest) -> None:
         if req.kind == JOB and req.verb == "create":
-            self.creates[req.name] += 1
-            if self.creates[req.name] > 1:
-                self.fail(f"second create of Job {req.name}")
-            body = dict(req.body or {})
-            meta = body.get("metadata", {})
-            labels = meta.get("labels", {})
-            if labels.get(LABEL_OPERATION_TYPE) in READINGS:
-                self._no_reading_while_stalled(labels.get(LABEL_OWNER_UID, ""))
-            if labels.get(LABEL_OPERATION_TYPE) in MUTATING:
-                key = (labels[LABEL_OWNER_UID], labels[LABEL_OPERATION])
-                self.dispatches[key] += 1
-                if self.dispatches[key] > 1:
-                    self.fail(f"second dispatch of operation {key[1]}")
-                self._no_record_owed(labels[LABEL_OWNER_UID], key[1])
-        if req.kind == LEASE and req.verb == "patch":
+            self._job_created(dict(req.body or {}))
+        elif req.kind == LEASE and req.verb == "patch":
             spec = dict(req.body or {}).get("spec", {})
             if "holderIdentity" in spec and spec["holderIdentity"] is None:
-                self._check_release(req.name)
+                self._lease_released(req.name)
+            elif spec.get("holderIdentity"):
+                self._lease_taken(req.name, spec["holderIdentity"])
+            elif "renewTime" in spec and self.passes:
+                self.passes[-1].renewed = True
+            self.lease_touched[req.name] = self.world.clock.now()
+        elif req.kind == LEASE and req.verb == "create":
+            self.lease_touched[req.name] = self.world.clock.now()
+        elif req.kind == APPROVAL and req.verb == "patch" and req.subresource == "status":
+            self._approval_spent(req.name, dict(req.body or {}))
+        elif req.kind == PLAN and req.verb == "create":
+            self._plan_created(dict(req.body or {}))
+        elif req.subresource == "status" and req.verb == "patch":
+            found = self._by_name(req.kind, req.name)
+            if found is not None:
+                self._status_patched(found[0], found[1], dict(req.body or {}).get("status") or {})
 
-    def _no_record_owed(self, owner_uid: str, operation: str) -> None:
-        """A mutation is never dispatched while its resource owes proof of an earlier one."""
-        for res in self.world.resources:
-            obj = self.world.cluster.system.get(res.family.kind, NS, res.name)
-            if obj is None or obj["metadata"]["uid"] != owner_uid:
+    def _status_patched(
+        self, res: SimResource, obj: dict[str, Any], fields: dict[str, Any]
+    ) -> None:
+        claim = fields.get("activeOperation")
+        if not claim:
+            return
+        if FINALIZER not in (obj["metadata"].get("finalizers") or []):
+            self.fail(
+                "finalizer-with-claim",
+                f"{res.name}: claim {claim['operationId']} written without the finalizer",
+            )
+        before = (obj.get("status") or {}).get("activeOperation") or {}
+        if claim.get("admissionSnapshot") and not before.get("admissionSnapshot") and self.passes:
+            self.passes[-1].snapshot_written = True
+        if claim.get("dispatchStarted") and not before.get("dispatchStarted") and self.passes:
+            self.passes[-1].marker_written = claim.get("operationId")
+
+    def _plan_created(self, body: dict[str, Any]) -> None:
+        name = body["metadata"]["name"]
+        if name in self.plans:
+            return
+        found = self._by_uid(body["spec"].get("ownerUid", ""))
+        if found is None:
+            return
+        self.plans[name] = (json.loads(json.dumps(body["spec"])), self._bindings(*found))
+
+    def _approval_spent(self, name: str, body: dict[str, Any]) -> None:
+        spender = (body.get("status") or {}).get("consumedByOperation")
+        stored = self.world.cluster.system.peek(APPROVAL, NS, name)
+        earlier = ((stored or {}).get("status") or {}).get("consumedByOperation")
+        if spender and earlier and earlier != spender:
+            self.fail("approval-once", f"approval {name} spent by {earlier} and again by {spender}")
+
+    def _job_created(self, body: dict[str, Any]) -> None:
+        meta = body.get("metadata", {})
+        name = meta.get("name", "")
+        labels = meta.get("labels", {})
+        self.creates[name] += 1
+        if self.creates[name] > 1:
+            self.fail("one-create", f"second create of Job {name}")
+        op = labels.get(LABEL_OPERATION, "")
+        op_type = labels.get(LABEL_OPERATION_TYPE)
+        found = self._by_uid(labels.get(LABEL_OWNER_UID, ""))
+        if found is None:
+            self.fail("claim-names-job", f"Job {name} created for no live resource")
+            return
+        res, obj = found
+        status = obj.get("status") or {}
+        claim = status.get("activeOperation") or {}
+        if FINALIZER not in (obj["metadata"].get("finalizers") or []):
+            self.fail(
+                "finalizer-with-claim", f"{res.name}: Job {name} created without the finalizer"
+            )
+        if claim.get("jobName") != name or claim.get("operationId") != op:
+            self.fail(
+                "claim-names-job", f"{res.name}: Job {name} created, but no durable claim names it"
+            )
+            return
+        if not claim.get("dispatchStarted"):
+            self.fail(
+                "claim-names-job", f"{res.name}: Job {name} created before its dispatch marker"
+            )
+        elif not self.passes or self.passes[-1].marker_written != op:
+            self.fail(
+                "one-create",
+                f"{res.name}: Job {name} created by a pass that did not write its dispatch "
+                "marker (the next pass never creates)",
+            )
+        template = body["spec"]["template"]["metadata"].get("annotations", {})
+        snapshot = (claim.get("admissionSnapshot") or {}).get("digest")
+        if template.get(ANNOTATION_ADMISSION) != snapshot:
+            self.fail(
+                "job-carries-snapshot",
+                f"{res.name}: Job {name} carries admission digest "
+                f"{template.get(ANNOTATION_ADMISSION)} but its claim persisted {snapshot}",
+            )
+        if self.passes and self.passes[-1].res is res and self.passes[-1].snapshot_written:
+            self.fail(
+                "snapshot-pass-returns",
+                f"{res.name}: Job {name} created in the pass that wrote its admission snapshot",
+            )
+        if op_type in MUTATING:
+            self._mutation_dispatched(res, obj, claim, name)
+        else:
+            self.readings[op] = self._bindings(res, obj)
+            if op_type in READINGS:
+                self._no_reading_while_stalled(res, obj)
+
+    def _mutation_dispatched(
+        self, res: SimResource, obj: dict[str, Any], claim: dict[str, Any], job: str
+    ) -> None:
+        status = obj.get("status") or {}
+        op = claim["operationId"]
+        key = (obj["metadata"]["uid"], op)
+        self.dispatches[key] += 1
+        if self.dispatches[key] > 1:
+            self.fail("one-create", f"second dispatch of operation {op}")
+        if status.get("pendingObservation") or status.get("unresolvedRun"):
+            self.fail("no-replay-while-owed", f"{res.name}: {op} dispatched while proof is owed")
+        digest_ = claim.get("planDigest") or ""
+        if (key[0], digest_) in self.failed:
+            self.fail(
+                "failed-not-replayed",
+                f"{res.name}: plan {digest_[:12]} dispatched again after its run failed",
+            )
+        lease = claim.get("lease") or {}
+        holder, epoch = self._lease_holder(lease.get("leaseName", ""))
+        if holder != lease.get("holder") or epoch != lease.get("epoch"):
+            self.fail(
+                "dispatch-under-lease",
+                f"{res.name}: {op} dispatched while its Lease is held by {holder} at epoch {epoch}",
+            )
+        self._authorized(res, obj, claim)
+
+    def _authorized(self, res: SimResource, obj: dict[str, Any], claim: dict[str, Any]) -> None:
+        api = self.world.cluster.system
+        op = claim["operationId"]
+        plan_name = claim.get("planName") or ""
+        plan = api.peek(PLAN, NS, plan_name)
+        recorded = self.plans.get(plan_name)
+        if plan is None or recorded is None or plan.get("spec") != recorded[0]:
+            self.fail(
+                "bindings-hold",
+                f"{res.name}: {op} dispatched though its plan {plan_name} moved or is gone",
+            )
+            return
+        spec, at_plan = recorded
+        now = self._bindings(res, obj)
+        moved = at_plan.moved(now)
+        computed_by = (plan["metadata"].get("annotations") or {}).get("ptah.io/computed-by")
+        at_reading = self.readings.get(computed_by or "")
+        if at_reading is not None:
+            # The policy is read when the plan is made, not when the reading ran.
+            moved += [m for m in at_reading.moved(now) if m not in moved and m != "policy"]
+        if moved:
+            self.fail(
+                "bindings-hold",
+                f"{res.name}: {op} dispatched though its {', '.join(moved)} moved since the plan",
+            )
+        policy = (api.peek(CONFIGMAP, NS, POLICY) or {}).get("data") or {}
+        destructive = any(s.get("sql", "").startswith("DROP") for s in spec.get("statements", []))
+        if destructive and policy.get("allowDestructive", "true").lower() not in {
+            "1",
+            "true",
+            "yes",
+        }:
+            self.fail(
+                "policy-permits",
+                f"{res.name}: destructive {op} dispatched while the policy forbids it",
+            )
+        engines = {
+            e.strip() for e in policy.get("allowedEngines", "postgres,mysql,sqlite").split(",")
+        }
+        if "postgres" not in engines:
+            self.fail(
+                "policy-permits",
+                f"{res.name}: {op} dispatched for an engine the policy does not allow",
+            )
+        rule = (obj["spec"].get("policy") or {}).get("approval", "Never")
+        required = rule == "Always" or (rule == "Destructive" and destructive)
+        if not required:
+            return
+        approval = api.peek(APPROVAL, NS, claim.get("approvalName") or "")
+        a_spec = (approval or {}).get("spec") or {}
+        ref = a_spec.get("resourceRef") or {}
+        spent = ((approval or {}).get("status") or {}).get("consumedByOperation")
+        if (
+            approval is None
+            or ref.get("name") != res.name
+            or ref.get("kind") != res.family.kind.kind
+            or a_spec.get("planDigest") != claim.get("planDigest")
+            or spent != op
+        ):
+            self.fail(
+                "approval-authorizes",
+                f"{res.name}: {op} dispatched without an approval of its own resource and "
+                f"plan spent by it (approval {claim.get('approvalName')}, spent by {spent})",
+            )
+
+    def _lease_taken(self, lease: str, taker: str) -> None:
+        holder, _ = self._lease_holder(lease)
+        touched = self.lease_touched.get(lease)
+        if holder is None or holder == taker or touched is None:
+            return
+        duration = int(
+            ((self.world.cluster.system.peek(LEASE, LOCK_NS, lease) or {}).get("spec") or {}).get(
+                "leaseDurationSeconds"
+            )
+            or 0
+        )
+        age = (self.world.clock.now() - touched).total_seconds()
+        if age < duration:
+            self.fail(
+                "lease-live-holder",
+                f"Lease {lease} taken by {taker} {age:.0f}s after {holder} renewed it "
+                f"(duration {duration}s)",
+            )
+
+    def _lease_released(self, lease: str) -> None:
+        holder, _ = self._lease_holder(lease)
+        if holder is None:
+            return
+        uid, _, op = holder.partition("/")
+        found = self._by_uid(uid)
+        if found is not None:
+            claim = (found[1].get("status") or {}).get("activeOperation") or {}
+            if claim.get("operationId") == op:
+                self.fail(
+                    "release-after-outcome", f"Lease {lease} released while claim {op} is live"
+                )
+        if op in self._may_write():
+            self.fail("lease-while-executor", f"Lease {lease} released while {op} may still write")
+
+    # --- the world's executors
+
+    def _may_write(self) -> dict[str, str]:
+        """Mutating operations whose executor may still write, with the database their
+        claim planned: a process alive, or a Job not terminal whose Pod has not started."""
+        out: dict[str, str] = {}
+        kubelet = self.world.kubelet
+        for truth in kubelet.truth.values():
+            if truth.alive and truth.mutating and truth.planned_db:
+                out[truth.operation_id] = truth.planned_db
+        started = {t.job_uid for t in kubelet.truth.values()}
+        for job in self.world.cluster.system.peek_list(JOB, NS):
+            # The Job's own spec says what it runs (labels can be changed by anyone).
+            container = job["spec"]["template"]["spec"]["containers"][0]
+            if (container.get("args") or [""])[0] not in {"apply", "migrate"}:
                 continue
-            status = obj.get("status") or {}
-            if status.get("pendingObservation") or status.get("unresolvedRun"):
-                self.fail(f"{res.name}: {operation} dispatched while proof is owed")
+            if job["metadata"]["uid"] in started or (job.get("status") or {}).get("conditions"):
+                continue
+            env = {e["name"]: e for e in container.get("env", [])}
+            db = self._job_database(job)
+            if db is not None:
+                out[str(env.get("PTAH_OPERATION_ID", {}).get("value", ""))] = db
+        return out
 
-    def _inputs(self, res: Any, obj: dict[str, Any]) -> tuple[Any, ...]:
+    def _job_database(self, job: dict[str, Any]) -> str | None:
+        env = job["spec"]["template"]["spec"]["containers"][0].get("env", [])
+        for e in env:
+            if e.get("name") == "PTAH_DB_URL":
+                ref = e.get("valueFrom", {}).get("secretKeyRef", {})
+                secret = self.world.cluster.system.peek(SECRET, NS, ref.get("name", ""))
+                url = ((secret or {}).get("stringData") or {}).get(ref.get("key", ""), "")
+                db = self.world.dbs.open(url) if url else None
+                return db.name if db else None
+        return None
+
+    # --- after every step
+
+    def after_step(self, check_secrets: bool) -> None:
+        for db in self.world.dbs.by_name.values():
+            if db.max_concurrent_writers > 1 and db.name not in self.reported:
+                self.reported.add(db.name)
+                self.fail(
+                    "one-writer",
+                    f"{db.name}: {db.max_concurrent_writers} mutating executors wrote at once",
+                )
+            for op, n in db.executions.items():
+                if n > 1 and f"x{op}" not in self.reported:
+                    self.reported.add(f"x{op}")
+                    self.fail("executed-once", f"operation {op} executed {n} times on {db.name}")
+        self._leases_held()
+        for res in self.world.resources:
+            self._check(res)
+        if check_secrets:
+            self._no_credentials()
+
+    def _check(self, res: SimResource) -> None:
+        """The resource's transitions since it was last checked (after every pass over
+        it, interleaved ones included, and after every step)."""
+        obj = self._obj(res)
+        status = (obj or {}).get("status") or {}
+        before = self.previous.get(res.name, {})
+        if status is before:
+            return
+        self._held_while_owed(res, obj, before, status)
+        self._claim_and_record(res.name, before, status)
+        self._accounted(res, obj, before, status)
+        self._record_cleared(res, obj, before, status)
+        self._note_stall(res, obj, status)
+        self.previous[res.name] = status
+
+    def _inputs(self, obj: dict[str, Any]) -> tuple[Any, ...]:
         """What a reading depends on, as the world holds it: the spec (generation), the
         Secret, the verification policy, a migration directory's ConfigMaps."""
         api = self.world.cluster.system
 
-        def version(kind: Any, name: str) -> str | None:
-            found = api.get(kind, NS, name)
+        def version(kind: Kind, name: str) -> str | None:
+            found = api.peek(kind, NS, name)
             return None if found is None else str(found["metadata"]["resourceVersion"])
 
         spec = obj.get("spec") or {}
-        policy = str((spec.get("policy") or {}).get("verificationPolicy", DEFAULT_POLICY))
+        policy = str((spec.get("policy") or {}).get("verificationPolicy", POLICY))
         dirs = ((spec.get("directory") or {}).get("configMaps")) or []
         return (
             obj["metadata"].get("generation"),
@@ -88,13 +546,13 @@ class Invariants:
         )
 
     def _note_stall(
-        self, res: Any, obj: dict[str, Any] | None, before: dict[str, Any], status: dict[str, Any]
+        self, res: SimResource, obj: dict[str, Any] | None, status: dict[str, Any]
     ) -> None:
         """Remember the inputs each reading was claimed under; a deterministic failure
         stalls the resource on the inputs of the reading that failed."""
         claim = status.get("activeOperation") or {}
         if obj is not None and claim and claim.get("operationId") not in self.claimed:
-            self.claimed[str(claim.get("operationId"))] = self._inputs(res, obj)
+            self.claimed[str(claim.get("operationId"))] = self._inputs(obj)
         failure = status.get("readingFailure") or {}
         if obj is None or not failure or failure.get("retry", True):
             self.stalls.pop(res.name, None)
@@ -103,90 +561,188 @@ class Invariants:
         if operation in self.claimed and self.stalls.get(res.name, ("",))[0] != operation:
             self.stalls[res.name] = (operation, self.claimed[operation])
 
-    def _no_reading_while_stalled(self, owner_uid: str) -> None:
+    def _no_reading_while_stalled(self, res: SimResource, obj: dict[str, Any]) -> None:
         """A reading that failed in a way the same inputs reproduce is not dispatched
         again until the spec, the Secret, the policy or the directory changes."""
-        for res in self.world.resources:
-            obj = self.world.cluster.system.get(res.family.kind, NS, res.name)
-            if obj is None or obj["metadata"]["uid"] != owner_uid or res.name not in self.stalls:
-                continue
-            operation, inputs = self.stalls[res.name]
-            if self._inputs(res, obj) == inputs:
+        if res.name not in self.stalls:
+            return
+        operation, inputs = self.stalls[res.name]
+        if self._inputs(obj) == inputs:
+            self.fail(
+                "no-retry-deterministic",
+                f"{res.name}: reading dispatched again after {operation} failed "
+                "deterministically, with the same inputs",
+            )
+
+    def _leases_held(self) -> None:
+        for op, db_name in self._may_write().items():
+            db = self.world.dbs.by_name[db_name]
+            name = lease_name(db.identity.digest)
+            holder, _ = self._lease_holder(name)
+            if holder is None or holder.partition("/")[2] != op:
+                key = f"l{op}/{holder}"
+                if key not in self.reported:
+                    self.reported.add(key)
+                    state = "free" if holder is None else f"held by {holder}"
+                    self.fail(
+                        "lease-while-executor",
+                        f"Lease {name} is {state} while {op} may still write {db_name}",
+                    )
+
+    def _held_while_owed(
+        self,
+        res: SimResource,
+        obj: dict[str, Any] | None,
+        before: dict[str, Any],
+        status: dict[str, Any],
+    ) -> None:
+        if obj is None:
+            owed = [k for k in ("activeOperation", "pendingLockRelease") if before.get(k)]
+            if owed:
                 self.fail(
-                    f"{res.name}: reading dispatched again after {operation} failed "
-                    "deterministically, with the same inputs"
+                    "deleted-while-owed", f"{res.name}: deleted while {', '.join(owed)} was owed"
                 )
-
-    def _check_release(self, lease: str) -> None:
-        obj = self.world.cluster.system.get(LEASE, "ptah-system", lease)
-        holder = (obj or {}).get("spec", {}).get("holderIdentity") or ""
-        operation = holder.split("/", 1)[-1]
-        for run in self.world.kubelet.runs.values():
-            if run.operation_id == operation and run.mutating and run.fault != "stray":
-                self.fail(f"Lease {lease} released while {operation} may still write")
-
-    # --- after every step
-
-    def after_step(self, check_secrets: bool) -> None:
-        for res in self.world.resources:
-            obj = self.world.cluster.system.get(res.family.kind, NS, res.name)
-            status = (obj or {}).get("status") or {}
-            before = self.previous.get(res.name, {})
-            self._claim_and_record(res.name, before, status)
-            self._record_cleared(res, obj, before, status)
-            self._note_stall(res, obj, before, status)
-            self.previous[res.name] = status
-        for db in self.world.dbs.by_name.values():
-            for op, n in db.executions.items():
-                if n > 1:
-                    self.fail(f"operation {op} executed {n} times on {db.name}")
-        if check_secrets:
-            self._no_credentials()
+            return
+        claim = status.get("activeOperation")
+        if claim and FINALIZER not in (obj["metadata"].get("finalizers") or []):
+            self.fail(
+                "finalizer-with-claim",
+                f"{res.name}: claim {claim['operationId']} without the finalizer",
+            )
+        staged = status.get("pendingLockRelease")
+        if (
+            claim
+            and claim.get("mutating")
+            and staged
+            and staged.get("operationId") != claim["operationId"]
+        ):
+            self.fail(
+                "release-first",
+                f"{res.name}: mutating claim {claim['operationId']} taken while the release "
+                f"of {staged.get('operationId')} is staged",
+            )
 
     def _claim_and_record(self, name: str, before: dict[str, Any], status: dict[str, Any]) -> None:
         record = status.get("pendingObservation") or status.get("unresolvedRun")
         claim = status.get("activeOperation")
         if claim and claim.get("mutating") and record:
-            self.fail(f"{name}: a mutating claim beside an uncertainty record")
+            self.fail(
+                "claim-beside-record", f"{name}: a mutating claim beside an uncertainty record"
+            )
         old = before.get("activeOperation")
         if not old or not old.get("mutating") or not old.get("dispatchStarted"):
             return
         if claim and claim.get("operationId") == old["operationId"]:
             return
         last = status.get("lastMutation") or {}
-        accounted = last.get("operationId") == old["operationId"] and last.get("outcome") in {
-            "Succeeded",
-            "Failed",
-            "Refused",
-            "Fenced",
-        }
+        accounted = (
+            last.get("operationId") == old["operationId"] and last.get("outcome") in ACCOUNTED
+        )
         retained = record is not None and record.get("operationId") == old["operationId"]
         if accounted == retained:
             self.fail(
+                "account-or-record",
                 f"{name}: dispatched claim {old['operationId']} left "
                 f"{'both an account and' if accounted else 'neither an account nor'} a record "
                 f"(last={last.get('operationId')}/{last.get('outcome')}, "
-                f"phase={status.get('phase')})"
+                f"phase={status.get('phase')})",
+            )
+
+    def _accounted(
+        self,
+        res: SimResource,
+        obj: dict[str, Any] | None,
+        before: dict[str, Any],
+        status: dict[str, Any],
+    ) -> None:
+        claim = status.get("activeOperation") or {}
+        old = before.get("activeOperation") or {}
+        if claim.get("jobUid") and not old.get("jobUid") and obj is not None:
+            self._own_job(res, obj, claim, "adopted")
+        if not old.get("jobUid") or claim.get("operationId") == old.get("operationId"):
+            return
+        op = old["operationId"]
+        if old.get("mutating"):
+            last = status.get("lastMutation") or {}
+            if last.get("operationId") != op or last.get("outcome") not in ACCOUNTED:
+                return
+            if last["outcome"] == "Failed":
+                self.failed.add(
+                    (str((obj or {}).get("metadata", {}).get("uid")), old.get("planDigest") or "")
+                )
+            lease = old.get("lease") or {}
+            holder, epoch = self._lease_holder(lease.get("leaseName", ""))
+            if holder != lease.get("holder") or epoch != lease.get("epoch"):
+                self.fail(
+                    "account-under-lease",
+                    f"{res.name}: {op} accounted {last['outcome']} while its Lease is held "
+                    f"by {holder} at epoch {epoch}",
+                )
+        elif status.get("lastReadingAt") == before.get("lastReadingAt"):
+            return
+        if obj is not None:
+            self._own_job(res, obj, old, "accounted")
+        pods = self.world.kubelet.pods_of_job(old["jobName"])
+        problem = _evidence_problem(
+            pods, op, self._db_of_digest(old.get("expectedDatabase")), old.get("expectedDatabase")
+        )
+        if problem:
+            self.fail(
+                "account-evidence", f"{res.name}: {old['type']} {op} accounted, but {problem}"
+            )
+
+    def _own_job(
+        self, res: SimResource, obj: dict[str, Any], claim: dict[str, Any], what: str
+    ) -> None:
+        job = self.world.cluster.system.peek(JOB, NS, claim["jobName"])
+        if job is None:
+            return
+        owners = [r.get("uid") for r in job["metadata"].get("ownerReferences", [])]
+        op = job["metadata"].get("labels", {}).get(LABEL_OPERATION)
+        if owners != [obj["metadata"]["uid"]] or op != claim["operationId"]:
+            self.fail(
+                "adopt-own-job",
+                f"{res.name}: {what} Job {claim['jobName']} owned by {owners} for operation {op}",
             )
 
     def _record_cleared(
-        self, res: Any, obj: dict[str, Any] | None, before: dict[str, Any], status: dict[str, Any]
+        self,
+        res: SimResource,
+        obj: dict[str, Any] | None,
+        before: dict[str, Any],
+        status: dict[str, Any],
     ) -> None:
         old = before.get("pendingObservation") or before.get("unresolvedRun")
         new = status.get("pendingObservation") or status.get("unresolvedRun")
         if not old or (new and new.get("operationId") == old.get("operationId")):
             return
         if obj is None:
-            self.fail(f"{res.name}: deleted while proof of {old['operationId']} was owed")
+            self.fail(
+                "deleted-while-owed",
+                f"{res.name}: deleted while proof of {old['operationId']} was owed",
+            )
             return
         if old["operationId"] in (status.get("abandonedProofs") or []):
+            named = (obj["metadata"].get("annotations") or {}).get(ABANDON_ANNOTATION)
+            if named != old["operationId"]:
+                self.fail(
+                    "record-cleared-by-reading",
+                    f"{res.name}: record {old['operationId']} abandoned, but the annotation "
+                    f"names {named}",
+                )
             return
-        for run in self.world.kubelet.runs.values():
-            if run.operation_id == old["operationId"]:
-                self.fail(f"{res.name}: record cleared while its executor still runs")
+        for truth in self.world.kubelet.truth.values():
+            if truth.operation_id == old["operationId"] and truth.alive:
+                self.fail(
+                    "record-cleared-by-reading",
+                    f"{res.name}: record cleared while its executor still runs",
+                )
         db = self.world.dbs.by_name[res.db]
         if not _settled(res.family is SCHEMA_FAMILY, db, obj, old):
-            self.fail(f"{res.name}: record {old['operationId']} cleared without a settling reading")
+            self.fail(
+                "record-cleared-by-reading",
+                f"{res.name}: record {old['operationId']} cleared without a settling reading",
+            )
 
     def _no_credentials(self) -> None:
         secrets = list(self.world.secrets.values())
@@ -196,39 +752,47 @@ class Invariants:
             text = json.dumps(obj)
             for secret in secrets:
                 if secret in text:
-                    self.fail(f"a credential appears in {kind.kind} {obj['metadata']['name']}")
+                    self.fail(
+                        "no-credentials",
+                        f"a credential appears in {kind.kind} {obj['metadata']['name']}",
+                    )
 
     # --- once faults stop
 
     def at_rest(self) -> None:
         for res in self.world.resources:
-            obj = self.world.cluster.system.get(res.family.kind, NS, res.name)
+            obj = self._obj(res)
             if obj is None:
                 continue
             status = obj.get("status") or {}
             record = status.get("pendingObservation") or status.get("unresolvedRun")
             if status.get("activeOperation"):
-                self.fail(f"{res.name}: still claimed after faults stopped ({status.get('phase')})")
+                self.fail(
+                    "at-rest",
+                    f"{res.name}: still claimed after faults stopped ({status.get('phase')})",
+                )
             if status.get("pendingLockRelease"):
-                self.fail(f"{res.name}: release still pending after faults stopped")
-            ready = any(
-                c.get("type") == "Ready" and c.get("status") == "True"
-                for c in status.get("conditions", [])
-            )
+                self.fail("at-rest", f"{res.name}: release still pending after faults stopped")
+            conditions = status.get("conditions", [])
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
             stalled = any(
-                c.get("type") == "Stalled" and c.get("status") == "True"
-                for c in status.get("conditions", [])
+                c.get("type") == "Stalled" and c.get("status") == "True" for c in conditions
             )
-            waiting = status.get("phase") == "WaitingForApproval"
+            waiting = status.get("phase") in {"WaitingForApproval", "WaitingForTarget"}
             if not (ready or record or stalled or waiting or obj["spec"].get("suspend")):
                 self.fail(
-                    f"{res.name}: neither terminal nor explicitly uncertain ({status.get('phase')})"
+                    "at-rest",
+                    f"{res.name}: neither terminal nor explicitly uncertain "
+                    f"({status.get('phase')})",
                 )
             alone = sum(r.db == res.db for r in self.world.resources) == 1
             if ready and alone and res.family is SCHEMA_FAMILY:
                 desired = obj["spec"]["source"]["inline"]
                 if self.world.dbs.by_name[res.db].plan(desired)["changes"]:
-                    self.fail(f"{res.name}: Ready but the database differs from the desired schema")
+                    self.fail(
+                        "at-rest",
+                        f"{res.name}: Ready but the database differs from the desired schema",
+                    )
 
     def write_hook(self, inner: Any) -> Any:
         def hook(req: WriteRequest) -> FaultDecision:
@@ -237,6 +801,24 @@ class Invariants:
             return decision
 
         return hook
+
+
+def _evidence_problem(
+    pods: list[PodTruth], op: str, db: SimDatabase | None, expected: str | None
+) -> str | None:
+    """Why the world says no account could honestly be read, or None."""
+    if len(pods) != 1:
+        return f"{len(pods)} Pods ran for its Job"
+    pod = pods[0]
+    if not pod.admitted:
+        return f"its Pod {pod.pod} is outside the admission envelope"
+    if pod.alive or not pod.terminated:
+        return f"the container of {pod.pod} has not terminated"
+    if pod.printed_frames != 1 or pod.printed_op != op:
+        return f"{pod.pod} printed {pod.printed_frames} frame(s), for {pod.printed_op}"
+    if expected is not None and (db is None or pod.opened_db != db.name):
+        return f"{pod.pod} opened {pod.opened_db}, not the claim's database"
+    return None
 
 
 def _settled(schema: bool, db: SimDatabase, obj: dict[str, Any], record: dict[str, Any]) -> bool:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ptah.kube import errors
 from ptah.kube.kinds import EVENT
 from ptah.kube.memory import PROCEED, ApplyThenFail, FailBefore, FaultDecision, WriteRequest
 from ptah.lifecycle.writes import DURABLE_WRITES
 from ptah.sim.invariants import Invariants
+from ptah.sim.windows import WindowCounter
 from ptah.sim.world import World
 
 FAULT_STEPS = 120
@@ -22,6 +23,8 @@ class ScheduleResult:
     violations: list[str]
     steps: int
     events: dict[str, int]
+    windows: dict[str, list[str]] = field(default_factory=dict)  # window -> causes
+    faults: dict[str, int] = field(default_factory=dict)
 
 
 def crash_point(seed: int) -> tuple[str, str, int]:
@@ -29,12 +32,14 @@ def crash_point(seed: int) -> tuple[str, str, int]:
     cover every write both before and after it."""
     write = DURABLE_WRITES[seed % len(DURABLE_WRITES)]
     when = "after" if (seed // len(DURABLE_WRITES)) % 2 == 0 else "before"
-    return write, when, 1 + (seed // (2 * len(DURABLE_WRITES))) % 3
+    return write, when, 1 + (seed // (2 * len(DURABLE_WRITES))) % 2
 
 
 def run_schedule(seed: int) -> ScheduleResult:
     world = World.build(seed)
     inv = Invariants(world)
+    windows = WindowCounter(world, inv)
+    world.watcher = windows
     rng = world.rng
     api_faults = {"on": True}
 
@@ -57,7 +62,10 @@ def run_schedule(seed: int) -> ScheduleResult:
         steps += 1
         if world.crash is None and rng.random() < 0.02:
             world.crash = crash_point(rng.randrange(10**6))
+        if rng.random() < 0.012:
+            world.outage()
     api_faults["on"] = False
+    world.faults_on = False
     world.kubelet.faults_on = False
     for i in range(QUIET_STEPS):
         _step(world, quiet=True)
@@ -70,7 +78,18 @@ def run_schedule(seed: int) -> ScheduleResult:
     events: dict[str, int] = {}
     for ev in world.cluster.system.list(EVENT, "default"):
         events[ev["reason"]] = events.get(ev["reason"], 0) + 1
-    return ScheduleResult(seed, world.crashes, inv.violations, steps, events)
+    faults_seen = dict(inv.faults)
+    for what, n in world.kubelet.events.items():
+        faults_seen[what] = faults_seen.get(what, 0) + n
+    return ScheduleResult(
+        seed,
+        world.crashes,
+        inv.violations,
+        steps,
+        events,
+        {w: sorted(c) for w, c in windows.reached.items()},
+        faults_seen,
+    )
 
 
 def _busy(world: World) -> bool:
@@ -81,6 +100,8 @@ def _busy(world: World) -> bool:
         status = (obj or {}).get("status") or {}
         if status.get("activeOperation") or status.get("pendingLockRelease"):
             return True
+        if status.get("phase") == "Retrying" and status.get("nextReadingAfter"):
+            return True  # a failed reading waits for its pause, then reads again
     return False
 
 

@@ -13,17 +13,28 @@ from ptah.families.migration import MigrationFamily
 from ptah.families.schema import SchemaFamily
 from ptah.kube import errors
 from ptah.kube.clock import SimClock
-from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, MIGRATION, SCHEMA, SECRET
+from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, MIGRATION, PLAN, POD, SCHEMA, SECRET
 from ptah.kube.memory import MemoryCluster
 from ptah.lifecycle.context import ABANDON_ANNOTATION, Env
 from ptah.lifecycle.family import Family
 from ptah.lifecycle.reconcile import reconcile
 from ptah.sim.database import Databases
-from ptah.sim.kubelet import BROKEN, NS, Kubelet
+from ptah.sim.kubelet import BROKEN, NS, OTHER_DATABASE, Kubelet
 
 SCHEMA_FAMILY = SchemaFamily()
 MIGRATION_FAMILY = MigrationFamily()
 TABLES = [f"CREATE TABLE t{i}" for i in range(6)]
+LEASE_DURATION = 120
+# Writes a reading makes too: a stop after one is aimed at a mutating claim's window.
+CLAIM_WRITES = {
+    "write_claim",
+    "write_admission_snapshot",
+    "write_dispatch_started",
+    "create_job",
+    "write_job_uid",
+    "write_job_ttl",
+    "write_outcome",
+}
 
 
 class ControllerStopped(Exception):
@@ -50,6 +61,20 @@ class Replica:
     env: Env
     skew: float
     restarts: int = 0
+    down_until: datetime | None = None  # an outage: no passes, then a fresh process
+
+
+class Watcher:
+    """What the invariants hear about passes (a pass is one reconcile call)."""
+
+    def pass_started(self, res: SimResource, depth: int) -> None:
+        return None
+
+    def pass_ended(self, res: SimResource, ok: bool) -> None:
+        return None
+
+    def fault(self, what: str, res: SimResource | None) -> None:
+        return None
 
 
 @dataclass
@@ -74,6 +99,11 @@ class World:
     crash: tuple[str, str, int] | None = None
     crashes: list[str] = field(default_factory=list)
     api_fault_rate: float = 0.0
+    faults_on: bool = True
+    watcher: Watcher = field(default_factory=Watcher)
+    depth: int = 0  # passes in progress (an interleaved pass runs inside another's write)
+    starved_until: dict[str, datetime] = field(default_factory=dict)
+    runner_defaults: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def build(cls, seed: int) -> World:
@@ -83,6 +113,7 @@ class World:
         dbs = Databases()
         dbs.add("db1")
         dbs.add("db2")
+        dbs.add(OTHER_DATABASE)  # planned by nobody; reached only by a misdirected run
         world = cls(seed, rng, clock, cluster, dbs, Kubelet(cluster, dbs, rng))
         world._populate()
         return world
@@ -103,8 +134,11 @@ class World:
             )
             db = "db1" if shared or i == 0 else "db2"
             self._add_resource(family, f"r{i}", url, db)
-        for i in range(self.rng.choice([1, 2])):
+        far = self.rng.random() < 0.2  # one replica's clock is off by minutes
+        for i in range(2 if far else self.rng.choice([1, 2])):
             skew = self.rng.uniform(-30, 30) if i else 0.0
+            if far and i:
+                skew = self.rng.choice([-1, 1]) * self.rng.uniform(150, 400)
             self.replicas.append(self._replica(f"c{i}", skew))
 
     def _add_resource(self, family: Family, name: str, url_template: str, db: str) -> None:
@@ -153,23 +187,64 @@ class World:
 
     def _replica(self, name: str, skew: float) -> Replica:
         view = SkewedView(self.cluster, skew)
-        env = Env(cluster=view, lock_namespace="ptah-system", controller=name, hook=self._hook)
+        env = Env(
+            cluster=view,
+            lock_namespace="ptah-system",
+            controller=name,
+            hook=self._hook,
+            lease_duration=LEASE_DURATION,
+            runner_defaults=dict(self.runner_defaults),
+        )
         return Replica(name, env, skew)
 
     # --- controller stops
 
     def _hook(self, when: str, write: str) -> None:
+        if (
+            self.faults_on
+            and self.depth == 1
+            and len(self.resources) > 1
+            and self.rng.random() < 0.03
+        ):
+            self._interleave()
+        if (
+            self.faults_on
+            and when == "after"
+            and write == "create_job"
+            and self.rng.random() < 0.05
+        ):
+            self._tamper_job(self._claimed_job())
         if self.crash is None:
             return
         target_write, target_when, remaining = self.crash
         if write != target_write or when != target_when:
             return
+        if when == "after" and write in CLAIM_WRITES and not self._mutating_now():
+            return  # aim the stop at a mutation's window, not a reading's
         if remaining > 1:
             self.crash = (target_write, target_when, remaining - 1)
             return
         self.crash = None
         self.crashes.append(f"{when}:{write}")
+        self.watcher.fault("stop", self._current)
         raise ControllerStopped(f"{when} {write}")
+
+    def _interleave(self) -> None:
+        """Another worker's pass over another resource runs between two of this pass's
+        writes: passes over different resources are concurrent in a real operator."""
+        current = self._current
+        others = [r for r in self.resources if r is not current]
+        if not others:
+            return
+        self.watcher.fault("interleaved-pass", current)
+        self.reconcile_one(self.rng.choice(others))
+
+    def _mutating_now(self) -> bool:
+        res = self._current
+        obj = self.cluster.system.get(res.family.kind, NS, res.name) if res else None
+        status = (obj or {}).get("status") or {}
+        claim = status.get("activeOperation") or {}
+        return bool(claim.get("mutating") or status.get("pendingLockRelease"))
 
     def restart(self, replica: Replica) -> None:
         """A fresh process on what was left: no memory, including Lease observations."""
@@ -177,17 +252,59 @@ class World:
         replica.env = fresh.env
         replica.restarts += 1
 
+    def outage(self) -> None:
+        """A controller makes no pass for longer than the Lease duration: a whole replica
+        down, or one resource's worker stuck while the others go on."""
+        seconds = self.rng.uniform(LEASE_DURATION + 10, 3.5 * LEASE_DURATION)
+        until = self.clock.now() + timedelta(seconds=seconds)
+        if self.rng.random() < 0.5:
+            replica = self.rng.choice(self.replicas)
+            replica.down_until = until
+            self.watcher.fault("outage", None)
+        else:
+            res = self.rng.choice(self.resources)
+            self.starved_until[res.name] = until
+            self.watcher.fault("starved", res)
+
     # --- one step
 
+    _current: SimResource | None = None
+
     def reconcile_one(self, res: SimResource | None = None) -> None:
-        replica = self.rng.choice(self.replicas)
-        res = res or self.rng.choice(self.resources)
+        now = self.clock.now()
+        for replica in self.replicas:
+            if replica.down_until is not None and replica.down_until <= now:
+                replica.down_until = None
+                self.restart(replica)
+        up = [r for r in self.replicas if r.down_until is None]
+        if not up:
+            return
+        replica = self.rng.choice(up)
+        if res is None:
+            ready = [r for r in self.resources if self.starved_until.get(r.name, now) <= now]
+            if not ready:
+                return
+            res = self.rng.choice(ready)
+        outer, self._current = self._current, res
+        self.depth += 1
+        self.watcher.pass_started(res, self.depth)
+        ok = False
         try:
             reconcile(replica.env, res.family, NS, res.name)
+            ok = True
         except ControllerStopped:
             self.restart(replica)
+            if self.depth > 1:
+                # The interleaved pass ran in the same process as the outer one.
+                self.watcher.pass_ended(res, ok)
+                self.depth -= 1
+                self._current = outer
+                raise
         except errors.ApiError:
             pass
+        self.watcher.pass_ended(res, ok)
+        self.depth -= 1
+        self._current = outer
 
     def person_acts(self, quiet: bool) -> None:
         """People: approve, edit, suspend, delete, rotate, abandon a proof."""
@@ -207,7 +324,12 @@ class World:
             return
         if status.get("phase") in {"ProofNotSettled"} and roll < (0.3 if quiet else 0.1):
             record = status.get("pendingObservation") or status.get("unresolvedRun") or {}
-            self._annotate(res, record.get("operationId", ""))
+            operation = record.get("operationId", "")
+            if not quiet and self.rng.random() < 0.3:
+                # A person pastes the wrong operation: it must abandon nothing.
+                self.watcher.fault("abandon-wrong-operation", res)
+                operation = self.rng.choice(["apply-0000", "migrate-0000", ""])
+            self._annotate(res, operation)
             return
         if quiet:
             if obj["spec"].get("suspend"):
@@ -225,26 +347,33 @@ class World:
         elif roll < 0.16:
             for job in api.list(JOB, NS):
                 if self.rng.random() < 0.5:
+                    self.watcher.fault("job-deleted", self._owner_of(job))
                     api.delete(JOB, NS, job["metadata"]["name"], propagation="Background")
-        elif roll < 0.18:
-            cm = api.get(CONFIGMAP, NS, "ptah-verification-policy")
-            if cm is None:
-                api.create(CONFIGMAP, _policy_cm({"allowDestructive": "true"}))
-            else:
-                api.patch(
-                    CONFIGMAP,
-                    NS,
-                    "ptah-verification-policy",
-                    {"data": {"edited": str(self.rng.random())}},
-                )
-        elif roll < 0.19 and res.family is MIGRATION_FAMILY:
+        elif roll < 0.19:
+            self._edit_policy()
+        elif roll < 0.20 and res.family is MIGRATION_FAMILY:
             api.patch(CONFIGMAP, NS, f"{res.name}-dir", {"data": {f"{9}_later.sql": "SELECT 9;"}})
-        elif roll < 0.20:
+        elif roll < 0.23:
+            self.watcher.fault("deleted", res)
             with contextlib.suppress(errors.NotFound):
                 api.delete(res.family.kind, NS, res.name)
-        elif roll < 0.21:
+        elif roll < 0.24:
             for approval in api.list(APPROVAL, NS):
                 api.delete(APPROVAL, NS, approval["metadata"]["name"])
+        elif roll < 0.27:
+            self._tamper_job()
+        elif roll < 0.29:
+            self._tamper_plan()
+        elif roll < 0.31:
+            self._approve_for_another(res, status)
+        elif roll < 0.33:
+            pods = api.list(POD, NS)
+            if pods:
+                pod = self.rng.choice(pods)
+                self.watcher.fault("pod-deleted", None)
+                api.delete(POD, NS, pod["metadata"]["name"])
+        elif roll < 0.35:
+            self._upgrade_operator(res)
 
     def _source(self, tables: int) -> str:
         """A desired source; now and then one that does not load (until it is edited)."""
@@ -252,6 +381,111 @@ class World:
         if self.rng.random() < 0.25:
             lines.insert(self.rng.randrange(len(lines) + 1), BROKEN)
         return "\n".join(lines)
+
+    def _owner_of(self, job: dict[str, Any]) -> SimResource | None:
+        owners = {r.get("uid") for r in job["metadata"].get("ownerReferences", [])}
+        for res in self.resources:
+            obj = self.cluster.system.get(res.family.kind, NS, res.name)
+            if obj is not None and obj["metadata"]["uid"] in owners:
+                return res
+        return None
+
+    def _edit_policy(self) -> None:
+        """The verification policy changes in a way that matters: destructive plans
+        allowed or not, this engine allowed or not."""
+        api = self.cluster.system
+        data = {
+            "allowDestructive": self.rng.choice(["true", "false"]),
+            "allowedEngines": self.rng.choice(
+                ["postgres,mysql,sqlite", "postgres", "mysql,sqlite"]
+            ),
+        }
+        self.watcher.fault("policy-edited", None)
+        cm = api.get(CONFIGMAP, NS, "ptah-verification-policy")
+        if cm is None:
+            api.create(CONFIGMAP, _policy_cm(data))
+        elif self.rng.random() < 0.15:
+            api.delete(CONFIGMAP, NS, "ptah-verification-policy")
+        else:
+            api.patch(CONFIGMAP, NS, "ptah-verification-policy", {"data": data})
+
+    def _claimed_job(self) -> dict[str, Any] | None:
+        res = self._current
+        obj = self.cluster.system.peek(res.family.kind, NS, res.name) if res else None
+        claim = ((obj or {}).get("status") or {}).get("activeOperation") or {}
+        return self.cluster.system.get(JOB, NS, claim.get("jobName", "")) if claim else None
+
+    def _tamper_job(self, job: dict[str, Any] | None = None) -> None:
+        """Someone changes a Job's owner or labels: another controller adopting Jobs,
+        reacting to a Job's creation (then it lands between the create and the read-back)
+        or at any time."""
+        api = self.cluster.system
+        jobs = api.list(JOB, NS)
+        if job is None and not jobs:
+            return
+        job = job or self.rng.choice(jobs)
+        owner = self._owner_of(job)
+        self.watcher.fault("job-owner-changed", owner)
+        refs = list(job["metadata"].get("ownerReferences", []))
+        if self.rng.random() < 0.5 and refs:
+            others = [r for r in self.resources if r is not owner]
+            other = self.rng.choice(others) if others else None
+            obj = api.get(other.family.kind, NS, other.name) if other else None
+            uid = obj["metadata"]["uid"] if obj else "0000-foreign"
+            refs = [dict(refs[0], uid=uid, name=other.name if other else "foreign")]
+            patch: dict[str, Any] = {"metadata": {"ownerReferences": refs}}
+        else:
+            patch = {"metadata": {"labels": {"ptah.io/operation-id": "tampered"}}}
+        api.patch(JOB, NS, job["metadata"]["name"], patch)
+
+    def _tamper_plan(self) -> None:
+        """Someone replaces a PtahPlan: a plan is immutable, so it is deleted and created
+        again under its name with other statements."""
+        api = self.cluster.system
+        plans = api.list(PLAN, NS)
+        if not plans:
+            return
+        plan = self.rng.choice(plans)
+        self.watcher.fault("plan-replaced", None)
+        statements = list(plan["spec"].get("statements", []))
+        statements.append({"sql": "DROP TABLE t0", "hazards": []})
+        forged = {
+            "apiVersion": plan["apiVersion"],
+            "kind": plan["kind"],
+            "metadata": {
+                "name": plan["metadata"]["name"],
+                "namespace": NS,
+                "annotations": dict(plan["metadata"].get("annotations") or {}),
+            },
+            "spec": dict(plan["spec"], statements=statements),
+        }
+        api.delete(PLAN, NS, plan["metadata"]["name"])
+        api.create(PLAN, forged)
+
+    def _approve_for_another(self, res: SimResource, status: dict[str, Any]) -> None:
+        """An approval naming another resource, carrying this one's plan digest."""
+        digest = (status.get("currentPlan") or {}).get("digest")
+        others = [r for r in self.resources if r is not res]
+        if not digest or not others:
+            return
+        self.watcher.fault("approval-for-another", res)
+        self._approve(self.rng.choice(others), digest)
+
+    def _upgrade_operator(self, res: SimResource) -> None:
+        """The operator restarts with other runner defaults (a new image), or a resource's
+        spec.runner changes: the next Job's template is not the one the snapshot names."""
+        if self.rng.random() < 0.5:
+            image = self.rng.choice(["ptah/ptah:dev", "ptah/ptah:next"])
+            self.runner_defaults = {"image": image}
+            self.watcher.fault("operator-upgraded", None)
+            for replica in self.replicas:
+                self.restart(replica)
+        else:
+            image = self.rng.choice(["ptah/ptah:dev", "ptah/ptah:next"])
+            self.watcher.fault("runner-edited", res)
+            self.cluster.system.patch(
+                res.family.kind, NS, res.name, {"spec": {"runner": {"image": image}}}
+            )
 
     def _approve(self, res: SimResource, digest: str) -> None:
         name = f"{res.name}-approval-{self.rng.randint(0, 10**6)}"

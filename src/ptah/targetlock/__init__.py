@@ -8,10 +8,18 @@ acquisition raises it by one, so a claim can tell its own tenure from a later on
 Foreign-lease expiry is measured from this process's own first observation of
 an unchanged record (same resourceVersion), never from the renewTime another
 node wrote: clocks disagree, and a paused holder's last renewTime says nothing.
+
+Expiry alone never hands the database over. A Lease records who holds it (the
+holder's resource and the Job its operation runs as, :data:`HOLDER_ANNOTATIONS`),
+and an expired foreign Lease is taken only when the caller's ``holder_stopped``
+check says that executor is known stopped or never started. A holder whose
+controller stopped renewing may still have a Job writing the database: expiry
+says the controller is silent, not that the executor is.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,6 +29,12 @@ from ptah.kube.kinds import LEASE
 from ptah.kube.port import Cluster
 
 DEFAULT_DURATION_SECONDS = 120
+# Who holds the Lease, written with each acquisition: what a taker checks.
+HOLDER_NAMESPACE = "ptah.io/holder-namespace"
+HOLDER_KIND = "ptah.io/holder-kind"
+HOLDER_NAME = "ptah.io/holder-name"
+HOLDER_JOB = "ptah.io/holder-job"
+HOLDER_ANNOTATIONS = (HOLDER_NAMESPACE, HOLDER_KIND, HOLDER_NAME, HOLDER_JOB)
 
 
 def _micro(ts: datetime) -> str:
@@ -33,15 +47,18 @@ class LeaseView:
     epoch: int
     duration: int
     resource_version: str
+    described: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, obj: dict[str, Any]) -> LeaseView:
         spec = obj.get("spec", {})
+        annotations = obj["metadata"].get("annotations") or {}
         return cls(
             holder=spec.get("holderIdentity") or None,
             epoch=int(spec.get("leaseTransitions") or 0),
             duration=int(spec.get("leaseDurationSeconds") or DEFAULT_DURATION_SECONDS),
             resource_version=obj["metadata"]["resourceVersion"],
+            described={k: str(annotations[k]) for k in HOLDER_ANNOTATIONS if k in annotations},
         )
 
 
@@ -68,6 +85,13 @@ class Outcome:
     epoch: int | None = None
     held_by: str | None = None
     next_epoch: int | None = None
+    # An expired Lease not taken because its holder's executor may still run: why.
+    holder_running: str | None = None
+
+
+# Given an expired foreign Lease: None when its holder's executor is known stopped or
+# never started, else why it may still be running.
+HolderCheck = Callable[[LeaseView], str | None]
 
 
 def read(cluster: Cluster, namespace: str, name: str) -> LeaseView | None:
@@ -90,23 +114,29 @@ def acquire(
     holder: str,
     expected: int,
     duration: int = DEFAULT_DURATION_SECONDS,
+    describe: Mapping[str, str] | None = None,
+    holder_stopped: HolderCheck | None = None,
 ) -> Outcome:
     """Take the Lease at exactly epoch ``expected``, or say why not.
 
     Already ours at ``expected`` (a crash after the Lease write) is acquired.
-    Free, or foreign and expired by our own clock, is taken with a
-    resourceVersion precondition. Any other epoch returns ``next_epoch`` so the
-    caller can persist a fresh expectation before trying again.
+    Free is taken with a resourceVersion precondition; foreign is taken only once
+    it has expired by our own clock and ``holder_stopped`` finds its holder's
+    executor stopped or never started (without a check, expiry alone decides).
+    Any other epoch returns ``next_epoch`` so the caller can persist a fresh
+    expectation before trying again. ``describe`` (:data:`HOLDER_ANNOTATIONS`) is
+    written with the acquisition, so the next taker can check on us.
     """
     now = cluster.now()
     view = read(cluster, namespace, name)
+    annotations = dict(describe or {})
     if view is None:
         if expected != 1:
             return Outcome(False, next_epoch=1)
         body = {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
-            "metadata": {"name": name, "namespace": namespace},
+            "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
             "spec": _spec(holder, 1, duration, now, now),
         }
         cluster.create(LEASE, body)
@@ -115,12 +145,18 @@ def acquire(
         if view.epoch == expected:
             return Outcome(True, epoch=expected)
         return Outcome(False, held_by=holder, next_epoch=view.epoch + 1)
-    if view.holder is not None and not observer.expired(namespace, name, view, now):
-        return Outcome(False, held_by=view.holder)
+    if view.holder is not None:
+        if not observer.expired(namespace, name, view, now):
+            return Outcome(False, held_by=view.holder)
+        running = holder_stopped(view) if holder_stopped is not None else None
+        if running is not None:
+            return Outcome(False, held_by=view.holder, holder_running=running)
     if view.epoch + 1 != expected:
         return Outcome(False, next_epoch=view.epoch + 1)
+    # Every holder key is written (None removes one), so no word of the last holder stays.
+    described: dict[str, str | None] = {k: annotations.get(k) for k in HOLDER_ANNOTATIONS}
     patch = {
-        "metadata": {"resourceVersion": view.resource_version},
+        "metadata": {"resourceVersion": view.resource_version, "annotations": described},
         "spec": _spec(holder, expected, duration, now, now),
     }
     cluster.patch(LEASE, namespace, name, patch)

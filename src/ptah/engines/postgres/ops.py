@@ -33,9 +33,7 @@ class PostgresOps:
         dev_url: DbUrl | None,
         policy: SchemaPolicy = DEFAULT_POLICY,
     ) -> tuple[Schema, list[str]]:
-        return scratch.normalise(
-            target.url, desired_sql, dev_url, policy.ownership, policy.ignore
-        )
+        return scratch.normalise(target.url, desired_sql, dev_url, policy.ownership, policy.ignore)
 
     def diff(self, current: Schema, desired: Schema) -> list[Statement]:
         return pgdiff.diff(current, desired)
