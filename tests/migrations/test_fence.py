@@ -29,6 +29,7 @@ from migsupport import engine_of, history_rows, query, runner_cmd, write_dir
 from ptah.engines import fence
 from ptah.engines.connect import open_target
 from ptah.engines.planner import current_fingerprint
+from ptah.runner import failures
 from ptah.runner.frame import ResultFrame, parse_result_for
 
 pytestmark = pytest.mark.integration
@@ -134,7 +135,7 @@ def _one_fenced(runs: list[Run]) -> tuple[ResultFrame, Run]:
     assert len(ended) == 1, "both runners ended while the first was held mid-run"
     refused = _frame(*ended[0])
     assert (refused.outcome, refused.reason) == ("fenced", "RealmBusy"), refused
-    assert ended[0][0].returncode == 0
+    assert ended[0][0].returncode == failures.REALM_BUSY.exit_code
     (running,) = [r for r in runs if r is not ended[0]]
     return refused, running
 
@@ -170,7 +171,7 @@ def test_second_migrate_started_mid_run_is_fenced(db_url: str, tmp_path: Path) -
         refused = _frame(second, second_id)
         assert (refused.outcome, refused.reason) == ("fenced", "RealmBusy"), refused
         assert refused.data["applied"] == [] and refused.data["statementsExecuted"] == 0
-        assert second.returncode == 0
+        assert second.returncode == failures.REALM_BUSY.exit_code
         assert history_rows(db_url) == before, "the fenced runner wrote history"
         assert first.poll() is None, "the first runner stopped while its gate was held"
     done = _frame(first, first_id)

@@ -66,7 +66,7 @@ def test_no_credentials_in_any_output(
     assert password not in r.proc.stdout + r.proc.stderr
     wrong = db_url.replace(password, password + "-wrong")
     r = run(wrong, "history", d)
-    assert (r.frame.outcome, r.frame.reason) == ("failed", "TargetUnavailable")
+    assert (r.frame.outcome, r.frame.reason) == ("failed", "AuthenticationFailed")
     assert password not in r.proc.stdout + r.proc.stderr
 
 
@@ -79,7 +79,7 @@ def test_missing_url_and_operation_id(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "ptah.runner.main", "history", "--dir", str(d)]
     proc = subprocess.run([*cmd, "--operation-id", "x"], env=env, capture_output=True, text=True)
     verdict = parse_result_for(proc.stdout, "x")
-    assert verdict.frame is not None and verdict.frame.reason == "NoDatabaseUrl"
-    assert proc.returncode == 0
+    assert verdict.frame is not None and verdict.frame.reason == "BadUrl"
+    assert proc.returncode == 10 and "PTAH_DB_URL is not set" in proc.stderr
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     assert proc.returncode != 0 and proc.stdout == ""

@@ -86,7 +86,7 @@ def test_runner_prints_exactly_one_frame_and_no_secret(tmp_path: Path) -> None:
         ["identify", "--operation-id", "op-10"],
         {"PTAH_DB_URL": "postgresql://u:s3cretpw@127.0.0.1:1/db"},
     )
-    assert bad.returncode == 0
+    assert bad.returncode == 11  # TargetUnavailable: the server cannot be reached
     assert "s3cretpw" not in bad.stdout + bad.stderr
     failed = parse_result_for(bad.stdout, "op-10").frame
     assert failed is not None and failed.outcome == "failed"

@@ -95,9 +95,9 @@ def test_runner_frame_still_printed_when_the_url_is_bad(tmp_path: Path) -> None:
         text=True,
         timeout=120,
     )
-    assert proc.returncode == 0
+    assert proc.returncode == 10  # BadUrl
     assert proc.stdout.startswith("PTAH-RESULT-FRAME v1 ")
-    assert '"reason":"TargetUnavailable"' in proc.stdout
+    assert '"reason":"BadUrl"' in proc.stdout
 
 
 def test_ptah_help_loads_no_heavy_package() -> None:

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ptah.engines.urls import UrlError, parse_url, scrub
+from ptah.engines.urls import parse_url
+from ptah.runner import failures
 
 if TYPE_CHECKING:  # the planner (sqlglot) loads when a plan is made: `ptah --help` stays light
     from ptah.engines.model import Plan
@@ -39,15 +40,27 @@ def register(subparsers: Any) -> None:
 
 
 def _plan(args: argparse.Namespace) -> tuple[Any, Plan]:
+    """Read the desired file, then open the target and plan. A failure of input or
+    environment propagates to ``ptah``'s one-line report (:func:`ptah.cli.main.explain`)."""
     from ptah.engines import planner
     from ptah.engines.connect import open_target
 
-    target = open_target(args.url)
+    try:
+        desired = Path(args.desired).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise failures.Failure(
+            failures.INPUT_UNREADABLE, f"cannot read the desired schema file {args.desired}: {why}"
+        ) from None
     dev = parse_url(args.dev_url) if args.dev_url else None
-    desired = Path(args.desired).read_text()
-    return target, planner.plan(
-        target, desired, dev_url=dev, cache_dir=getattr(args, "cache_dir", None)
-    )
+    target = open_target(args.url)
+    try:
+        return target, planner.plan(
+            target, desired, dev_url=dev, cache_dir=getattr(args, "cache_dir", None)
+        )
+    except BaseException:
+        target.close()
+        raise
 
 
 def render(plan: Plan) -> str:
@@ -62,41 +75,17 @@ def render(plan: Plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _fail(exc: Exception, args: argparse.Namespace) -> int:
-    secrets = [u.password for u in (_safe(args.url), _safe(args.dev_url)) if u is not None]
-    sys.stderr.write("ptah: " + scrub(str(exc), *secrets) + "\n")
-    return 2
-
-
-def _safe(url: str | None) -> Any:
-    try:
-        return parse_url(url) if url else None
-    except UrlError:
-        return None
-
-
 def cmd_plan(args: argparse.Namespace) -> int:
-    from ptah.engines.base import EngineError
-    from ptah.engines.model import PlanError
-
-    try:
-        target, plan = _plan(args)
-        target.close()
-    except (EngineError, PlanError, OSError) as exc:
-        return _fail(exc, args)
+    target, plan = _plan(args)
+    target.close()
     sys.stdout.write(json.dumps(plan.to_json(), indent=2) + "\n" if args.json else render(plan))
     return 0
 
 
 def cmd_apply(args: argparse.Namespace) -> int:
     from ptah.engines import planner
-    from ptah.engines.base import EngineError
-    from ptah.engines.model import PlanError
 
-    try:
-        target, plan = _plan(args)
-    except (EngineError, PlanError, OSError) as exc:
-        return _fail(exc, args)
+    target, plan = _plan(args)
     with target:
         sys.stdout.write(render(plan))
         if not plan.statements:
@@ -122,7 +111,10 @@ def cmd_apply(args: argparse.Namespace) -> int:
         )
         if result.reason == "ExpectedSchemaNotReached":
             _name_the_difference(args, target)
-        return 0 if result.outcome == "succeeded" else 1
+        if result.outcome == "succeeded":
+            return failures.OK
+        found = failures.by_reason(result.reason)  # a fenced apply: RealmBusy
+        return found.exit_code if found else failures.DID_NOT_SUCCEED
 
 
 def _name_the_difference(args: argparse.Namespace, target: Any) -> None:

@@ -26,8 +26,14 @@ from ptah.engines import fence
 from ptah.migrations import sumfile
 from ptah.migrations.apply import MigrateOptions, migrate
 from ptah.migrations.dialects import Session
-from ptah.migrations.directory import DirectoryError, Version, read_directory
+from ptah.migrations.directory import (
+    DirectoryError,
+    DirectoryUnreadable,
+    Version,
+    read_directory,
+)
 from ptah.migrations.history import REPEATABLE, Reading, compare, is_dirty, row_summary
+from ptah.runner import failures
 
 
 def register(subparsers: Any) -> None:
@@ -68,6 +74,19 @@ def _conn_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dir", dest="dirs", action="append", required=True, type=Path)
 
 
+def _unusable(exc: Exception) -> failures.Failure:
+    """A migration directory (or version) that cannot be used, in its failure class."""
+    unreadable = isinstance(exc, DirectoryUnreadable)
+    cls = failures.INPUT_UNREADABLE if unreadable else failures.INPUT_INVALID
+    return failures.Failure(cls, f"migration directory: {exc}")
+
+
+def _code(reason: str) -> int:
+    """The exit code of a refused or failed run: its failure class's, else 1."""
+    found = failures.by_reason(reason)
+    return found.exit_code if found else failures.DID_NOT_SUCCEED
+
+
 def _err(text: str) -> None:
     print(f"ptah migrate: {text}", file=sys.stderr)
 
@@ -77,7 +96,7 @@ def _open(url: str | None) -> Any:
 
     url = url or os.environ.get("PTAH_DB_URL", "")
     if not url:
-        raise SystemExit("ptah migrate: pass --url or set PTAH_DB_URL")
+        raise failures.Failure(failures.BAD_URL, "no database URL: pass --url or set PTAH_DB_URL")
     return open_target(url)
 
 
@@ -85,8 +104,7 @@ def cmd_hash(args: argparse.Namespace) -> int:
     try:
         directory = read_directory(args.dirs)
     except DirectoryError as exc:
-        _err(str(exc))
-        return 1
+        raise _unusable(exc) from None
     if args.check:
         problems = sumfile.problems(directory)
         for p in problems:
@@ -156,8 +174,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     try:
         directory = read_directory(args.dirs)
     except DirectoryError as exc:
-        _err(str(exc))
-        return 1
+        raise _unusable(exc) from None
     with _open(args.url) as target:
         identity = target.identity()
         session = Session(target.connection, target.engine)
@@ -190,8 +207,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         to = Version.parse(args.to) if args.to else None
         baseline = Version.parse(args.baseline) if args.baseline else None
     except (DirectoryError, ValueError) as exc:
-        _err(str(exc))
-        return 1
+        raise _unusable(exc) from None
     with _open(args.url) as target:
         identity = target.identity()
         session = Session(target.connection, target.engine)
@@ -199,16 +215,16 @@ def cmd_apply(args: argparse.Namespace) -> int:
             operation_id="cli", to=to, baseline=baseline, lock_timeout=args.lock_timeout
         )
         result = migrate(session, directory, identity, opts, print, target.scrub)
-    if result.outcome == "refused":
-        _err(f"refused ({result.reason}): {result.message}")
+    if result.outcome in ("refused", "fenced"):
+        _err(f"{result.outcome} ({result.reason}): {result.message}")
         for d in result.details[1:]:
             _err(f"  {d}")
-        return 1
+        return _code(result.reason)
     if result.outcome == "failed":
         _err(f"failed ({result.reason}): {result.message}")
         if result.failure:
             _err(str(result.failure["error"]))
-        return 1
+        return _code(result.reason)
     applied = ", ".join(result.applied) or "nothing (up to date)"
     print(f"applied {applied}; {result.statements_executed} statements")
     return 0
@@ -230,7 +246,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
                 return _resolve(session, version, args.resolution)
         except fence.RealmBusy as exc:
             _err(str(exc))
-            return 1
+            return failures.REALM_BUSY.exit_code
 
 
 def _resolve(session: Session, version: str, resolution: str) -> int:

@@ -40,10 +40,12 @@ class EngineError(Exception):
 
 
 class TargetUnavailable(EngineError):
-    """The target could not be opened (network, auth, missing file)."""
+    """The target could not be opened. ``reason`` names the failure class
+    (:mod:`ptah.runner.failures`): unreachable, credentials refused, no such database,
+    not a database, bad URL."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message, "TargetUnavailable")
+    def __init__(self, message: str, reason: str = "TargetUnavailable") -> None:
+        super().__init__(message, reason)
 
 
 class ScratchUnavailable(EngineError):

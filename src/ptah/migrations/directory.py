@@ -49,6 +49,10 @@ class DirectoryError(ValueError):
     """The directory cannot be read as a migration directory; the message says which file."""
 
 
+class DirectoryUnreadable(DirectoryError):
+    """The directory is missing, not a directory, or cannot be listed."""
+
+
 @dataclass(frozen=True, order=True)
 class Version:
     """A migration version: numeric parts, trailing zeros dropped, ordered as a tuple."""
@@ -173,9 +177,14 @@ class _Listing:
 
 def _read_one(path: Path) -> _Listing:
     if not path.is_dir():
-        raise DirectoryError(f"{path}: not a directory")
+        missing = "does not exist" if not path.exists() else "not a directory"
+        raise DirectoryUnreadable(f"{path}: {missing}")
+    try:
+        entries = sorted(path.iterdir(), key=lambda p: p.name)
+    except OSError as exc:
+        raise DirectoryUnreadable(f"{path}: cannot list it: {exc.strerror}") from None
     out = _Listing()
-    for entry in sorted(path.iterdir(), key=lambda p: p.name):
+    for entry in entries:
         name = entry.name
         if name.startswith(".") or not entry.is_file():
             continue

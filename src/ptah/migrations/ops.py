@@ -1,11 +1,10 @@
 """Runner subcommands ``history`` and ``migrate``: one result frame per run, always.
 
-The contract with the operator: the connection comes from ``PTAH_DB_URL``, the
-operation id from ``--operation-id`` or ``PTAH_OPERATION_ID``; stdout carries
-exactly one frame line and nothing else; every other line goes to stderr through
-:func:`ptah.runner.frame.escape_line`; the exit code is 0 whenever a frame was
-printed (the frame, not the exit code, says what happened). Error text passes
-through the target's ``scrub`` and the frame through ``assert_no_secret``.
+The contract with the operator is the runner's (:func:`ptah.runner.emit.run_operation`
+prints the frame, reports failures of input or environment, and sets the exit code):
+the connection comes from ``PTAH_DB_URL``, the operation id from ``--operation-id`` or
+``PTAH_OPERATION_ID``; stdout carries exactly one frame line and nothing else; every
+other line goes to stderr escaped. Error text passes through the target's ``scrub``.
 
 ``ptah-runner``'s main imports this module and calls :func:`register`; ``python -m
 ptah.migrations.ops`` runs the same two subcommands on their own. Registering costs
@@ -18,68 +17,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ptah.engines.fence import REALM_ENV
-from ptah.runner.wire import (
-    DatabaseIdentity,
-    assert_no_secret,
-    escape_line,
-    payload,
-    render_payload,
-)
+from ptah.runner import failures
+from ptah.runner.emit import Output, run_operation
 
 if TYPE_CHECKING:
-    from ptah.runner.frame import OperationType, Outcome
+    from ptah.engines.base import Target
+    from ptah.runner.wire import Payload
 
-URL_ENV = "PTAH_DB_URL"
 OPERATION_ENV = "PTAH_OPERATION_ID"
-
-
-def log(text: str) -> None:
-    """Anything but the frame: stderr, escaped so it can never parse as a frame."""
-    print(escape_line(text), file=sys.stderr, flush=True)
-
-
-class _Emitter:
-    """Prints the run's one frame; knows the secrets it must never carry."""
-
-    def __init__(self, operation_id: str, op: OperationType) -> None:
-        self.operation_id = operation_id
-        self.op: OperationType = op
-        self.secrets: tuple[str, ...] = ()
-        self.scrub: Callable[[str], str] = _scrub_urls
-
-    def emit(
-        self,
-        outcome: Outcome,
-        reason: str = "",
-        data: dict[str, Any] | None = None,
-        database: DatabaseIdentity | None = None,
-    ) -> int:
-        frame = payload(self.operation_id, self.op, database, outcome, reason, data)
-        line = render_payload(frame)
-        assert_no_secret(line, self.secrets)
-        sys.stdout.write(line + "\n")
-        sys.stdout.flush()
-        return 0
-
-
-def _scrub_urls(text: str) -> str:
-    from ptah.engines.urls import scrub
-
-    return scrub(text)
-
-
-def _secrets_of(url: str) -> tuple[str, ...]:
-    from ptah.engines.urls import UrlError, parse_url
-
-    try:
-        return parse_url(url).secrets
-    except UrlError:
-        return ()
 
 
 def _operation_id(args: argparse.Namespace) -> str | None:
@@ -117,43 +67,19 @@ def register(subparsers: Any) -> None:
     m.set_defaults(func=run_migrate)
 
 
-def _with_target(
-    args: argparse.Namespace,
-    op: OperationType,
-    body: Callable[[Any, _Emitter, DatabaseIdentity], int],
-) -> int:
-    operation_id = _operation_id(args)
-    if operation_id is None:
-        log(f"no operation id: pass --operation-id or set {OPERATION_ENV}")
-        return 2
-    em = _Emitter(operation_id, op)
-    url = os.environ.get(URL_ENV, "")
-    if not url:
-        return em.emit("failed", "NoDatabaseUrl", {"message": f"{URL_ENV} is not set"})
-    em.secrets = _secrets_of(url)
-    from ptah.engines.base import EngineError
-    from ptah.engines.connect import open_target
+def _directory_refusal(exc: Exception) -> tuple[str, str]:
+    """The frame reason and message for a directory that cannot be used."""
+    from ptah.migrations.directory import DirectoryUnreadable
 
-    try:
-        target = open_target(url)
-    except EngineError as exc:
-        message = em.scrub(str(exc))
-        log(f"cannot open the database: {message}")
-        return em.emit("failed", exc.reason, {"message": message})
-    with target:
-        em.scrub = target.scrub
-        try:
-            identity = target.identity()
-        except Exception as exc:
-            message = target.scrub(f"{type(exc).__name__}: {exc}")
-            log(f"cannot identify the database: {message}")
-            return em.emit("failed", "IdentifyFailed", {"message": message})
-        try:
-            return body(target, em, identity)
-        except Exception as exc:
-            message = target.scrub(f"{type(exc).__name__}: {exc}")[:4000]
-            log(f"{op} failed: {message}")
-            return em.emit("failed", "EngineError", {"message": message}, identity)
+    if isinstance(exc, OSError):
+        where = f" {exc.filename}" if exc.filename else ""
+        return (
+            failures.INPUT_UNREADABLE.reason,
+            f"migration directory: cannot read{where}: {exc.strerror}",
+        )
+    if isinstance(exc, DirectoryUnreadable):
+        return failures.INPUT_UNREADABLE.reason, f"migration directory: {exc}"
+    return "InvalidDirectory", str(exc)
 
 
 def run_history(args: argparse.Namespace) -> int:
@@ -162,12 +88,16 @@ def run_history(args: argparse.Namespace) -> int:
     from ptah.migrations.dialects import Session
     from ptah.migrations.directory import DirectoryError, read_directory
     from ptah.migrations.history import compare
+    from ptah.runner.operations import make_frame
 
-    def body(target: Any, em: _Emitter, identity: DatabaseIdentity) -> int:
+    def body(target: Target, _dev: Any, out: Output) -> Payload:
+        assert opid is not None
+        identity = target.identity()
         try:
             directory = read_directory(args.dirs)
-        except DirectoryError as exc:
-            return em.emit("refused", "InvalidDirectory", {"message": str(exc)}, identity)
+        except (DirectoryError, OSError) as exc:
+            reason, message = _directory_refusal(exc)
+            return make_frame(opid, "history", identity, "refused", reason, {"message": message})
         session = Session(target.connection, target.engine)
         session.begin(read_only=True)
         try:
@@ -183,13 +113,14 @@ def run_history(args: argparse.Namespace) -> int:
             sumFileOk=not problems,
             sumFileProblems=problems,
         )
-        log(
+        out.log(
             f"history: {len(reading.applied)} applied, {len(reading.pending)} pending, "
             f"{len(reading.dirty)} dirty, {len(reading.mismatched)} mismatched"
         )
-        return em.emit("succeeded", "", data, identity)
+        return make_frame(opid, "history", identity, "succeeded", "", data)
 
-    return _with_target(args, "history", body)
+    opid = _operation_id(args)
+    return run_operation(opid, "history", body)
 
 
 def run_migrate(args: argparse.Namespace) -> int:
@@ -198,31 +129,36 @@ def run_migrate(args: argparse.Namespace) -> int:
     from ptah.migrations.apply import MigrateOptions, migrate
     from ptah.migrations.dialects import Session
     from ptah.migrations.directory import DirectoryError, Version, read_directory
+    from ptah.runner.operations import make_frame
 
-    def body(target: Any, em: _Emitter, identity: DatabaseIdentity) -> int:
+    def body(target: Target, _dev: Any, out: Output) -> Payload:
+        assert opid is not None
+        identity = target.identity()
         try:
             directory = read_directory(args.dirs)
             to = Version.parse(args.to) if args.to else None
             baseline = Version.parse(args.baseline) if args.baseline else None
-        except (DirectoryError, ValueError) as exc:
-            return em.emit("refused", "InvalidDirectory", {"message": str(exc)}, identity)
+        except (DirectoryError, OSError, ValueError) as exc:
+            reason, message = _directory_refusal(exc)
+            return make_frame(opid, "migrate", identity, "refused", reason, {"message": message})
         opts = MigrateOptions(
-            operation_id=em.operation_id,
+            operation_id=opid,
             to=to,
             baseline=baseline,
             lock_timeout=args.lock_timeout,
             realm=os.environ.get(REALM_ENV) or None,
         )
         session = Session(target.connection, target.engine)
-        result = migrate(session, directory, identity, opts, log, target.scrub)
+        result = migrate(session, directory, identity, opts, out.log, target.scrub)
         if result.outcome != "succeeded":
-            log(f"migrate {result.outcome}: {result.reason}: {result.message}")
+            out.log(f"migrate {result.outcome}: {result.reason}: {result.message}")
         else:
-            log(f"migrate succeeded: applied {', '.join(result.applied) or 'nothing'}")
+            out.log(f"migrate succeeded: applied {', '.join(result.applied) or 'nothing'}")
         data = result.to_data(opts)
-        return em.emit(result.outcome, result.reason, data, identity)
+        return make_frame(opid, "migrate", identity, result.outcome, result.reason, data)
 
-    return _with_target(args, "migrate", body)
+    opid = _operation_id(args)
+    return run_operation(opid, "migrate", body)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,9 +1,10 @@
 """`ptah-runner`: what a Job's Pod executes. Opens the target, does one operation, prints one frame.
 
 Inputs come from files and the environment the Job provides (``PTAH_DB_URL``,
-``PTAH_DEV_URL``, ``PTAH_OPERATION_ID``). The exit code is 0 whenever a frame
-was printed, whatever its outcome: the frame, not the exit code, is the
-evidence. Non-zero means no frame could be produced at all.
+``PTAH_DEV_URL``, ``PTAH_OPERATION_ID``, ``PTAH_REALM``). Every run prints one
+result frame, the evidence the operator reads. The exit code is 0 when the operation
+ran to its own outcome (succeeded, refused, failed by its SQL); a failure of input or
+environment also prints one line on stderr and exits with its class's code:
 """
 
 from __future__ import annotations
@@ -12,19 +13,11 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from ptah.engines import fence
-from ptah.engines.base import EngineError, Target
-from ptah.engines.connect import open_url
-from ptah.engines.urls import DbUrl, UrlError, parse_url
-from ptah.runner import operations
-from ptah.runner.emit import Output
-
-if TYPE_CHECKING:
-    from ptah.runner.frame import OperationType
-    from ptah.runner.wire import Payload
+from ptah.runner import failures, operations
+from ptah.runner.emit import Output, run_operation
 
 # Another engineer's subcommands (history, migrate) live here.
 EXTRA_MODULES = ("ptah.migrations.ops",)
@@ -55,7 +48,12 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ptah-runner", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="ptah-runner",
+        description=__doc__,
+        epilog="exit codes:\n" + failures.table(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("identify", help="report the identity of the database opened")
     _add_common(p)
@@ -94,97 +92,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _urls(out: Output) -> tuple[DbUrl, DbUrl | None]:
-    raw = os.environ.get("PTAH_DB_URL", "")
-    if not raw:
-        raise UrlError("PTAH_DB_URL is not set")
-    url = parse_url(raw)
-    out.secrets += url.secrets
-    dev_raw = os.environ.get("PTAH_DEV_URL", "")
-    dev = parse_url(dev_raw) if dev_raw else None
-    if dev is not None:
-        out.secrets += dev.secrets
-    return url, dev
-
-
-def _run(
-    args: argparse.Namespace,
-    operation_type: OperationType,
-    body: Callable[[Target, DbUrl | None], Payload],
-) -> int:
-    out = Output()
-    operation_id: str = args.operation_id
-    if not operation_id:
-        out.log("ptah-runner: no operation id (--operation-id or PTAH_OPERATION_ID)")
-        return 2
-    try:
-        url, dev = _urls(out)
-    except UrlError as exc:
-        out.frame(
-            operations.make_frame(
-                operation_id,
-                operation_type,
-                None,
-                "failed",
-                "TargetUnavailable",
-                {"message": str(exc)},
-            )
-        )
-        return 0
-    try:
-        target = open_url(url)
-    except EngineError as exc:
-        out.log(str(exc))
-        out.frame(
-            operations.make_frame(
-                operation_id,
-                operation_type,
-                None,
-                "failed",
-                exc.reason,
-                {"message": str(exc)[:2000]},
-            )
-        )
-        return 0
-    with target:
-        try:
-            frame = body(target, dev)
-        except Exception as exc:
-            import traceback
-
-            out.log(target.scrub(traceback.format_exc()))
-            message = target.scrub(f"{type(exc).__name__}: {exc}")[:2000]
-            reason = exc.reason if isinstance(exc, EngineError) else "InternalError"
-            try:
-                identity = target.identity()
-            except Exception:
-                identity = None
-            frame = operations.make_frame(
-                operation_id, operation_type, identity, "failed", reason, {"message": message}
-            )
-        out.frame(frame)
-    return 0
-
-
 def run_identify(args: argparse.Namespace) -> int:
-    return _run(args, "identify", lambda t, _dev: operations.identify(t, args.operation_id))
+    return run_operation(
+        args.operation_id,
+        "identify",
+        lambda t, _dev, _out: operations.identify(t, args.operation_id),
+    )
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    return _run(
-        args,
+    return run_operation(
+        args.operation_id,
         "plan",
-        lambda t, dev: operations.plan(
+        lambda t, dev, _out: operations.plan(
             t, args.operation_id, args.desired, dev, args.cache_dir, args.ownership, args.ignore
         ),
     )
 
 
 def run_apply(args: argparse.Namespace) -> int:
-    return _run(
-        args,
+    return run_operation(
+        args.operation_id,
         "apply",
-        lambda t, _dev: operations.apply(
+        lambda t, _dev, _out: operations.apply(
             t,
             args.operation_id,
             args.plan,
@@ -201,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception:
         # No frame could be produced: say so on stderr (escaped, scrubbed), exit non-zero.
         Output(secrets=[]).log("ptah-runner: could not produce a result frame")
-        return 1
+        return failures.INTERNAL.exit_code
 
 
 if __name__ == "__main__":

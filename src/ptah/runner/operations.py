@@ -62,7 +62,7 @@ def plan(
             identity,
             "failed",
             "InputUnreadable",
-            {"message": f"cannot read desired schema: {exc.strerror}"},
+            {"message": f"cannot read the desired schema file {desired_file}: {exc.strerror}"},
         )
     from ptah.engines import planner
     from ptah.engines.model import PlanError, SchemaPolicy
@@ -115,8 +115,10 @@ def apply(
             "apply",
             identity,
             "failed",
-            "InputUnreadable",
-            {"message": f"cannot read plan: {type(exc).__name__}"},
+            "InputUnreadable" if isinstance(exc, OSError) else "InputInvalid",
+            {"message": f"cannot read the plan {plan_file}: {exc.strerror or exc}"}
+            if isinstance(exc, OSError)
+            else {"message": f"the plan {plan_file} is not valid: {type(exc).__name__}"},
         )
     from ptah.engines import planner
 

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     from ptah.runner.frame import OperationType, Outcome
 
+from ptah.runner import failures
+
 PREFIX = "PTAH-RESULT-FRAME"
 VERSION = "v1"
 ESCAPE = "| "
@@ -45,6 +47,7 @@ DETERMINISTIC_REASONS = frozenset(
         "SumFileMismatch",
         "UnknownTarget",
     }
+    | failures.DETERMINISTIC  # a bad URL, refused credentials, no such database...
 )
 # Any userinfo in any URL-looking text: scheme://user:pass@
 _USERINFO = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]*@")
