@@ -10,4 +10,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from support.cluster import cluster, namespace, real_cluster, real_namespace  # noqa: F401
+from support.cluster import (  # noqa: F401
+    agent_cluster,
+    cluster,
+    namespace,
+    real_cluster,
+    real_namespace,
+)

@@ -2,8 +2,12 @@
 running as its own process (``ptah operator run``), which a test can SIGKILL and start
 again.
 
-* ``cluster``/``namespace`` come from ``tests/conftest.py`` (``support.cluster``), one
-  definition for the whole session.
+* ``cluster`` is the real node (``real_cluster`` of ``support.cluster``: kubelet on
+  containerd, the image built from the Dockerfile), so every runner Job runs in a real
+  container; ``PTAH_E2E_NODE=agent`` runs the tier on the process node agent instead.
+  Runner Pods reach the databases at the node's bridge address (``secret`` rewrites
+  the URL) and see the test data root (``tmp_path`` lives there) as a hostPath volume
+  at the same path. ``namespace`` comes from ``tests/conftest.py``.
 * ``crds`` (session): ``deploy/crds`` applied and Established.
 * ``operator`` (function): an ``Operator`` bound to the test's namespace, which it also
   uses as its lock namespace (leader Lease and per-database Leases), so tests never
@@ -18,14 +22,19 @@ Under ``CI`` nothing is skipped: a missing component fails naming it.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
+import shutil
 import signal
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import e2esupport
 import psycopg
 import pytest
 from e2esupport import ROOT, Operator, db_env, missing, with_database
@@ -33,6 +42,47 @@ from e2esupport import ROOT, Operator, db_env, missing, with_database
 from ptah.kube.errors import ApiError
 from ptah.kube.kinds import MIGRATION, SCHEMA
 from ptah.kube.real import RealCluster
+
+
+def _agent() -> bool:
+    return os.environ.get("PTAH_E2E_NODE", "real") == "agent"
+
+
+@pytest.fixture(scope="session")
+def data_root() -> Iterator[Path]:
+    """Where the tier's files live: under /tmp and open to the runner's uid (10001), so
+    a runner container writes a SQLite database the test then reads on the host."""
+    root = Path(tempfile.mkdtemp(prefix="ptah-e2e-", dir="/tmp"))
+    root.chmod(0o777)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def tmp_path(data_root: Path, request: pytest.FixtureRequest) -> Path:
+    """A fresh directory per test under ``data_root`` (pytest's own is root-only)."""
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", request.node.name)[:50]
+    path = data_root / f"{name}-{uuid.uuid4().hex[:6]}"
+    path.mkdir()
+    path.chmod(0o777)
+    return path
+
+
+@pytest.fixture(scope="session")
+def cluster(request: pytest.FixtureRequest, data_root: Path) -> Any:
+    """The tier's cluster: the real node (default) or the process agent."""
+    name = "agent_cluster" if _agent() else "real_cluster"
+    c = request.getfixturevalue(name)
+    if not _agent():
+        e2esupport.pod_url = c.pod_url
+        defaults = data_root / "runner-defaults.json"
+        volume = {"name": "e2e-data", "hostPath": {"path": str(data_root), "type": "Directory"}}
+        mount = {"name": "e2e-data", "mountPath": str(data_root)}
+        defaults.write_text(json.dumps({"volumes": [volume], "volumeMounts": [mount]}))
+        e2esupport.runner_defaults = defaults
+    return c
 
 
 @pytest.fixture(scope="session")

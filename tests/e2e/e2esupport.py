@@ -26,6 +26,19 @@ ROOT = Path(__file__).resolve().parents[2]
 PTAH = Path(sys.executable).parent / "ptah"
 
 
+def _same(url: str) -> str:
+    return url
+
+
+#: How a runner Pod must write a database URL; the ``cluster`` fixture sets it (on the
+#: real node a loopback host becomes the node's bridge address). ``secret`` applies it.
+pod_url: Callable[[str], str] = _same
+#: Runner defaults every operator started here gets ($PTAH_RUNNER_DEFAULTS): on the real
+#: node, the test data root as a hostPath volume at the same path, so a SQLite path or
+#: a migrations directory means the same file on the host and in the runner container.
+runner_defaults: Path | None = None
+
+
 def wait_for(
     what: str, probe: Callable[[], Any], timeout: float = 60.0, interval: float = 0.2
 ) -> Any:
@@ -95,6 +108,8 @@ class Operator:
         ]
         argv += [f"{k}={v}" for k, v in self.options.items()]
         child_env = {k: v for k, v in os.environ.items() if k != "PTAH_TEST_KILL_AT"}
+        if runner_defaults is not None:
+            child_env["PTAH_RUNNER_DEFAULTS"] = str(runner_defaults)
         child_env.update(env or {})
         self.runs += 1
         with self.log_path.open("ab") as log:
@@ -145,9 +160,9 @@ class Operator:
 
 
 def secret(kube: RealCluster, ns: str, name: str, url: str) -> dict[str, Any]:
-    return kube.create(
-        SECRET, {"metadata": {"name": name, "namespace": ns}, "stringData": {"url": url}}
-    )
+    """A Secret with ``url`` as the runner Pod reaches that database (``pod_url``)."""
+    body = {"metadata": {"name": name, "namespace": ns}, "stringData": {"url": pod_url(url)}}
+    return kube.create(SECRET, body)
 
 
 def schema(

@@ -94,6 +94,9 @@ def test_chart_install_upgrade_and_a_schema_on_postgres(
         "--set=image.tag=dev",
         f"--set=watch.namespaces={{{ns}}}",
         "--set=operator.pollSeconds=1",
+        # The e2e tier may have applied deploy/crds already (kubectl apply), as a user
+        # moving to the chart has: the chart adopts them.
+        "--take-ownership",
         "--wait",
         "--timeout=180s",
     )

@@ -1,10 +1,11 @@
 """The real local Kubernetes control plane for tests (``ptah dev up``), registered as
 fixtures by ``tests/conftest.py``.
 
-* ``cluster`` (session): starts etcd, kube-apiserver, kube-controller-manager and the
-  node agent once per test session in a temporary state dir (or reuses the cluster in
-  ``$PTAH_TEST_STATE_DIR`` if set, leaving it running afterwards), and stops what it
-  started at the end.
+* ``cluster`` = ``agent_cluster`` (session): starts etcd, kube-apiserver,
+  kube-controller-manager and the node agent once per test session in a temporary
+  state dir (or reuses the cluster in ``$PTAH_TEST_STATE_DIR`` if set, leaving it
+  running afterwards), and stops what it started at the end. The e2e tier overrides
+  ``cluster`` with the real node.
 * ``real_cluster`` (session): the same control plane with a real node (kubelet on
   containerd and runc, ``ptah dev up --node real``) in its own state dir (or reused
   from ``$PTAH_TEST_REAL_STATE_DIR``), with the base and project images built from the
@@ -101,6 +102,14 @@ class Cluster:
     ) -> Any:
         return wait_for(what, probe, timeout, interval)
 
+    def node_pid(self) -> int:
+        """The pid of what runs this cluster's Pods: the kubelet on a real node, the
+        node agent otherwise (SIGSTOP it to freeze the node, SIGCONT to resume)."""
+        name = "kubelet" if self.info.config.real else "node-agent"
+        pid = devcluster.procs(self.state_dir)[name].pid()
+        assert pid is not None, f"{name} is not running in {self.state_dir}"
+        return pid
+
     @property
     def gateway(self) -> str:
         """Where Pods reach this machine (the apiserver's address on a real node)."""
@@ -140,7 +149,13 @@ def _missing(message: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+def cluster(agent_cluster: Cluster) -> Cluster:
+    """The integration tier's cluster (the e2e tier overrides it with the real node)."""
+    return agent_cluster
+
+
+@pytest.fixture(scope="session")
+def agent_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     try:
         binaries = paths.Binaries.locate()
     except paths.MissingComponentError as err:

@@ -99,3 +99,57 @@ def test_operator_reads_runner_defaults_and_refuses_a_bad_file(tmp_path: Any) ->
     with pytest.raises(SystemExit, match="not valid runner defaults"):
         runner_defaults(str(bad))
     assert runner_defaults("") == {}
+
+
+def test_runner_volumes_are_mounted_beside_ptahs_inputs() -> None:
+    runner = RunnerSpec.model_validate(
+        {
+            "volumes": [{"name": "data", "hostPath": {"path": "/srv/db", "type": "Directory"}}],
+            "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+        }
+    )
+    spec = build_job(_req(runner))["spec"]["template"]["spec"]
+    assert [v["name"] for v in spec["volumes"]] == ["input", "data"]
+    assert spec["volumes"][1]["hostPath"] == {"path": "/srv/db", "type": "Directory"}
+    mounts = spec["containers"][0]["volumeMounts"]
+    assert mounts[0] == {"name": "input", "mountPath": "/ptah/input", "readOnly": True}
+    assert mounts[1] == {"name": "data", "mountPath": "/data"}  # writable: the database
+    # The volumes are part of the admission envelope.
+    assert podintent.resolve(_req(runner)).digest != podintent.resolve(_req()).digest
+
+
+def test_runner_volumes_refuse_what_would_shadow_ptahs_inputs() -> None:
+    import pydantic
+    import pytest
+
+    vol = {"name": "data", "emptyDir": {}}
+    bad = [
+        {"volumes": [vol], "volumeMounts": [{"name": "other", "mountPath": "/data"}]},
+        {"volumes": [{"name": "input", "emptyDir": {}}]},
+        {"volumes": [{"name": "migrations-0", "emptyDir": {}}]},
+        {"volumes": [vol, vol]},
+        {"volumes": [{"emptyDir": {}}]},
+        {"volumes": [vol], "volumeMounts": [{"name": "data", "mountPath": "/ptah/input"}]},
+        {"volumes": [vol], "volumeMounts": [{"name": "data", "mountPath": "/ptah"}]},
+        {"volumes": [vol], "volumeMounts": [{"name": "data", "mountPath": "data"}]},
+    ]
+    for body in bad:
+        with pytest.raises(pydantic.ValidationError) as err:
+            RunnerSpec.model_validate(body)
+        assert "runner.volume" in str(err.value), body
+    assert RunnerSpec.model_validate(
+        {"volumes": [vol], "volumeMounts": [{"name": "data", "mountPath": "/ptahdata"}]}
+    ).volume_mounts
+
+
+def test_runner_volumes_from_defaults_and_the_spec_wins() -> None:
+    default = {
+        "volumes": [{"name": "a", "emptyDir": {}}],
+        "volumeMounts": [{"name": "a", "mountPath": "/a"}],
+    }
+    own = {
+        "volumes": [{"name": "b", "emptyDir": {}}],
+        "volumeMounts": [{"name": "b", "mountPath": "/b"}],
+    }
+    assert RunnerSpec.model_validate({**default, **own}).volumes == own["volumes"]
+    assert RunnerSpec.model_validate(default).volume_mounts == default["volumeMounts"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 Engine = Literal["postgres", "mysql", "sqlite"]
@@ -48,6 +48,10 @@ class TargetSpec(Model):
     )
 
 
+#: Ptah mounts the runner's inputs under this path; runner volumes stay out of it.
+RESERVED_MOUNT_ROOT = "/ptah"
+
+
 class RunnerSpec(Model):
     """How runner Pods look. Every field ends up in the admission envelope."""
 
@@ -64,6 +68,36 @@ class RunnerSpec(Model):
     )
     active_deadline_seconds: Annotated[int, Field(ge=10, le=86400)] = 900
     ttl_seconds_after_finished: Annotated[int, Field(ge=0, le=604800)] = 600
+    volumes: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="Pod volumes of runner Pods (e.g. where a SQLite database lives).",
+    )
+    volume_mounts: list[dict[str, Any]] | None = Field(
+        default=None, description="Where the runner container mounts spec.runner.volumes."
+    )
+
+    @model_validator(mode="after")
+    def _mounts_name_volumes(self) -> RunnerSpec:
+        """Volumes and mounts beside the ones Ptah adds (``input``, ``migrations-<i>``
+        under ``/ptah``), each mount naming a declared volume."""
+        names = [str(v.get("name") or "") for v in self.volumes or []]
+        if "" in names or len(set(names)) != len(names):
+            raise ValueError("runner.volumes: every volume needs a name, each used once")
+        taken = [n for n in names if n == "input" or n.startswith("migrations-")]
+        if taken:
+            raise ValueError(f"runner.volumes: name {taken[0]!r} is reserved for Ptah's inputs")
+        for m in self.volume_mounts or []:
+            name, path = m.get("name"), str(m.get("mountPath") or "")
+            if name not in names:
+                raise ValueError(f"runner.volumeMounts: {name!r} names no runner volume")
+            if not path.startswith("/") or path.rstrip("/") in ("", RESERVED_MOUNT_ROOT) or (
+                path.startswith(RESERVED_MOUNT_ROOT + "/")
+            ):
+                raise ValueError(
+                    f"runner.volumeMounts: mountPath {path!r} must be absolute and outside "
+                    f"{RESERVED_MOUNT_ROOT}"
+                )
+        return self
 
 
 class Condition(Model):

@@ -76,6 +76,15 @@ class ClusterInfo:
     def server(self) -> str:
         return self.config.server
 
+    def _hello(self) -> str:
+        if self.config.real:  # real containers: an image this node holds
+            return (
+                f"  ptah dev images --state-dir {self.config.state_dir}"
+                "   # build and load ptah/ptah:dev\n"
+                "  kubectl create job hello --image=ptah/ptah:dev -- sh -c 'echo hello'\n"
+            )
+        return "  kubectl create job hello --image=busybox -- sh -c 'echo hello'\n"
+
     def usage(self) -> str:
         return (
             f"cluster ready at {self.server} in {self.seconds:.1f}s "
@@ -84,7 +93,7 @@ class ClusterInfo:
             f"  export KUBECONFIG={self.kubeconfig}\n"
             f"  export PATH={self.binaries.kubectl.parent}:$PATH\n"
             f"  kubectl get nodes\n"
-            f"  kubectl create job hello --image=busybox -- sh -c 'echo hello'\n"
+            f"{self._hello()}"
             f"  kubectl logs job/hello\n"
             f"state and logs: {self.config.state_dir}  (stop with: ptah dev down"
             f" --state-dir {self.config.state_dir})"

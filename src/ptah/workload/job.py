@@ -100,17 +100,19 @@ def pod_spec(req: JobRequest) -> dict[str, Any]:
         "args": list(req.args),
         "env": env,
     }
-    if mounts:
-        container["volumeMounts"] = [
-            {"name": m.name, "mountPath": m.path, "readOnly": True} for m in mounts
-        ]
+    volume_mounts = [{"name": m.name, "mountPath": m.path, "readOnly": True} for m in mounts]
+    volume_mounts += [dict(m) for m in req.runner.volume_mounts or []]
+    if volume_mounts:
+        container["volumeMounts"] = volume_mounts
     if req.runner.resources:
         container["resources"] = req.runner.resources
     if req.runner.security_context:
         container["securityContext"] = req.runner.security_context
     spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [container]}
-    if mounts:
-        spec["volumes"] = [{"name": m.name, **m.source} for m in mounts]
+    volumes = [{"name": m.name, **m.source} for m in mounts]
+    volumes += [dict(v) for v in req.runner.volumes or []]
+    if volumes:
+        spec["volumes"] = volumes
     if req.runner.service_account_name:
         spec["serviceAccountName"] = req.runner.service_account_name
     if req.runner.node_selector:
