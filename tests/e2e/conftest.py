@@ -4,11 +4,12 @@ again.
 
 * ``cluster`` is the real node (``real_cluster`` of ``support.cluster``: kubelet on
   containerd, the image built from the Dockerfile), so every runner Job runs in a real
-  container; ``PTAH_E2E_NODE=agent`` runs the tier on the process node agent instead.
+  container; ``PTAH_E2E_NODE=agent`` runs the tier on the process node agent instead,
+  and a module with ``E2E_NODE = "agent"`` runs there always.
   Runner Pods reach the databases at the node's bridge address (``secret`` rewrites
   the URL) and see the test data root (``tmp_path`` lives there) as a hostPath volume
   at the same path. ``namespace`` comes from ``tests/conftest.py``.
-* ``crds`` (session): ``deploy/crds`` applied and Established.
+* ``crds``: ``deploy/crds`` applied and Established (once per cluster).
 * ``operator`` (function): an ``Operator`` bound to the test's namespace, which it also
   uses as its lock namespace (leader Lease and per-database Leases), so tests never
   coordinate with each other. Logs go to ``<tmp>/operator.log`` (JSON lines, all runs
@@ -70,23 +71,40 @@ def tmp_path(data_root: Path, request: pytest.FixtureRequest) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
+def _node_of(request: pytest.FixtureRequest) -> str:
+    """``agent`` with PTAH_E2E_NODE=agent or for a module that sets ``E2E_NODE =
+    "agent"``; else ``real``."""
+    if _agent() or getattr(request.module, "E2E_NODE", "real") == "agent":
+        return "agent"
+    return "real"
+
+
+@pytest.fixture
 def cluster(request: pytest.FixtureRequest, data_root: Path) -> Any:
-    """The tier's cluster: the real node (default) or the process agent."""
-    name = "agent_cluster" if _agent() else "real_cluster"
-    c = request.getfixturevalue(name)
-    if not _agent():
-        e2esupport.pod_url = c.pod_url
-        defaults = data_root / "runner-defaults.json"
-        volume = {"name": "e2e-data", "hostPath": {"path": str(data_root), "type": "Directory"}}
-        mount = {"name": "e2e-data", "mountPath": str(data_root)}
-        defaults.write_text(json.dumps({"volumes": [volume], "volumeMounts": [mount]}))
-        e2esupport.runner_defaults = defaults
+    """The test's cluster: the real node (default) or the process agent (one of each
+    per session, started when first needed)."""
+    if _node_of(request) == "agent":
+        e2esupport.pod_url = e2esupport._same
+        e2esupport.runner_defaults = None
+        return request.getfixturevalue("agent_cluster")
+    c = request.getfixturevalue("real_cluster")
+    e2esupport.pod_url = c.pod_url
+    defaults = data_root / "runner-defaults.json"
+    volume = {"name": "e2e-data", "hostPath": {"path": str(data_root), "type": "Directory"}}
+    mount = {"name": "e2e-data", "mountPath": str(data_root)}
+    defaults.write_text(json.dumps({"volumes": [volume], "volumeMounts": [mount]}))
+    e2esupport.runner_defaults = defaults
     return c
 
 
-@pytest.fixture(scope="session")
+_CRDS_APPLIED: set[Path] = set()
+
+
+@pytest.fixture
 def crds(cluster: Any) -> None:
+    """deploy/crds applied and Established, once per cluster."""
+    if cluster.state_dir in _CRDS_APPLIED:
+        return
     cluster.kubectl("apply", "-f", str(ROOT / "deploy" / "crds"))
     for crd in ("ptahschemas", "ptahmigrations", "ptahplans", "ptahapprovals", "ptahrollouts"):
         # Right after the create, a CRD may have no status yet, and `kubectl wait` then
@@ -99,6 +117,7 @@ def crds(cluster: Any) -> None:
             if time.monotonic() > deadline:
                 cluster.kubectl(*args)
             time.sleep(0.5)
+    _CRDS_APPLIED.add(cluster.state_dir)
 
 
 @pytest.fixture

@@ -3,8 +3,10 @@
 MariaDB commits every DDL statement on its own, so a file cannot run in one
 transaction there: the runner records progress in the history row before and after
 each statement. The second statement of ``0002`` sleeps; the test waits until the
-history row says statement 2 is running and deletes the Pod (the node agent kills the
-process). The operator must then hold the run as ``unresolvedRun`` (no frame), the
+history row says statement 2 is running and kills the runner: on the real node the Pod
+is force-deleted with no grace period (the kubelet SIGKILLs the container; a graceful
+delete would let the runner finish its file), on the process agent it is deleted (the
+agent kills the process). The operator must then hold the run as ``unresolvedRun`` (no frame), the
 proving History reading must report the file dirty at statement 2 of 3, the resource
 must be Stalled saying so, and nothing may run that file again by itself.
 """
@@ -12,6 +14,7 @@ must be Stalled saying so, and nothing may run that file again by itself.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import migflow
 import pytest
@@ -47,7 +50,7 @@ FILES = {
 
 
 def test_runner_killed_mid_file_is_uncertain_then_partial_and_never_rerun(
-    kube: RealCluster, namespace: str, operator: Operator, mysql_database: str
+    cluster: Any, kube: RealCluster, namespace: str, operator: Operator, mysql_database: str
 ) -> None:
     url = mysql_database
     secret(kube, namespace, "db", url)
@@ -65,7 +68,17 @@ def test_runner_killed_mid_file_is_uncertain_then_partial_and_never_rerun(
     (job,) = migrate_jobs(kube, namespace, uid)
     pods = kube.list(POD, namespace, {"job-name": job["metadata"]["name"]})
     assert len(pods) == 1, [p["metadata"]["name"] for p in pods]
-    kube.delete(POD, namespace, pods[0]["metadata"]["name"])
+    if cluster.info.config.real:
+        cluster.kubectl(
+            "delete",
+            "pod",
+            pods[0]["metadata"]["name"],
+            "--grace-period=0",
+            "--force",
+            namespace=namespace,
+        )
+    else:
+        kube.delete(POD, namespace, pods[0]["metadata"]["name"])
 
     s = wait_mstatus(
         kube,

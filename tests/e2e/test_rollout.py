@@ -29,6 +29,10 @@ from ptah.migrations import sumfile
 from ptah.migrations.directory import read_directory
 
 pytestmark = pytest.mark.integration
+# On the process agent: its fixtures write the targets' SQLite files as root (a runner
+# container, uid 10001, cannot write them) and build Secrets with loopback URLs
+# (e2esupport.secret rewrites those for the real node). See tests/e2e/conftest.py.
+E2E_NODE = "agent"
 
 FILES = {
     "0001_users.sql": "CREATE TABLE users (id INTEGER PRIMARY KEY, name VARCHAR(100) NOT NULL);\n",
