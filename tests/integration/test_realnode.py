@@ -239,3 +239,29 @@ def _diff(before: JSON, after: JSON) -> str:
         if before.get(key) != after.get(key):
             lines.append(f"{key}: before={before.get(key)!r}\n   after={after.get(key)!r}")
     return "host changed by up/down:\n" + "\n".join(lines)
+
+
+def test_a_failed_start_leaves_nothing_behind(tmp_path: Path) -> None:
+    """``up`` that cannot get ready (here: no time at all) stops what it started and
+    undoes the node's host changes, so no bridge, nft table or process outlives it."""
+    from ptah.devcluster import config, paths
+
+    try:
+        binaries = paths.Binaries.locate(real=True)
+        node.check_host()
+    except (paths.MissingComponentError, node.NodeSetupError) as err:
+        from support.cluster import _missing
+
+        _missing(str(err))
+        raise
+    state = tmp_path / "failing"
+    with pytest.raises(devcluster.NotReadyError):
+        devcluster.up(state, timeout=0.5, binaries=binaries, real=True)
+    cfg = config.ClusterConfig.load(state)
+    net = node.NodeNet(cfg.net_index)
+    assert cfg.real and net.index
+    assert all(p.pid() is None for p in devcluster.procs(state).values())
+    snap = hostchanges.snapshot()
+    assert net.bridge not in snap["links"]
+    assert f"table ip {net.nft_table}" not in snap["nft_tables"]
+    assert not (state / "node" / "host-before.json").exists()

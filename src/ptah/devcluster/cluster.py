@@ -267,13 +267,20 @@ def up(
             b = paths.Binaries.locate(b.kubectl.parent, real=True)
     fresh = not any(p.alive() for p in procs(state_dir).values())
     try:
-        return _up(state_dir, timeout, runner_images, b, real, forward_ports or [])
-    except NotReadyError as err:
-        if not (fresh and "address already in use" in str(err).lower()):
-            raise
-        down(state_dir)
-        (state_dir / "cluster.json").unlink(missing_ok=True)
-        return _up(state_dir, timeout, runner_images, b, real, forward_ports or [])
+        try:
+            return _up(state_dir, timeout, runner_images, b, real, forward_ports or [])
+        except NotReadyError as err:
+            if not (fresh and "address already in use" in str(err).lower()):
+                raise
+            down(state_dir)
+            (state_dir / "cluster.json").unlink(missing_ok=True)
+            return _up(state_dir, timeout, runner_images, b, real, forward_ports or [])
+    except BaseException:
+        # A start that fails leaves nothing behind (processes, a real node's host
+        # changes); logs stay in the state dir. A running cluster is left as it was.
+        if fresh:
+            down(state_dir)
+        raise
 
 
 def layout(cfg: ClusterConfig) -> node.NodeLayout:
