@@ -318,14 +318,19 @@ class World:
         if status.get("phase") == "WaitingForApproval" and roll < 0.6:
             plan = status.get("currentPlan") or {}
             digest = plan.get("digest", "")
-            if not quiet and self.rng.random() < 0.2:
+            mistake = self.rng.random() if not quiet else 1.0
+            if mistake < 0.15:
                 digest = "0" * 40  # an approval of a stale or foreign plan never authorizes
+            elif mistake < 0.3:
+                # The right plan, the wrong resource: it authorizes neither.
+                self._approve_for_another(res, status)
+                return
             self._approve(res, digest)
             return
         if status.get("phase") in {"ProofNotSettled"} and roll < (0.3 if quiet else 0.1):
             record = status.get("pendingObservation") or status.get("unresolvedRun") or {}
             operation = record.get("operationId", "")
-            if not quiet and self.rng.random() < 0.3:
+            if self.rng.random() < 0.3:
                 # A person pastes the wrong operation: it must abandon nothing.
                 self.watcher.fault("abandon-wrong-operation", res)
                 operation = self.rng.choice(["apply-0000", "migrate-0000", ""])
