@@ -18,7 +18,7 @@ from ptah.sim.__main__ import main, run_schedules
 from ptah.sim.invariants import RULES
 from ptah.sim.schedule import run_schedule
 
-SCHEDULES = int(os.environ.get("PTAH_SIM_TEST_SCHEDULES", "400"))
+SCHEDULES = int(os.environ.get("PTAH_SIM_TEST_SCHEDULES", "800"))
 MUTANTS = Path(__file__).resolve().parents[1] / "mutants"
 
 

@@ -62,7 +62,7 @@ def run_schedule(seed: int) -> ScheduleResult:
         steps += 1
         if world.crash is None and rng.random() < 0.02:
             world.crash = crash_point(rng.randrange(10**6))
-        if rng.random() < 0.012:
+        if rng.random() < 0.02:
             world.outage()
     api_faults["on"] = False
     world.faults_on = False

@@ -356,8 +356,16 @@ class World:
                     api.delete(JOB, NS, job["metadata"]["name"], propagation="Background")
         elif roll < 0.19:
             self._edit_policy()
-        elif roll < 0.20 and res.family is MIGRATION_FAMILY:
-            api.patch(CONFIGMAP, NS, f"{res.name}-dir", {"data": {f"{9}_later.sql": "SELECT 9;"}})
+        elif roll < 0.21 and res.family is MIGRATION_FAMILY:
+            # The directory edited in place (no generation change): a later migration.
+            version = self.rng.randint(9, 40)
+            self.watcher.fault("directory-edited", res)
+            api.patch(
+                CONFIGMAP,
+                NS,
+                f"{res.name}-dir",
+                {"data": {f"{version}_later.sql": f"SELECT {version};"}},
+            )
         elif roll < 0.23:
             self.watcher.fault("deleted", res)
             with contextlib.suppress(errors.NotFound):
