@@ -42,3 +42,17 @@ step "pytest"
 printf '(setup, lint and simulation took %ss in all)\n' "$((t_step - t_all))"
 # pytest's summary stays the last line (CI reads it).
 pytest "$@"
+if [ "${PTAH_MUTATION:-sim}" != "off" ]; then
+  # The part of the mutation suite that fits CI: every mutant of tests/mutants against
+  # the simulation (2000 schedules, stopping at the first violation; each is killed in
+  # seconds). The whole suite, pytest killer included: bash hack/mutation.sh
+  # (PTAH_MUTATION=full here; =off skips it).
+  if [ "${PTAH_MUTATION:-sim}" = "full" ]; then
+    step "mutation suite: every mutant, simulation and pytest killers"
+    bash hack/mutation.sh
+  else
+    step "mutation suite: every mutant against the simulation"
+    bash hack/mutation.sh --stages sim
+  fi
+  took
+fi

@@ -121,13 +121,32 @@ def apply(mutant: Mutant, tree: Path) -> None:
 
 
 def copy_tree(root: Path, dest: Path) -> None:
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache")
-    for name in COPIED:
+    """Every file git tracks (the tests read charts, docs and manifests too), plus any
+    new file under the copied directories; never .git or the virtualenv."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    names = listed.stdout.splitlines() if listed.returncode == 0 else []
+    if not names:
+        ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache")
+        for name in COPIED:
+            src = root / name
+            if src.is_dir():
+                shutil.copytree(src, dest / name, ignore=ignore)
+            else:
+                shutil.copy2(src, dest / name)
+        return
+    for name in names:
         src = root / name
-        if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=ignore)
-        else:
-            shutil.copy2(src, dest / name)
+        if not src.is_file():
+            continue
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, target)
 
 
 @dataclass
@@ -233,6 +252,11 @@ def main(argv: list[str] | None = None) -> int:
         # One snapshot of the tree for the whole run: edits made meanwhile do not leak in.
         copy_tree(ROOT, Path(base))
         problem = _sane(Path(base))
+        if problem is None and "pytest" in stages:
+            # A pytest killer that fails on the unmutated tree would kill every mutant.
+            baseline = run_stage("pytest", Path(base), args)
+            if baseline.killed:
+                problem = f"pytest fails before any mutation: {baseline.detail}"
         if problem:
             print(f"mutation: the unmutated tree does not run: {problem}", file=sys.stderr)
             return 2
