@@ -283,7 +283,7 @@ def _run_all(mutants: list[Mutant], stages: list[str], base: Path, args: argpars
     for m in mutants:
         with tempfile.TemporaryDirectory(prefix=f"ptah-mutant-{m.name}-") as tmp:
             tree = Path(tmp)
-            copy_tree(base, tree)
+            shutil.copytree(base, tree, dirs_exist_ok=True)
             try:
                 apply(m, tree)
             except MutantError as exc:
