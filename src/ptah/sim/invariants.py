@@ -231,9 +231,9 @@ class Invariants(Watcher):
                 self._lease_taken(req.name, spec["holderIdentity"])
             elif "renewTime" in spec and self.passes:
                 self.passes[-1].renewed = True
-            self.lease_touched[req.name] = self.world.clock.now()
+            self._touch(req.name)
         elif req.kind == LEASE and req.verb == "create":
-            self.lease_touched[req.name] = self.world.clock.now()
+            self._touch(req.name)
         elif req.kind == APPROVAL and req.verb == "patch" and req.subresource == "status":
             self._approval_spent(req.name, dict(req.body or {}))
         elif req.kind == PLAN and req.verb == "create":
@@ -422,11 +422,21 @@ class Invariants(Watcher):
                 f"plan spent by it (approval {claim.get('approvalName')}, spent by {spent})",
             )
 
+    def _touch(self, lease: str) -> None:
+        """When a write to ``lease`` was asked, and the version it was asked on (a write
+        the fault injector refused leaves that version in place: it renewed nothing)."""
+        stored = self.world.cluster.system.peek(LEASE, LOCK_NS, lease)
+        version = (stored or {}).get("metadata", {}).get("resourceVersion")
+        self.lease_touched[lease] = (version, self.world.clock.now())
+
     def _lease_taken(self, lease: str, taker: str) -> None:
         holder, _ = self._lease_holder(lease)
-        touched = self.lease_touched.get(lease)
-        if holder is None or holder == taker or touched is None:
+        stored = self.world.cluster.system.peek(LEASE, LOCK_NS, lease)
+        version = (stored or {}).get("metadata", {}).get("resourceVersion")
+        last = self.lease_touched.get(lease)
+        if holder is None or holder == taker or last is None or last[0] == version:
             return
+        touched = last[1]
         duration = int(
             ((self.world.cluster.system.peek(LEASE, LOCK_NS, lease) or {}).get("spec") or {}).get(
                 "leaseDurationSeconds"
