@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -275,3 +276,20 @@ def pg_columns(url: str, table: str) -> list[str]:
 
 def now() -> float:
     return time.monotonic()
+
+
+def resource_passes(operator: Operator, kind: str, namespace: str, name: str) -> float:
+    """The operator's pass count over one resource (``ptah_resource_passes_total``): the
+    evidence that it looked, for a test that asserts something did not happen."""
+    pattern = re.compile(
+        r'^ptah_resource_passes_total\{(?=[^}]*kind="'
+        + re.escape(kind)
+        + r'")(?=[^}]*name="'
+        + re.escape(name)
+        + r'")(?=[^}]*namespace="'
+        + re.escape(namespace)
+        + r'")[^}]*\} (\S+)$',
+        re.MULTILINE,
+    )
+    found = pattern.search(operator.metrics())
+    return float(found.group(1)) if found else 0.0

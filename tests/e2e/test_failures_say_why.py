@@ -11,7 +11,6 @@ operator as its own process and real runner Jobs.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ from e2esupport import (
     events,
     jobs_of,
     ready,
+    resource_passes,
     schema,
     secret,
     set_sql,
@@ -50,16 +50,7 @@ def _stalled(s: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _passes(operator: Operator, namespace: str, name: str) -> float:
-    pattern = re.compile(
-        r'^ptah_resource_passes_total\{(?=[^}]*kind="PtahSchema")(?=[^}]*name="'
-        + re.escape(name)
-        + r'")(?=[^}]*namespace="'
-        + re.escape(namespace)
-        + r'")[^}]*\} (\S+)$',
-        re.MULTILINE,
-    )
-    found = pattern.search(operator.metrics())
-    return float(found.group(1)) if found else 0.0
+    return resource_passes(operator, "PtahSchema", namespace, name)
 
 
 def test_a_source_that_does_not_load_stalls_with_its_line_then_fixed_is_ready(

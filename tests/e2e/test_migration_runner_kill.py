@@ -18,7 +18,7 @@ from typing import Any
 
 import migflow
 import pytest
-from e2esupport import Operator, events, secret
+from e2esupport import Operator, events, resource_passes, secret
 from migflow import (
     condition,
     configmap,
@@ -105,7 +105,15 @@ def test_runner_killed_mid_file_is_uncertain_then_partial_and_never_rerun(
 
     # Nothing re-runs the file by itself: no second Migrate Job, the row unchanged,
     # and the third statement never ran.
-    time.sleep(5)
+    # Barrier: one more pass over the resource (poked by an annotation), then assert.
+    seen = resource_passes(operator, "PtahMigration", namespace, "app")
+    cluster.kubectl(
+        "annotate", "--overwrite", "ptahmigration/app", "ptah.test/poke=1", namespace=namespace
+    )
+    deadline = time.monotonic() + 120
+    while resource_passes(operator, "PtahMigration", namespace, "app") < seen + 1:
+        assert time.monotonic() < deadline, "the operator made no pass over the resource"
+        time.sleep(0.2)
     assert len(migrate_jobs(kube, namespace, uid)) == 1
     row = history(url)["2"]
     assert (row["statements_applied"], row["finished_at"]) == (1, None)
