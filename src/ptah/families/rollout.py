@@ -31,9 +31,9 @@ The rules, in one place:
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -53,15 +53,14 @@ from ptah.api.resources import (
 )
 from ptah.kube import errors
 from ptah.kube.clock import rfc3339
-from ptah.kube.kinds import APPROVAL, EVENT, MIGRATION, PLAN, ROLLOUT, SCHEMA, SECRET, Kind
+from ptah.kube.events import record_event
+from ptah.kube.kinds import APPROVAL, MIGRATION, PLAN, ROLLOUT, SCHEMA, SECRET, Kind
 from ptah.kube.merge import merge_diff
 from ptah.kube.port import Cluster, Obj
 from ptah.lifecycle.authorize import plan_digest
-from ptah.lifecycle.context import Env
+from ptah.lifecycle.context import Env, ObjectPass
 from ptah.lifecycle.reconcile import Result
 from ptah.workload.names import _label_safe
-
-T = TypeVar("T")
 
 LABEL_ROLLOUT = "ptah.io/rollout"
 LABEL_ROLLOUT_APPROVAL = "ptah.io/rollout-approval"
@@ -350,36 +349,10 @@ class RolloutController:
 
 
 @dataclass
-class _Pass:
+class _Pass(ObjectPass):
     env: Env
     obj: Obj
     cache: dict[tuple[str, str, str, str], str]
-
-    @property
-    def cluster(self) -> Cluster:
-        return self.env.cluster
-
-    @property
-    def ns(self) -> str:
-        return str(self.obj["metadata"]["namespace"])
-
-    @property
-    def name(self) -> str:
-        return str(self.obj["metadata"]["name"])
-
-    @property
-    def uid(self) -> str:
-        return str(self.obj["metadata"]["uid"])
-
-    @property
-    def generation(self) -> int:
-        return int(self.obj["metadata"].get("generation") or 1)
-
-    def _commit(self, write: str, action: Callable[[], T]) -> T:
-        self.env.hook("before", write)
-        result = action()
-        self.env.hook("after", write)
-        return result
 
     # ---------------------------------------------------------------- run
 
@@ -411,14 +384,14 @@ class _Pass:
     def _read(self, spec: RolloutSpec, raw: dict[str, Any]) -> View:
         kind_name, _ = template_body(raw)
         kind = CHILD_KINDS[kind_name]
-        targets = resolve_targets(self.cluster, self.ns, spec)
+        targets = resolve_targets(self.cluster, self.namespace, spec)
         revision = revision_of(raw)
         label = {LABEL_ROLLOUT: _label_value(self.name)}
         by_target: dict[str, Obj] = {}
         orphans: list[Obj] = []
         wanted = {t.name for t in targets}
         for k in CHILD_KINDS.values():
-            for obj in self.cluster.list(k, self.ns, label):
+            for obj in self.cluster.list(k, self.namespace, label):
                 if not _owned_by(obj, self.uid):
                     continue
                 target = (obj["metadata"].get("annotations") or {}).get(ANN_TARGET, "")
@@ -437,7 +410,7 @@ class _Pass:
                     child.wave = int(ann[ANN_WAVE])
             classify(child)
             children.append(child)
-        approvals = self.cluster.list(APPROVAL, self.ns)
+        approvals = self.cluster.list(APPROVAL, self.namespace)
         view = View(spec, raw, revision, children, orphans, approvals)
         self._statements_of(view)
         return view
@@ -450,10 +423,10 @@ class _Pass:
             if c.phase != WAITING or c.plan is None or c.obj is None:
                 continue
             uid = str(c.obj["metadata"]["uid"])
-            key = (self.ns, c.plan[0], c.plan[1], uid)
+            key = (self.namespace, c.plan[0], c.plan[1], uid)
             s = self.cache.get(key)
             if s is None:
-                plan = self.cluster.get(PLAN, self.ns, c.plan[0])
+                plan = self.cluster.get(PLAN, self.namespace, c.plan[0])
                 if plan is None:
                     continue
                 try:
@@ -542,7 +515,7 @@ class _Pass:
             "kind": APPROVAL.kind,
             "metadata": {
                 "name": self._child_approval_name(approval, c),
-                "namespace": self.ns,
+                "namespace": self.namespace,
                 "labels": {
                     LABEL_ROLLOUT: _label_value(self.name),
                     LABEL_ROLLOUT_APPROVAL: _label_value(str(approval["metadata"]["name"])),
@@ -572,7 +545,7 @@ class _Pass:
             except errors.AlreadyExists:
                 return  # spent for this target already
 
-        self._commit("rollout_approve_child", create)
+        self.commit("rollout_approve_child", create)
         view.approvals.append(body)
 
     # ---------------------------------------------------------------- waves
@@ -651,7 +624,7 @@ class _Pass:
                 "kind": kind.kind,
                 "metadata": {
                     "name": name,
-                    "namespace": self.ns,
+                    "namespace": self.namespace,
                     "labels": labels,
                     "annotations": annotations,
                     "ownerReferences": [
@@ -673,12 +646,12 @@ class _Pass:
                     return self.cluster.create(kind, body)
                 except errors.AlreadyExists:
                     # Someone else's resource under the name: never adopt it.
-                    existing = self.cluster.get(kind, self.ns, name)
+                    existing = self.cluster.get(kind, self.namespace, name)
                     if existing is None or not _owned_by(existing, self.uid):
                         raise
                     return existing
 
-            c.obj = self._commit("rollout_start_child", create)
+            c.obj = self.commit("rollout_start_child", create)
         else:
             meta = c.obj["metadata"]
             patch = {
@@ -689,9 +662,9 @@ class _Pass:
                 },
                 "spec": merge_diff(c.obj.get("spec") or {}, spec),
             }
-            c.obj = self._commit(
+            c.obj = self.commit(
                 "rollout_start_child",
-                lambda: self.cluster.patch(kind, self.ns, str(meta["name"]), patch),
+                lambda: self.cluster.patch(kind, self.namespace, str(meta["name"]), patch),
             )
         c.at_revision, c.wave = True, wave
         classify(c)
@@ -738,11 +711,13 @@ class _Pass:
 
             def delete(kind: Kind = kind, meta: dict[str, Any] = meta) -> None:
                 try:
-                    self.cluster.delete(kind, self.ns, str(meta["name"]), uid=str(meta["uid"]))
+                    self.cluster.delete(
+                        kind, self.namespace, str(meta["name"]), uid=str(meta["uid"])
+                    )
                 except (errors.NotFound, errors.Conflict):
                     return
 
-            self._commit("rollout_delete_child", delete)
+            self.commit("rollout_delete_child", delete)
             view.notes.append(
                 (
                     "TargetRemoved",
@@ -855,7 +830,7 @@ class _Pass:
             phase, reason = "WaitingForApproval", "WaitingForApproval"
             message = (
                 f"{sum(d.targets for d in decisions.values())} target(s) wait for a decision: "
-                f"ptah approve rollout/{self.name} -n {self.ns}"
+                f"ptah approve rollout/{self.name} -n {self.namespace}"
             )
         else:
             phase, reason = "Progressing", "Progressing"
@@ -906,7 +881,14 @@ class _Pass:
             view.notes.append(("RolloutPaused", message, False))
         self._write(fields)
         for reason_, text, warning in view.notes:
-            self._event(reason_, text, warning)
+            record_event(
+                self.cluster,
+                self.obj,
+                reason_,
+                text,
+                warning=warning,
+                component=self.env.controller,
+            )
 
     def _applied_source(self, view: View) -> str | None:
         """The one source every target reached, when they all agree."""
@@ -935,33 +917,7 @@ class _Pass:
             "metadata": {"resourceVersion": self.obj["metadata"]["resourceVersion"]},
             "status": fields,
         }
-        self.obj = self._commit(
+        self.obj = self.commit(
             "rollout_write_status",
-            lambda: self.cluster.patch(ROLLOUT, self.ns, self.name, patch, "status"),
+            lambda: self.cluster.patch(ROLLOUT, self.namespace, self.name, patch, "status"),
         )
-
-    def _event(self, reason: str, message: str, warning: bool) -> None:
-        now = rfc3339(self.cluster.now())
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{self.name}.", "namespace": self.ns},
-            "involvedObject": {
-                "apiVersion": ROLLOUT.api_version,
-                "kind": ROLLOUT.kind,
-                "name": self.name,
-                "namespace": self.ns,
-                "uid": self.uid,
-            },
-            "reason": reason,
-            "message": message[:1024],
-            "type": "Warning" if warning else "Normal",
-            "source": {"component": self.env.controller},
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
-        try:
-            self.cluster.create(EVENT, body)
-        except errors.ApiError:
-            return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ptah.api.common import LifecycleStatus
 from ptah.kube.clock import parse_rfc3339, rfc3339
@@ -26,6 +26,9 @@ def _no_hook(_: str, __: str) -> None:
     return None
 
 
+T = TypeVar("T")
+
+
 @dataclass
 class Env:
     """What a controller process brings to every pass. ``observer`` is the only
@@ -45,10 +48,12 @@ class Env:
     retry_ceiling_seconds: float = 300.0
 
 
-@dataclass
-class Pass:
+class ObjectPass:
+    """What every pass over one object shares, a family's or a rollout's: the object as
+    the pass last saw it, and the one choke point of its durable writes (the hook runs
+    before and after each, so a crash test can stop the controller between two)."""
+
     env: Env
-    family: Family
     obj: dict[str, Any]
 
     @property
@@ -70,6 +75,20 @@ class Pass:
     @property
     def generation(self) -> int:
         return int(self.obj["metadata"].get("generation") or 1)
+
+    def commit(self, write: str, action: Callable[[], T]) -> T:
+        """Run the durable write ``write`` between the hook's two calls."""
+        self.env.hook("before", write)
+        result = action()
+        self.env.hook("after", write)
+        return result
+
+
+@dataclass
+class Pass(ObjectPass):
+    env: Env
+    family: Family
+    obj: dict[str, Any]
 
     @property
     def spec(self) -> dict[str, Any]:

@@ -26,7 +26,8 @@ from ptah.api.common import (
     UncertainRecord,
 )
 from ptah.kube import errors
-from ptah.kube.kinds import APPROVAL, CONFIGMAP, EVENT, JOB, PLAN, Kind
+from ptah.kube.events import record_event
+from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, PLAN, Kind
 from ptah.lifecycle import takeover
 from ptah.lifecycle.context import FINALIZER, Pass
 from ptah.targetlock import Outcome, acquire, release, renew
@@ -60,10 +61,7 @@ DURABLE_WRITES = (
 
 
 def _commit(p: Pass, name: str, write: Callable[[], T]) -> T:
-    p.env.hook("before", name)
-    result = write()
-    p.env.hook("after", name)
-    return result
+    return p.commit(name, write)
 
 
 def _status(p: Pass, name: str, fields: dict[str, Any]) -> None:
@@ -328,30 +326,7 @@ def abandon_proof(p: Pass, record: UncertainRecord) -> None:
 
 def emit_event(p: Pass, reason: str, message: str, warning: bool = False) -> None:
     """Best effort: an Event is telemetry, not a durable record."""
-    now = p.now_iso()
-    body = {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"generateName": f"{p.name}.", "namespace": p.namespace},
-        "involvedObject": {
-            "apiVersion": p.obj.get("apiVersion"),
-            "kind": p.obj.get("kind"),
-            "name": p.name,
-            "namespace": p.namespace,
-            "uid": p.uid,
-        },
-        "reason": reason,
-        "message": message[:1024],
-        "type": "Warning" if warning else "Normal",
-        "source": {"component": p.env.controller},
-        "firstTimestamp": now,
-        "lastTimestamp": now,
-        "count": 1,
-    }
-    try:
-        p.cluster.create(EVENT, body)
-    except errors.ApiError:
-        return
+    record_event(p.cluster, p.obj, reason, message, warning=warning, component=p.env.controller)
 
 
 def _owner_ref(p: Pass) -> dict[str, Any]:

@@ -30,7 +30,8 @@ from typing import Any, Literal
 import structlog
 
 from ptah.kube import errors
-from ptah.kube.kinds import EVENT, JOB, Kind
+from ptah.kube.events import record_event
+from ptah.kube.kinds import JOB, Kind
 from ptah.kube.port import Cluster, Obj, ObjList, Subresource
 from ptah.kube.watch import WatchEvent
 from ptah.lifecycle.context import Env
@@ -466,7 +467,7 @@ class Controller:
             c.get("type") == "Stalled" and c.get("status") == "True"
             for c in status.get("conditions") or []
         )
-        _event(
+        record_event(
             self.cluster,
             after,
             str(phase or "Unknown"),
@@ -492,33 +493,3 @@ def _next_step(status: dict[str, Any]) -> str:
     text = f"{phase}: {detail}" if detail else str(phase)
     return f"{text} (waiting for {waiting})" if waiting else text
 
-
-def _event(
-    cluster: Cluster, obj: Obj, reason: str, message: str, *, warning: bool, component: str
-) -> None:
-    meta = obj["metadata"]
-    now = cluster.now().strftime("%Y-%m-%dT%H:%M:%SZ")
-    body = {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"generateName": f"{meta['name']}.", "namespace": meta["namespace"]},
-        "involvedObject": {
-            "apiVersion": obj.get("apiVersion"),
-            "kind": obj.get("kind"),
-            "name": meta["name"],
-            "namespace": meta["namespace"],
-            "uid": meta["uid"],
-            "resourceVersion": meta.get("resourceVersion"),
-        },
-        "reason": reason,
-        "message": message[:1024],
-        "type": "Warning" if warning else "Normal",
-        "source": {"component": component},
-        "firstTimestamp": now,
-        "lastTimestamp": now,
-        "count": 1,
-    }
-    try:
-        cluster.create(EVENT, body)
-    except errors.ApiError:
-        return
