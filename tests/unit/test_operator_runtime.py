@@ -237,3 +237,67 @@ def test_a_pass_that_fails_on_the_api_is_retried_with_growing_back_off() -> None
     c.process(env, rec, key)
     assert c.queue.failures(key) == 2
     assert c.queue.get(0) is None  # not hot-looped: it waits for its back-off
+
+
+def test_the_periodic_resync_rereads_only_what_is_not_at_rest_at_the_version_watched(
+    monkeypatch: Any,
+) -> None:
+    """A pass that left its resource Ready with nothing in flight spares it the periodic
+    resync while the watch holds that version; anything else (a new version, a claim in
+    flight, a pass that did not leave it Ready) is read again, and the full resync (start,
+    election) still takes everything."""
+    from ptah.lifecycle.reconcile import Result
+    from ptah.operator import controller as ctl
+    from ptah.operator.main import families
+
+    cluster = MemoryCluster()
+    created = cluster.create(
+        kinds.SCHEMA,
+        {
+            "apiVersion": kinds.SCHEMA.api_version,
+            "kind": "PtahSchema",
+            "metadata": {"name": "s", "namespace": "ns"},
+            "spec": {},
+        },
+    )
+    ready = cluster.patch(kinds.SCHEMA, "ns", "s", {"status": {"phase": "Ready"}}, "status")
+    passes: list[str] = []
+
+    def one_pass(env: Any, family: Any, namespace: str, name: str) -> Result:
+        obj = env.cluster.get(family.kind, namespace, name)  # as every pass starts
+        passes.append(obj["metadata"]["resourceVersion"])
+        return Result(requeue_after=600.0)
+
+    monkeypatch.setattr(ctl, "reconcile", one_pass)
+    c = ctl.Controller(cluster, families(), ctl.Settings())
+    c.handle(WatchEvent("ADDED", kinds.SCHEMA, ready))
+    rec = Recorder(cluster, lambda k: k == kinds.SCHEMA)
+    env = c._env(rec)
+
+    def drain() -> int:
+        n = 0
+        while (key := c.queue.get(0)) is not None:
+            c.process(env, rec, key)
+            c.queue.done(key)
+            n += 1
+        return n
+
+    assert drain() == 1
+    c.resync(periodic=True)
+    assert drain() == 0  # at rest, same version: not read again
+    c.resync()
+    assert drain() == 1  # the full resync takes it all the same
+    busy = cluster.patch(
+        kinds.SCHEMA,
+        "ns",
+        "s",
+        {"status": {"activeOperation": {"operationId": "plan-1"}}},
+        "status",
+    )
+    c.handle(WatchEvent("MODIFIED", kinds.SCHEMA, busy))
+    drain()
+    c.resync(periodic=True)
+    assert drain() == 1  # a claim in flight: a lost Job event must not strand it
+    c.resync(periodic=True)
+    assert drain() == 1
+    assert created["metadata"]["resourceVersion"] != ready["metadata"]["resourceVersion"]

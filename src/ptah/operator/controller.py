@@ -256,6 +256,9 @@ class Controller:
         self._busy = 0
         self._busy_lock = threading.Lock()
         self.last_pass = time.monotonic()
+        # key -> the resourceVersion its last pass left it at, while that pass left it at
+        # rest (see ``at_rest``): what the periodic resync need not read again.
+        self._rested: dict[Key, str] = {}
 
     # -- events in --
 
@@ -276,6 +279,7 @@ class Controller:
         if kind in self.primary_kinds:
             if event.type == "DELETED":
                 key = self.index.remove(obj)
+                self._rested.pop(key, None)
                 self.metrics.observe_status(key, None)
             else:
                 key, previous = self.index.upsert(obj)
@@ -297,9 +301,19 @@ class Controller:
         labels = (obj.get("metadata") or {}).get("labels") or {}
         return all(labels.get(k) == v for k, v in self.settings.label_selector.items())
 
-    def resync(self) -> None:
-        """Every known resource once more: covers anything a watch gap lost."""
+    def resync(self, periodic: bool = False) -> None:
+        """Every known resource once more: covers anything a watch gap lost.
+
+        The ``periodic`` resync leaves out a resource its last pass left at rest when
+        the watch still holds that same version of it: nothing it waits on can have
+        been lost (a change to the resource itself arrives by its watch, and a relist
+        re-delivers it), and its drift check is already timed by that pass. So a
+        converged fleet is read at its drift interval, not at every resync.
+        """
         for key in self.index.all_keys():
+            rested = self._rested.get(key)
+            if periodic and rested is not None and rested == self.index.version(key):
+                continue
             self.queue.add(key)
 
     # -- workers --
@@ -314,7 +328,7 @@ class Controller:
 
     def _resync_loop(self) -> None:
         while not self.stop.wait(self.settings.resync_seconds):
-            self.resync()
+            self.resync(periodic=True)
 
     def shutdown(self, timeout: float = 30.0) -> None:
         """Stop taking keys; let passes in flight finish (each is one short step)."""
@@ -429,6 +443,7 @@ class Controller:
             )
         else:
             self.queue.forget(key)
+            self._note_rest(key, recorder.last or recorder.first, result.requeue_after)
             if chain and result.requeue_after == 0:
                 again = True
             elif result.requeue_after is not None:
@@ -442,6 +457,13 @@ class Controller:
             if outcome in ("ok", "conflict", "api_error") and recorder.first is not None:
                 self._announce(key, recorder.first, after)
         return again
+
+    def _note_rest(self, key: Key, obj: Obj | None, requeue_after: float | None) -> None:
+        rv = ((obj or {}).get("metadata") or {}).get("resourceVersion")
+        if rv and requeue_after != 0 and at_rest(obj or {}):
+            self._rested[key] = str(rv)
+        else:
+            self._rested.pop(key, None)
 
     # -- telemetry --
 
@@ -475,6 +497,18 @@ class Controller:
             warning=stalled,
             component=self.settings.identity,
         )
+
+
+def at_rest(obj: Obj) -> bool:
+    """Ready with nothing in flight: no claimed operation, no staged release. Such a
+    resource waits only on its own spec (and its drift timer), never on a Job or Pod
+    event a watch gap could have lost."""
+    status = obj.get("status") or {}
+    return (
+        status.get("phase") == "Ready"
+        and not status.get("activeOperation")
+        and not status.get("pendingLockRelease")
+    )
 
 
 def _next_step(status: dict[str, Any]) -> str:

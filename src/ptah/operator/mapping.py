@@ -136,6 +136,13 @@ class Index:
         with self._lock:
             return key in self._objs
 
+    def version(self, key: Key) -> str | None:
+        """The resourceVersion of the copy the watch last delivered for ``key``."""
+        with self._lock:
+            obj = self._objs.get(key)
+        rv = _meta(obj).get("resourceVersion") if obj is not None else None
+        return str(rv) if rv else None
+
     def all_keys(self) -> list[Key]:
         with self._lock:
             return list(self._objs)
