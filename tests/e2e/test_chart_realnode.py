@@ -7,14 +7,11 @@ operator and the next change is applied by the new Pods."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
-from e2esupport import ROOT, missing, pg_columns, ready, wait_status
+from chartflow import CHART, RELEASE, helm, install, leader, ready_pods
+from e2esupport import pg_columns, ready, wait_status
 
 from ptah.kube.kinds import JOB, SCHEMA, SECRET
 from ptah.kube.real import RealCluster
@@ -24,82 +21,12 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.integration
 
-CHART = ROOT / "deploy" / "helm" / "ptah"
-RELEASE = "ptah"
-
-
-def _helm() -> Path:
-    cache = Path(os.environ.get("PTAH_CACHE") or Path.home() / ".cache" / "ptah")
-    path = cache / "tools" / "bin" / "helm"
-    if not path.exists():
-        found = shutil.which("helm")
-        if found is None:
-            missing("helm is not installed: run `bash hack/tools.sh`")
-        path = Path(str(found))
-    return path
-
-
-def helm(c: Cluster, ns: str, *args: str) -> str:
-    argv = [str(_helm()), f"--kubeconfig={c.kubeconfig}", f"--namespace={ns}", *args]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, f"helm {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
-    return proc.stdout
-
-
-def operator_pods(c: Cluster, ns: str) -> list[dict[str, Any]]:
-    out = c.kubectl(
-        "get", "pods", "-l", "app.kubernetes.io/component=operator", "-o", "json", namespace=ns
-    )
-    pods = json.loads(out.stdout)["items"]
-    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-
-
-def ready_pods(c: Cluster, ns: str, want: int, args_has: str = "") -> list[dict[str, Any]]:
-    def probe() -> list[dict[str, Any]] | None:
-        pods = operator_pods(c, ns)
-        ok = [
-            p
-            for p in pods
-            if any(
-                x["type"] == "Ready" and x["status"] == "True"
-                for x in p["status"].get("conditions") or []
-            )
-            and (not args_has or args_has in p["spec"]["containers"][0]["args"])
-        ]
-        return ok if len(ok) == want and len(pods) == want else None
-
-    result: list[dict[str, Any]] = c.wait_for(
-        f"{want} Ready operator Pods {args_has}", probe, timeout=180, interval=1
-    )
-    return result
-
-
-def leader(c: Cluster, ns: str) -> str | None:
-    out = c.kubectl("get", "lease", "ptah-operator-leader", "-o", "json", namespace=ns, check=False)
-    if out.returncode != 0:
-        return None
-    return json.loads(out.stdout)["spec"].get("holderIdentity")
-
 
 def test_chart_install_upgrade_and_a_schema_on_postgres(
     real_cluster: Cluster, real_namespace: str, pg_database: str
 ) -> None:
     c, ns = real_cluster, real_namespace
-    helm(
-        c,
-        ns,
-        "install",
-        RELEASE,
-        str(CHART),
-        "--set=image.tag=dev",
-        f"--set=watch.namespaces={{{ns}}}",
-        "--set=operator.pollSeconds=1",
-        # The e2e tier may have applied deploy/crds already (kubectl apply), as a user
-        # moving to the chart has: the chart adopts them.
-        "--take-ownership",
-        "--wait",
-        "--timeout=180s",
-    )
+    install(c, ns)
     pods = ready_pods(c, ns, 2)
     names = {p["metadata"]["name"] for p in pods}
     holder = c.wait_for("leader Lease held", lambda: leader(c, ns), timeout=60)

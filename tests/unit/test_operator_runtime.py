@@ -4,6 +4,9 @@ leader election over the in-memory API, the kill hook's parsing, outcome metrics
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sys
 from typing import Any
 
 import httpx
@@ -168,6 +171,20 @@ def test_kill_hook_parsing_and_matching() -> None:
     any_type = KillAt.parse("before:create_job")
     assert any_type is not None and any_type.matches("before", "create_job", None)
     assert KillAt.parse("") is None and KillAt.parse("sometime:x") is None
+
+
+def test_kill_hook_dies_also_as_pid_1_of_a_namespace() -> None:
+    """The operator in a container is PID 1, which cannot SIGKILL itself: the hook
+    must end the process anyway, with SIGKILL's exit status."""
+    code = "from ptah.operator.controller import die_now; die_now(); print('survived')"
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert plain.returncode == -9 and "survived" not in plain.stdout
+    unshare = shutil.which("unshare")
+    assert unshare, "util-linux unshare is missing"
+    argv = [unshare, "--fork", "--pid", "--mount-proc", sys.executable, "-c", code]
+    init = subprocess.run(argv, capture_output=True, text=True)
+    assert "survived" not in init.stdout, init
+    assert init.returncode == 137, init
 
 
 def test_recorder_attributes_a_staged_release_to_its_operation() -> None:
