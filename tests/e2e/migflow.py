@@ -152,6 +152,15 @@ def migrate_jobs(kube: RealCluster, ns: str, owner_uid: str) -> list[dict[str, A
     return kube.list(JOB, ns, {"ptah.io/owner-uid": owner_uid, "ptah.io/operation-type": "Migrate"})
 
 
+def job_finished(job: dict[str, Any] | None) -> bool:
+    """The Job has its Complete or Failed condition (a deleted Job has neither)."""
+    st = (job or {}).get("status") or {}
+    return any(
+        cond["type"] in ("Complete", "Failed") and cond["status"] == "True"
+        for cond in st.get("conditions") or []
+    )
+
+
 def realm_leases(kube: RealCluster, ns: str) -> list[dict[str, Any]]:
     return [
         lease

@@ -1,38 +1,50 @@
-"""The runner Pod deleted in the middle of a multi-statement MariaDB file.
+"""The runner stopped in the middle of a multi-statement MariaDB file, three ways.
 
 MariaDB commits every DDL statement on its own, so a file cannot run in one
 transaction there: the runner records progress in the history row before and after
 each statement. The second statement of ``0002`` sleeps; the test waits until the
-history row says statement 2 is running and kills the runner: on the real node the Pod
-is force-deleted with no grace period (the kubelet SIGKILLs the container; a graceful
-delete would let the runner finish its file), on the process agent it is deleted (the
-agent kills the process). The operator must then hold the run as ``unresolvedRun`` (no frame), the
-proving History reading must report the file dirty at statement 2 of 3, the resource
-must be Stalled saying so, and nothing may run that file again by itself.
+history row says statement 2 is running and then:
+
+* ``pod-deleted``: on the real node the Pod is force-deleted with no grace period (the
+  kubelet SIGKILLs the container; a graceful delete would let the runner finish its
+  file), on the process agent it is deleted (the agent kills the process);
+* ``container-killed``: the runner's container is SIGKILLed through containerd (a crash
+  or an OOM kill); the Pod object stays, Failed with exit status 137;
+* ``network-cut``: every packet between the runner Pod and the database port is
+  dropped; the runner hangs on its connection until the Job's deadline ends it, and
+  only then is the network restored.
+
+Each way the database Lease stays held while the runner lives, the operator must then
+hold the run as ``unresolvedRun`` (no frame), the proving History reading must report
+the file dirty at statement 2 of 3, the resource must be Stalled saying so, and
+nothing may run that file again by itself.
 """
 
 from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import migflow
 import pytest
-from e2esupport import Operator, events, resource_passes, secret
+from e2esupport import Operator, events, missing, resource_passes, secret, wait_for
 from migflow import (
     condition,
     configmap,
     history,
+    job_finished,
     migrate_jobs,
     migration,
     query,
+    realm_leases,
     uid_of,
     wait_history,
     wait_mstatus,
     with_sum,
 )
 
-from ptah.kube.kinds import POD
+from ptah.kube.kinds import JOB, POD
 from ptah.kube.real import RealCluster
 
 pytestmark = pytest.mark.integration
@@ -49,14 +61,29 @@ FILES = {
 }
 
 
-def test_runner_killed_mid_file_is_uncertain_then_partial_and_never_rerun(
-    cluster: Any, kube: RealCluster, namespace: str, operator: Operator, mysql_database: str
+WAYS = ["pod-deleted", "container-killed", "network-cut"]
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_runner_stopped_mid_file_is_uncertain_then_partial_and_never_rerun(
+    cluster: Any,
+    kube: RealCluster,
+    namespace: str,
+    operator: Operator,
+    mysql_database: str,
+    way: str,
 ) -> None:
+    real = cluster.info.config.real
+    if way != "pod-deleted" and not real:
+        missing(f"{way} needs the real node (PTAH_E2E_NODE=agent runs the process agent)")
     url = mysql_database
     secret(kube, namespace, "db", url)
     configmap(kube, namespace, "mig", with_sum(FILES))
     operator.start()
-    migration(kube, namespace, "app", "db", "mysql", configmaps=["mig"])
+    # The network cut ends only through the Job's deadline (the runner sets no socket
+    # timeout); long enough to reach the second statement on a loaded machine.
+    runner = {"activeDeadlineSeconds": 40} if way == "network-cut" else {}
+    migration(kube, namespace, "app", "db", "mysql", configmaps=["mig"], runner=runner)
 
     wait_history(
         url,
@@ -68,17 +95,45 @@ def test_runner_killed_mid_file_is_uncertain_then_partial_and_never_rerun(
     (job,) = migrate_jobs(kube, namespace, uid)
     pods = kube.list(POD, namespace, {"job-name": job["metadata"]["name"]})
     assert len(pods) == 1, [p["metadata"]["name"] for p in pods]
-    if cluster.info.config.real:
+    pod = pods[0]
+    (lease,) = realm_leases(kube, namespace)
+    holder = lease["spec"]["holderIdentity"]
+    assert holder, lease
+
+    def runner_done() -> bool:
+        """The Job ended; until then the database Lease stays with its claim."""
+        done = job_finished(kube.get(JOB, namespace, job["metadata"]["name"]))
+        if not done:
+            spec = realm_leases(kube, namespace)[0]["spec"]
+            assert spec.get("holderIdentity") == holder, spec
+        return done
+
+    if way == "network-cut":
+        port = urlsplit(url).port
+        assert port is not None
+        with cluster.network_cut(pod["status"]["podIP"], port):
+            wait_for("the Job's deadline", runner_done, timeout=120, interval=0.5)
+        failed = kube.get(JOB, namespace, job["metadata"]["name"])["status"]["conditions"]  # type: ignore[index]
+        assert any(c.get("reason") == "DeadlineExceeded" for c in failed), failed
+    elif way == "container-killed":
+        cluster.kill_container(pod)
+        wait_for("the runner Job failed", runner_done, timeout=120)
+        # The Pod was not replaced: its one container ended by the signal.
+        after = kube.get(POD, namespace, pod["metadata"]["name"])
+        assert after is not None and after["metadata"]["uid"] == pod["metadata"]["uid"]
+        (cs,) = after["status"]["containerStatuses"]
+        assert cs["state"]["terminated"]["exitCode"] == 137, cs
+    elif real:
         cluster.kubectl(
             "delete",
             "pod",
-            pods[0]["metadata"]["name"],
+            pod["metadata"]["name"],
             "--grace-period=0",
             "--force",
             namespace=namespace,
         )
     else:
-        kube.delete(POD, namespace, pods[0]["metadata"]["name"])
+        kube.delete(POD, namespace, pod["metadata"]["name"])
 
     s = wait_mstatus(
         kube,

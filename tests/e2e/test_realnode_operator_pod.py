@@ -21,7 +21,7 @@ import psycopg
 import pytest
 from chartflow import RELEASE, helm, install, leader, operator_pods, pod_ready, ready_pods
 from e2esupport import jobs_of, pg_columns, ready, wait_for, wait_status
-from migflow import realm_leases
+from migflow import job_finished, realm_leases
 
 from ptah.kube.kinds import JOB, POD, SCHEMA, SECRET
 from ptah.kube.real import RealCluster
@@ -85,14 +85,6 @@ def sleeping_in(url: str) -> bool:
             (dbname, "%pg_sleep%"),
         ).fetchone()
     return bool(row and row[0])
-
-
-def job_finished(job: dict[str, Any] | None) -> bool:
-    st = (job or {}).get("status") or {}
-    return any(
-        cond["type"] in ("Complete", "Failed") and cond["status"] == "True"
-        for cond in st.get("conditions") or []
-    )
 
 
 def log_events(text: str, event: str) -> list[dict[str, Any]]:

@@ -122,6 +122,40 @@ class Cluster:
             return url
         return re.sub(r"@(127\.0\.0\.1|localhost)([:/])", rf"@{self.gateway}\2", url, count=1)
 
+    def kill_container(self, pod: dict[str, Any], sig: str = "SIGKILL") -> None:
+        """Signal the Pod's first container through containerd, as an OOM kill or a
+        crash would end it: the kubelet is not asked and the Pod object stays."""
+        assert self.info.config.real, "containers exist on the real node only"
+        (status,) = pod["status"]["containerStatuses"][:1]
+        runtime, _, cid = status["containerID"].partition("://")
+        assert runtime == "containerd" and cid, status
+        node.ctr(devcluster.layout(self.info.config), "task", "kill", "--signal", sig, cid)
+
+    @contextlib.contextmanager
+    def network_cut(self, pod_ip: str, port: int) -> Iterator[None]:
+        """Drop every packet between ``pod_ip`` and the bridge address's ``port`` (a
+        forwarded database), both ways, until the block ends: a partition between a
+        runner Pod and its database, the rest of the node untouched."""
+        assert self.info.config.real, "the Pod network exists on the real node only"
+        table = "ptah_cut_" + pod_ip.replace(".", "_") + f"_{port}"
+        rules = f"""
+table ip {table} {{
+  chain from_pod {{
+    type filter hook prerouting priority raw; policy accept;
+    ip saddr {pod_ip} ip daddr {self.gateway} tcp dport {port} drop
+  }}
+  chain to_pod {{
+    type filter hook postrouting priority srcnat + 10; policy accept;
+    ip daddr {pod_ip} ip saddr {self.gateway} tcp sport {port} drop
+  }}
+}}
+"""
+        subprocess.run(["nft", "-f", "-"], input=rules, text=True, check=True)
+        try:
+            yield
+        finally:
+            subprocess.run(["nft", "delete", "table", "ip", table], check=True)
+
     def api(self) -> ApiClient:
         """A raw JSON client (admin), for checking exact HTTP status codes."""
         p = self.info.config.pki
