@@ -11,56 +11,24 @@ back, finds its tenure gone and records continuity loss instead of an account.
 
 from __future__ import annotations
 
-import random
-from typing import Any
-
-from ptah.kube.clock import SimClock
 from ptah.kube.kinds import JOB, LEASE
-from ptah.kube.memory import MemoryCluster
-from ptah.sim.database import Databases
 from ptah.sim.invariants import Invariants
-from ptah.sim.kubelet import NS, OTHER_DATABASE, Kubelet
+from ptah.sim.kubelet import NS
 from ptah.sim.world import MIGRATION_FAMILY, SCHEMA_FAMILY, World
+from support.simworld import hand_world, one_pass, status
 
 
 def _world() -> tuple[World, Invariants]:
-    clock = SimClock()
-    cluster = MemoryCluster(clock=clock, seed=11)
-    dbs = Databases()
-    for name in ("db1", "db2", OTHER_DATABASE):
-        dbs.add(name)
-    world = World(
-        11,
-        random.Random(11),
-        clock,
-        cluster,
-        dbs,
-        Kubelet(cluster, dbs, random.Random(11), faults_on=False),
+    return hand_world(
+        [
+            (SCHEMA_FAMILY, "apply", "sim://u:{pw}@db1", "db1"),
+            (MIGRATION_FAMILY, "migrate", "sim://u:{pw}@DB1:5432/", "db1"),
+        ]
     )
-    world.faults_on = False
-    world._add_resource(SCHEMA_FAMILY, "apply", "sim://u:{pw}@db1", "db1")
-    world._add_resource(MIGRATION_FAMILY, "migrate", "sim://u:{pw}@DB1:5432/", "db1")
-    for res in world.resources:  # no approvals in the way
-        world.cluster.system.patch(
-            res.family.kind, NS, res.name, {"spec": {"policy": {"approval": "Never"}}}
-        )
-    world.replicas.append(world._replica("c0", 0.0))
-    inv = Invariants(world)
-    world.watcher = inv
-    cluster.faults = inv.write_hook(None)
-    return world, inv
 
 
-def _status(world: World, index: int) -> dict[str, Any]:
-    res = world.resources[index]
-    obj = world.cluster.system.get(res.family.kind, NS, res.name)
-    assert obj is not None
-    return dict(obj.get("status") or {})
-
-
-def _pass(world: World, inv: Invariants, index: int) -> None:
-    world.reconcile_one(world.resources[index])
-    inv.after_step(check_secrets=False)
+_status = status
+_pass = one_pass
 
 
 def _lease_holder(world: World) -> str:

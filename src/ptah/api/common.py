@@ -90,8 +90,10 @@ class RunnerSpec(Model):
             name, path = m.get("name"), str(m.get("mountPath") or "")
             if name not in names:
                 raise ValueError(f"runner.volumeMounts: {name!r} names no runner volume")
-            if not path.startswith("/") or path.rstrip("/") in ("", RESERVED_MOUNT_ROOT) or (
-                path.startswith(RESERVED_MOUNT_ROOT + "/")
+            if (
+                not path.startswith("/")
+                or path.rstrip("/") in ("", RESERVED_MOUNT_ROOT)
+                or (path.startswith(RESERVED_MOUNT_ROOT + "/"))
             ):
                 raise ValueError(
                     f"runner.volumeMounts: mountPath {path!r} must be absolute and outside "
@@ -161,6 +163,12 @@ class ActiveOperation(Model):
         default=None, description="The schema fingerprint the plan expects after it ran."
     )
     source: str | None = Field(default=None, description="Digest of the desired source read.")
+    reading_inputs: str | None = Field(
+        default=None,
+        description="For a reading: the digest of what it was claimed under (source, spec "
+        "generation, Secret binding, verification policy); a deterministic failure holds "
+        "on it.",
+    )
     generation: int = 1
     claimed_at: str
     lease: LeaseClaim | None = None

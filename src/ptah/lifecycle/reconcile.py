@@ -280,6 +280,15 @@ def _dispatch(p: Pass, op: ActiveOperation) -> Result:
         if isinstance(verdict, Refusal):
             return _drop(p, op, verdict.reason, verdict.message, discard_plan=True)
         approval = verdict[1]
+    else:
+        failure = p.status.reading_failure
+        if _stalled_on(failure, _reading_inputs(p, op.input_fingerprint)):
+            # The same re-check at the claim and at the dispatch boundary: the inputs
+            # moved back to those a deterministic failure holds on since the claim.
+            assert failure is not None
+            extra = {"nextAttempt": _next_attempt(p), **observation(p, _stalled(failure))}
+            writes.write_outcome(p, record=None, settle=False, release=None, extra=extra)
+            return Result()
     if approval is not None:
         writes.consume_approval(p, approval, op.operation_id)
     op = writes.write_dispatch_started(p, op)
@@ -477,15 +486,27 @@ def _failure(
         reason=reason,
         message=one_line(message),
         retry=retry,
-        inputs="" if retry else _reading_inputs(p, op.input_fingerprint),
+        # The inputs the reading was claimed under, not those at the failure: a policy
+        # edited while it ran and edited back must not let the same inputs run again.
+        inputs="" if retry else (op.reading_inputs or _reading_inputs(p, op.input_fingerprint)),
         at=p.now_iso(),
     )
 
 
 def _reading_inputs(p: Pass, input_fingerprint: str) -> str:
-    """What a reading depends on: its own inputs (source, generation, Secret binding)
-    and the verification policy. A deterministic failure holds until this changes."""
-    return digest([input_fingerprint, verification_policy(p, _policy_name(p)).fingerprint])
+    """What a reading depends on: its own inputs (source, generation, Secret binding),
+    the Secret as it is now (a proof reading is claimed before the binding step, so its
+    binding can be behind) and the verification policy. A deterministic failure holds
+    until this changes."""
+    binding = current_binding(p)
+    secret = binding.reason if isinstance(binding, Refusal) else binding.secret_resource_version
+    policy = verification_policy(p, _policy_name(p)).fingerprint
+    return digest([input_fingerprint, secret, policy])
+
+
+def _stalled_on(failure: ReadingFailure | None, inputs: str) -> bool:
+    """A deterministic failure that the same inputs would reproduce."""
+    return failure is not None and not failure.retry and inputs == failure.inputs
 
 
 def _failure_text(failure: ReadingFailure) -> str:
@@ -836,12 +857,9 @@ def _claim(p: Pass, work: Work) -> Result:
             writes.emit_event(p, verdict.reason, f"plan discarded: {verdict.message}", warning=True)
             return AGAIN
     failure = s.reading_failure
-    if (
-        not work.mutating
-        and failure is not None
-        and not failure.retry
-        and _reading_inputs(p, work.input_fingerprint) == failure.inputs
-    ):
+    inputs = None if work.mutating else _reading_inputs(p, work.input_fingerprint)
+    if inputs is not None and _stalled_on(failure, inputs):
+        assert failure is not None
         return _observe(p, _stalled(failure))
     if not work.mutating and s.next_reading_after:
         wait = _since(p, s.next_reading_after, "")
@@ -900,6 +918,7 @@ def _claim(p: Pass, work: Work) -> Result:
         expected_database=work.expected_database,
         expected_after=work.expected_after,
         source=work.source,
+        reading_inputs=inputs,
         generation=p.generation,
         claimed_at=p.now_iso(),
         lease=lease,

@@ -747,12 +747,38 @@ class Invariants(Watcher):
                     "record-cleared-by-reading",
                     f"{res.name}: record cleared while its executor still runs",
                 )
-        db = self.world.dbs.by_name[res.db]
-        if not _settled(res.family is SCHEMA_FAMILY, db, obj, old):
+        if not self._settled_by_reading(res, before, status, old):
             self.fail(
                 "record-cleared-by-reading",
                 f"{res.name}: record {old['operationId']} cleared without a settling reading",
             )
+
+    def _settled_by_reading(
+        self,
+        res: SimResource,
+        before: dict[str, Any],
+        status: dict[str, Any],
+        record: dict[str, Any],
+    ) -> bool:
+        """Whether the record was cleared as a reading ended, and what that reading's
+        Pods saw of the resource's database when they read it settles the record. The
+        database as it is now does not say: another resource's writer may have changed
+        it between the reading and the controller reading its frame."""
+        reading = before.get("activeOperation") or {}
+        if reading.get("mutating") or reading.get("type") not in READINGS:
+            return False
+        now = status.get("activeOperation") or {}
+        if now.get("operationId") == reading.get("operationId"):
+            return False
+        seen = [
+            t
+            for t in self.world.kubelet.pods_of_job(str(reading.get("jobName")))
+            if t.observed is not None and t.printed_op == reading.get("operationId")
+        ]
+        schema = res.family is SCHEMA_FAMILY
+        return bool(seen) and all(
+            t.opened_db == res.db and _settled(schema, t.observed or {}, record) for t in seen
+        )
 
     def _no_credentials(self) -> None:
         secrets = list(self.world.secrets.values())
@@ -831,8 +857,11 @@ def _evidence_problem(
     return None
 
 
-def _settled(schema: bool, db: SimDatabase, obj: dict[str, Any], record: dict[str, Any]) -> bool:
+def _settled(schema: bool, observed: dict[str, Any], record: dict[str, Any]) -> bool:
+    """What a reading saw settles the record: for a schema, the database at the
+    Apply's expected fingerprint or no changes left; for a migration, nothing dirty."""
     if schema:
-        desired = obj["spec"]["source"]["inline"]
-        return db.fingerprint() == record.get("expectedAfter") or not db.plan(desired)["changes"]
-    return db.dirty is None
+        return observed.get("fingerprint") == record.get("expectedAfter") or (
+            observed.get("changes") is False
+        )
+    return "dirty" in observed and observed["dirty"] is None

@@ -70,6 +70,9 @@ class PodTruth:
     printed_op: str | None = None  # the operation the one frame in its log names
     printed_frames: int = 0
     terminated: bool = False  # the container is reported terminated
+    # What a reading saw of its database at the instant it read it (a later writer may
+    # change the database before the controller reads the frame).
+    observed: dict[str, Any] | None = None
 
 
 @dataclass
@@ -396,8 +399,11 @@ class Kubelet:
                 line = lines.index(BROKEN) + 1
                 message = f"desired schema does not load: line {line}: syntax error"
                 return frame("failed", {"message": message}, "DesiredSchemaInvalid")
-            return frame("succeeded", db.plan(desired))
+            planned = db.plan(desired)
+            self._observed(run, fingerprint=db.fingerprint(), changes=planned["changes"])
+            return frame("succeeded", planned)
         if run.op == "history":
+            self._observed(run, dirty=db.dirty)
             return frame("succeeded", db.read_history(_versions(run.dirs)))
         if run.op == "apply":
             body = json.loads(run.inputs.get("plan.json", "{}"))
@@ -414,6 +420,11 @@ class Kubelet:
             applied = self._effect(run, partial=False)
             return frame("succeeded", {"applied": applied})
         return frame("failed", {}, f"unknown operation {run.op}")
+
+    @staticmethod
+    def _observed(run: PodRun, **seen: Any) -> None:
+        if run.truth is not None:
+            run.truth.observed = seen
 
     def _count_execution(self, run: PodRun) -> None:
         """One per Job: two Pods of one Job (the cluster's duplicate) are one dispatch;
