@@ -8,6 +8,7 @@ schedule span hours of Lease expiry without sleeping.
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -50,6 +51,8 @@ def rfc3339(t: datetime) -> str:
     return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_rfc3339(text: str) -> datetime:
-    """The inverse of :func:`rfc3339` (second precision, ``Z``)."""
+    """The inverse of :func:`rfc3339` (second precision, ``Z``). Cached: the same
+    stamps are read on every pass, and a datetime is immutable."""
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)

@@ -96,9 +96,19 @@ class Pass(ObjectPass):
         assert isinstance(spec, dict)
         return spec
 
+    _parsed: tuple[dict[str, Any], LifecycleStatus] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
     @property
     def status(self) -> LifecycleStatus:
-        return self.family.status_of(self.obj)
+        """Parsed once per version of ``obj``: a write replaces ``obj`` (never edits it),
+        and the parsed status is read, never changed (``model_copy`` makes changes)."""
+        parsed = self._parsed
+        if parsed is None or parsed[0] is not self.obj:
+            parsed = (self.obj, self.family.status_of(self.obj))
+            self._parsed = parsed
+        return parsed[1]
 
     @property
     def deleting(self) -> bool:

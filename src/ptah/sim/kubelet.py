@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from ptah.kube.clock import parse_rfc3339
@@ -538,7 +538,7 @@ class Kubelet:
             done = (job.get("status") or {}).get("completionTime")
             if ttl is None or not done:
                 continue
-            finished = datetime.strptime(done, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+            finished = parse_rfc3339(done)
             if (now - finished).total_seconds() >= ttl:
                 self.api.delete(JOB, NS, job["metadata"]["name"], propagation="Background")
 
