@@ -9,6 +9,7 @@ from ptah.kube.kinds import EVENT
 from ptah.kube.memory import PROCEED, ApplyThenFail, FailBefore, FaultDecision, WriteRequest
 from ptah.lifecycle.writes import DURABLE_WRITES
 from ptah.sim.invariants import Invariants
+from ptah.sim.kubelet import NS
 from ptah.sim.windows import WindowCounter
 from ptah.sim.world import World
 
@@ -35,8 +36,19 @@ def crash_point(seed: int) -> tuple[str, str, int]:
     return write, when, 1 + (seed // (2 * len(DURABLE_WRITES))) % 2
 
 
+# Durable writes that only some worlds make at all, and what a world aimed at one needs:
+# an approval is consumed only for a plan that requires one.
+AIMED_WORLDS = {"consume_approval": {"policy": {"approval": "Always"}}}
+
+
 def run_schedule(seed: int) -> ScheduleResult:
     world = World.build(seed)
+    aimed = AIMED_WORLDS.get(crash_point(seed)[0])
+    if aimed is not None:
+        # A stop aimed at a write the world would never make lands nowhere: the world is
+        # built to make it (after building, so every other schedule is left as it was).
+        for res in world.resources:
+            world.cluster.system.patch(res.family.kind, NS, res.name, {"spec": aimed})
     inv = Invariants(world)
     windows = WindowCounter(world, inv)
     world.watcher = windows
