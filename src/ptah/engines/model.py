@@ -21,6 +21,31 @@ DATA_DEPENDENT = "data-dependent"
 LOCK_HEAVY = "lock-heavy"
 HAZARDS = (DESTRUCTIVE, DATA_DEPENDENT, LOCK_HEAVY)
 
+# What a statement does to a table others use, said as a hazard: the lock it takes (what
+# the others may still do while it is held) and what it does to the rows under it, as
+# ``"<lock>: <effect>"`` (for example ``"locks writes: builds index"``).
+LOCKS_ALL = "locks reads and writes"
+LOCKS_WRITES = "locks writes"
+ALLOWS_WRITES = "allows reads and writes"
+BUILDS_INDEX = "builds index"
+SCANS_TABLE = "scans table"
+REWRITES_TABLE = "rewrites table"
+COPIES_TABLE = "copies table"
+BRIEF = "brief, no scan"
+
+# Where a statement runs (``Statement.transaction``): in the plan's current transaction,
+# at the start of a new one (what ran before it commits first, so its lock is not held
+# under a long statement), or outside any transaction (``CREATE INDEX CONCURRENTLY``).
+SHARED = "shared"
+NEW = "new"
+NONE = "none"
+TRANSACTIONS = (SHARED, NEW, NONE)
+
+
+def lock_hazard(lock: str, effect: str) -> str:
+    """The hazard that names a statement's lock and what it does to the table's rows."""
+    return f"{lock}: {effect}"
+
 
 class PlanError(Exception):
     """The desired schema cannot be planned (unsupported object, impossible change)."""
@@ -34,22 +59,37 @@ class PlanError(Exception):
 class Statement:
     """One statement of a plan with its hazards.
 
-    ``transactional`` is False for statements the engine cannot run inside a
-    transaction block (``CREATE INDEX CONCURRENTLY``); apply runs those alone.
+    ``transaction`` says where apply runs it (:data:`SHARED`, :data:`NEW`,
+    :data:`NONE`); ``lock`` is the engine's name of the strongest lock it takes on a
+    table that exists (empty when it touches none).
     """
 
     sql: str
     hazards: tuple[str, ...] = ()
-    transactional: bool = True
+    transaction: str = SHARED
+    lock: str = ""
+
+    @property
+    def transactional(self) -> bool:
+        """False for statements the engine cannot run inside a transaction block."""
+        return self.transaction != NONE
 
     def to_json(self) -> dict[str, Any]:
-        return {"sql": self.sql, "hazards": list(self.hazards)}
+        data: dict[str, Any] = {"sql": self.sql, "hazards": list(self.hazards)}
+        if self.transaction != SHARED:
+            data["transaction"] = self.transaction
+        if self.lock:
+            data["lock"] = self.lock
+        return data
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Statement:
         sql = str(raw["sql"])
         hazards = tuple(str(h) for h in raw.get("hazards", ()))
-        return cls(sql=sql, hazards=hazards, transactional=not _is_concurrent(sql))
+        transaction = str(raw.get("transaction") or (NONE if _is_concurrent(sql) else SHARED))
+        if transaction not in TRANSACTIONS:
+            raise ValueError(f"unknown transaction {transaction!r}")
+        return cls(sql=sql, hazards=hazards, transaction=transaction, lock=str(raw.get("lock", "")))
 
 
 def _is_concurrent(sql: str) -> bool:
@@ -77,6 +117,50 @@ def fingerprint(schema: Schema) -> str:
 
 
 @dataclass(frozen=True)
+class Online:
+    """Which online techniques a plan uses (``spec.policy.online``); all on by default.
+
+    ``indexes``: PostgreSQL builds and drops indexes of existing tables ``CONCURRENTLY``
+    (a changed one under a temporary name, then swapped). ``constraints``: new foreign
+    keys and checks on existing tables are added ``NOT VALID``, then validated in a
+    statement of their own. ``not_null``: ``SET NOT NULL`` goes through a validated
+    check, so it skips its scan. ``algorithm``: MariaDB/MySQL plans request
+    ``ALGORITHM=INSTANT`` or ``INPLACE, LOCK=NONE`` where the server can do the change
+    so. Off, each is planned the plain way (one transaction, the server's default).
+    """
+
+    indexes: bool = True
+    constraints: bool = True
+    not_null: bool = True
+    algorithm: bool = True
+
+    @classmethod
+    def off(cls) -> Online:
+        return cls(indexes=False, constraints=False, not_null=False, algorithm=False)
+
+    def args(self) -> list[str]:
+        """The runner's plan options for the techniques that are off."""
+        names = {"indexes": self.indexes, "constraints": self.constraints}
+        names.update({"not-null": self.not_null, "algorithm": self.algorithm})
+        return [f"--offline={n}" for n, on in names.items() if not on]
+
+    @classmethod
+    def from_off(cls, off: list[str] | tuple[str, ...]) -> Online:
+        """The techniques left on when those named by ``--offline`` are off."""
+        unknown = set(off) - {"indexes", "constraints", "not-null", "algorithm", "all"}
+        if unknown:
+            raise ValueError(f"unknown online technique(s): {', '.join(sorted(unknown))}")
+        if "all" in off:
+            return cls.off()
+        return cls(
+            indexes="indexes" not in off,
+            constraints="constraints" not in off,
+            not_null="not-null" not in off,
+            algorithm="algorithm" not in off,
+        )
+
+
+@dataclass(frozen=True)
 class SchemaPolicy:
     """What the resource's policy says about normalising the desired source.
 
@@ -89,8 +173,10 @@ class SchemaPolicy:
 
     ownership: str = "ignore"
     ignore: tuple[str, ...] = ()
+    online: Online = field(default_factory=lambda: Online())
 
     def key(self) -> str:
+        """The normalisation cache's part of the policy (``online`` changes only the diff)."""
         return f"{self.ownership}:{','.join(sorted(self.ignore))}"
 
 

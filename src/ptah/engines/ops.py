@@ -9,31 +9,52 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from ptah.engines.base import Target
-from ptah.engines.model import DEFAULT_POLICY, Schema, SchemaPolicy, Statement
+from ptah.engines.model import DEFAULT_POLICY, Online, Schema, SchemaPolicy, Statement
 from ptah.engines.urls import DbUrl
+
+ONLINE = Online()
 
 
 @dataclass(frozen=True)
 class Timeouts:
-    """Defaults for apply: waiting for a lock fails fast, a runaway statement is bounded."""
+    """Defaults for apply: waiting for a lock fails fast, a runaway statement is bounded.
 
-    lock_seconds: int = 10
+    A statement that waits longer than ``lock_seconds`` for a lock gives up (so it never
+    queues the table's other users behind it for longer) and is tried again up to
+    ``lock_retries`` times, after ``backoff_seconds``, doubled each time (at most 30 s).
+    """
+
+    lock_seconds: float = 10
     statement_seconds: int = 1800
+    lock_retries: int = 3
+    backoff_seconds: float = 1.0
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait before try ``attempt + 1`` (``attempt`` counts from 1)."""
+        return float(min(30.0, self.backoff_seconds * (2 ** (attempt - 1))))
 
 
-def timeouts_from_env() -> Timeouts:
-    def num(name: str, default: int) -> int:
+def timeouts_from_env(
+    lock_seconds: float | None = None, lock_retries: int | None = None
+) -> Timeouts:
+    """The environment's timeouts, with the apply's own lock settings over them."""
+
+    def num(name: str, default: float) -> float:
         try:
-            return max(1, int(os.environ.get(name, default)))
+            return max(0.0, float(os.environ.get(name, default)))
         except ValueError:
             return default
 
     return Timeouts(
-        lock_seconds=num("PTAH_LOCK_TIMEOUT_SECONDS", 10),
-        statement_seconds=num("PTAH_STATEMENT_TIMEOUT_SECONDS", 1800),
+        lock_seconds=lock_seconds or max(0.1, num("PTAH_LOCK_TIMEOUT_SECONDS", 10)),
+        statement_seconds=max(1, int(num("PTAH_STATEMENT_TIMEOUT_SECONDS", 1800))),
+        lock_retries=(
+            lock_retries if lock_retries is not None else int(num("PTAH_LOCK_RETRIES", 3))
+        ),
+        backoff_seconds=num("PTAH_LOCK_BACKOFF_SECONDS", 1.0),
     )
 
 
@@ -46,6 +67,9 @@ class Progress:
     failed_index: int | None = None
     error: str = ""
     notes: list[str] = field(default_factory=list)
+    # One entry per lock timeout that was tried again: statement index (0-based), the
+    # try that timed out, seconds waited before the next.
+    retries: list[dict[str, Any]] = field(default_factory=list)
 
 
 class DriftedError(Exception):
@@ -74,8 +98,8 @@ class EngineOps(Protocol):
     ) -> tuple[Schema, list[str]]:
         """The desired schema as the engine itself would store it, plus warnings."""
 
-    def diff(self, current: Schema, desired: Schema) -> list[Statement]:
-        """Ordered statements from ``current`` to ``desired``."""
+    def diff(self, current: Schema, desired: Schema, online: Online = ONLINE) -> list[Statement]:
+        """Ordered statements from ``current`` to ``desired``, online where ``online`` says."""
 
     def execute(
         self,

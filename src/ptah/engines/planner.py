@@ -19,7 +19,15 @@ from typing import Any
 
 from ptah.engines import confine, fence
 from ptah.engines.base import Target
-from ptah.engines.model import DESTRUCTIVE, Plan, Schema, SchemaPolicy, Statement, fingerprint
+from ptah.engines.model import (
+    DESTRUCTIVE,
+    LOCK_HEAVY,
+    Plan,
+    Schema,
+    SchemaPolicy,
+    Statement,
+    fingerprint,
+)
 from ptah.engines.ops import DriftedError, Progress, Timeouts, ops_for, timeouts_from_env
 from ptah.engines.urls import DbUrl
 
@@ -108,8 +116,16 @@ def plan(
             pool.shutdown(wait=True)
     timings.update(normalise=t1 - t0, inspect=inspect_seconds, waitInspect=t2 - t1)
     t2 = time.perf_counter()
-    statements = ops.diff(current, desired)
+    online = (policy or SchemaPolicy()).online
+    statements = ops.diff(current, desired, online)
     timings["diff"] = time.perf_counter() - t2
+    refine = getattr(ops, "refine", None)
+    if refine is not None and statements:
+        # An engine that asks its server how each change runs (MariaDB's algorithms).
+        t3 = time.perf_counter()
+        statements, probed = refine(target, current, statements, online, dev_url)
+        warnings = list(warnings) + probed
+        timings["probe"] = time.perf_counter() - t3
     # The census (what inspection did not take in): on the target it is reported, and the
     # plan leaves those objects alone; on the desired side the engine refused them already.
     census = [s.get("_meta", {}) for s in (current, desired)]
@@ -200,6 +216,8 @@ class ApplyResult:
             data["message"] = self.message
         if self.progress.notes:
             data["notes"] = list(self.progress.notes)
+        if self.progress.retries:
+            data["lockRetries"] = list(self.progress.retries)
         return data
 
 
@@ -212,6 +230,7 @@ def apply(
     timeouts: Timeouts | None = None,
     realm: str | None = None,
     fence_wait: float = 0.0,
+    allow_lock_heavy: bool = True,
 ) -> ApplyResult:
     """Run ``statements`` if the target still has ``fingerprint_before``; else refuse.
 
@@ -230,6 +249,13 @@ def apply(
         result.outcome, result.reason = "refused", "DestructiveNotAllowed"
         result.message = (
             "the plan holds destructive statements and destructive changes are not allowed"
+        )
+        return result
+    if not allow_lock_heavy and any(LOCK_HEAVY in s.hazards for s in statements):
+        result.outcome, result.reason = "refused", "LockHeavyNotAllowed"
+        result.message = (
+            "the plan holds lock-heavy statements (they block the table's writers while they"
+            " scan, rewrite or copy it) and the policy refuses them"
         )
         return result
     key = realm or target.identity().digest

@@ -252,7 +252,7 @@ class _Run:
         except fence.WrongRealm as exc:
             raise _Refused(exc.reason, str(exc)) from None
         if self.s.dialect == "sqlite":
-            self.s.execute(f"PRAGMA busy_timeout = {timeouts_from_env().lock_seconds * 1000}")
+            self.s.execute(f"PRAGMA busy_timeout = {int(timeouts_from_env().lock_seconds * 1000)}")
         try:
             with fence.held(self.s.dialect, self.s.conn, key, wait=self.opts.lock_timeout):
                 self._loop()

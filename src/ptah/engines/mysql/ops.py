@@ -16,11 +16,19 @@ import pymysql
 
 from ptah.engines import confine
 from ptah.engines.base import DesiredSchemaInvalid, ScratchUnavailable, Target
-from ptah.engines.model import DEFAULT_POLICY, Schema, SchemaPolicy, Statement, fingerprint
+from ptah.engines.model import (
+    DEFAULT_POLICY,
+    Online,
+    Schema,
+    SchemaPolicy,
+    Statement,
+    fingerprint,
+)
 from ptah.engines.mysql import diff as mydiff
 from ptah.engines.mysql import inspect as myinspect
+from ptah.engines.mysql import online as myonline
 from ptah.engines.mysql.target import connect
-from ptah.engines.ops import DriftedError, Progress, Timeouts
+from ptah.engines.ops import ONLINE, DriftedError, Progress, Timeouts
 from ptah.engines.urls import DbUrl, scrub
 from ptah.migrations.splitter import Statement as SourceStatement
 
@@ -102,8 +110,24 @@ class MysqlOps:
         finally:
             conn.close()
 
-    def diff(self, current: Schema, desired: Schema) -> list[Statement]:
+    def diff(self, current: Schema, desired: Schema, online: Online = ONLINE) -> list[Statement]:
         return mydiff.diff(current, desired)
+
+    def refine(
+        self,
+        target: Target,
+        current: Schema,
+        statements: list[Statement],
+        online: Online,
+        dev_url: DbUrl | None,
+    ) -> tuple[list[Statement], list[str]]:
+        """Each ALTER as the server can do it: INSTANT, INPLACE without a lock, or a copy
+        (lock-heavy, with the server's reason), probed on empty copies of the tables."""
+        url = dev_url or target.url
+        statements, warnings = myonline.probe(
+            lambda: connect(url, database=""), current, statements, online
+        )
+        return statements, [scrub(w, *url.secrets) for w in warnings]
 
     def execute(
         self,
@@ -115,7 +139,7 @@ class MysqlOps:
     ) -> None:
         conn = target.connection
         with conn.cursor() as cur:
-            cur.execute(f"SET SESSION lock_wait_timeout = {int(timeouts.lock_seconds)}")
+            cur.execute(f"SET SESSION lock_wait_timeout = {max(1, round(timeouts.lock_seconds))}")
             try:
                 cur.execute(f"SET SESSION max_statement_time = {int(timeouts.statement_seconds)}")
             except pymysql.MySQLError:

@@ -25,13 +25,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ptah.engines.model import (
+    BRIEF,
+    BUILDS_INDEX,
     DATA_DEPENDENT,
     DESTRUCTIVE,
     LOCK_HEAVY,
+    NEW,
+    REWRITES_TABLE,
+    SCANS_TABLE,
+    SHARED,
+    Online,
     PlanError,
     Schema,
     Statement,
     canonical,
+)
+from ptah.engines.postgres import online as pgonline
+from ptah.engines.postgres.online import (
+    ACCESS_EXCLUSIVE,
+    SHARE,
+    SHARE_ROW_EXCLUSIVE,
+    SHARE_UPDATE_EXCLUSIVE,
 )
 
 # Tie-break rank of kinds (lower first among independent creates).
@@ -147,9 +161,10 @@ class _Changes:
 
 
 class _Diff:
-    def __init__(self, cur: Schema, want: Schema) -> None:
+    def __init__(self, cur: Schema, want: Schema, online: Online | None = None) -> None:
         self.cur = cur
         self.want = want
+        self.online = online or Online()
         self.cur_deps: dict[str, dict[str, str]] = cur.get("_deps", {})
         self.want_deps: dict[str, dict[str, str]] = want.get("_deps", {})
         self.drops: list[_Step] = []
@@ -166,6 +181,34 @@ class _Diff:
     def create(self, node: str, sql: str, *hazards: str) -> None:
         self._seq += 1
         self.creates.append(_Step(node, Statement(sql, tuple(hazards)), self._seq))
+
+    def locking(
+        self,
+        node: str,
+        sql: str,
+        mode: str,
+        effect: str,
+        *hazards: str,
+        transaction: str = SHARED,
+        phase: str = "create",
+    ) -> None:
+        """A statement on an existing table, with the lock it takes and what it does."""
+        self._seq += 1
+        stmt = Statement(
+            sql, (*hazards, pgonline.hazard(mode, effect)), transaction=transaction, lock=mode
+        )
+        (self.drops if phase == "drop" else self.creates).append(_Step(node, stmt, self._seq))
+
+    def emit(self, node: str, stmt: Statement, phase: str = "create") -> None:
+        self._seq += 1
+        (self.drops if phase == "drop" else self.creates).append(_Step(node, stmt, self._seq))
+
+    def plain_table(self, table: str) -> bool:
+        """An existing, ordinary table that stays: what the online techniques apply to
+        (a partitioned table takes no concurrent index and no NOT VALID constraint)."""
+        old = self.cur.get("table", {}).get(table)
+        new = self.want.get("table", {}).get(table)
+        return bool(old and new and not old.get("partitionBy") and not new.get("partitionBy"))
 
     def pair(self, kind: str) -> tuple[dict[str, Any], dict[str, Any]]:
         return self.cur.get(kind, {}), self.want.get(kind, {})
@@ -204,7 +247,9 @@ class _Diff:
             self.owners,
         ):
             emit()
-        return self.order()
+        existing = set(self.cur.get("table", {}))
+        indexes = {k: v["table"] for k, v in self.cur.get("index", {}).items()}
+        return [pgonline.describe(s, existing, indexes) for s in self.order()]
 
     def decide(self) -> None:
         """Step 1 for the kinds whose change is a replacement."""
@@ -780,9 +825,11 @@ class _Diff:
             self.drop(node, f"{at} DROP DEFAULT")
         if old["type"] != new["type"] or old["collation"] != new["collation"]:
             coll = f" COLLATE {new['collation']}" if new["collation"] else ""
-            self.create(
+            self.locking(
                 node,
                 f"{at} TYPE {new['type']}{coll} USING {col}::{new['type']}",
+                ACCESS_EXCLUSIVE,
+                REWRITES_TABLE,
                 DATA_DEPENDENT,
                 LOCK_HEAVY,
             )
@@ -798,10 +845,37 @@ class _Diff:
             self.create(node, f"{at} {changes}")
         if old["notNull"] != new["notNull"]:
             if new["notNull"]:
-                self.create(node, f"{at} SET NOT NULL", DATA_DEPENDENT, LOCK_HEAVY)
+                self.set_not_null(table, col)
             else:
                 self.create(node, f"{at} DROP NOT NULL")
         self.column_storage(table, col, {**old, "_": 1}, new)
+
+    def set_not_null(self, table: str, col: str) -> None:
+        """``SET NOT NULL``; under online not-null, proved first by a check added ``NOT
+        VALID`` and validated on its own (reads and writes go on), so the ``SET NOT NULL``
+        that follows skips its scan; the check is dropped after."""
+        node, at = f"table:{table}", f"ALTER TABLE {table}"
+        plain = f"{at} ALTER COLUMN {col} SET NOT NULL"
+        if not (self.online.not_null and self.plain_table(table)):
+            self.locking(node, plain, ACCESS_EXCLUSIVE, SCANS_TABLE, DATA_DEPENDENT, LOCK_HEAVY)
+            return
+        check = pgonline.temporary_name(col, "_ptah_not_null")
+        self.locking(
+            node,
+            f"{at} ADD CONSTRAINT {check} CHECK ({col} IS NOT NULL) NOT VALID",
+            ACCESS_EXCLUSIVE,
+            BRIEF,
+        )
+        self.locking(
+            node,
+            f"{at} VALIDATE CONSTRAINT {check}",
+            SHARE_UPDATE_EXCLUSIVE,
+            SCANS_TABLE,
+            DATA_DEPENDENT,
+            transaction=NEW,
+        )
+        self.locking(node, plain, ACCESS_EXCLUSIVE, BRIEF, transaction=NEW)
+        self.locking(node, f"{at} DROP CONSTRAINT {check}", ACCESS_EXCLUSIVE, BRIEF)
 
     # -- things on tables -----------------------------------------------------------------
     def constraints(self) -> None:
@@ -816,17 +890,8 @@ class _Diff:
             node = f"constraint:{key}"
             if key in cur and not self.rebuilt(node):
                 continue
+            self.add_constraint(node, want[key])
             c = want[key]
-            hazards: list[str] = []
-            if self.existing_table(c["table"]):
-                hazards = [DATA_DEPENDENT, LOCK_HEAVY]
-            elif c["type"] == "f":
-                ref = c["def"].split(" REFERENCES ", 1)[-1].split("(", 1)[0].strip()
-                if self.existing_table(ref):
-                    hazards = [LOCK_HEAVY]  # takes a lock on the referenced, existing table
-            self.create(
-                node, f"ALTER TABLE {c['table']} ADD CONSTRAINT {c['name']} {c['def']}", *hazards
-            )
             if c.get("clustered"):
                 self.create(node, f"ALTER TABLE {c['table']} CLUSTER ON {c['name']}")
         for key in sorted(cur.keys() & want.keys()):
@@ -838,8 +903,42 @@ class _Diff:
             ):
                 self.create(node, f"ALTER TABLE {want[key]['table']} SET WITHOUT CLUSTER")
 
+    def add_constraint(self, node: str, c: dict[str, Any]) -> None:
+        """A new constraint; on an existing table with its lock named, and a foreign key
+        or check under online constraints added ``NOT VALID`` (a brief lock, no scan),
+        then validated in a transaction of its own (reads and writes go on)."""
+        sql = f"ALTER TABLE {c['table']} ADD CONSTRAINT {c['name']} {c['def']}"
+        kind = c["type"]
+        if not self.existing_table(c["table"]):
+            ref = c["def"].split(" REFERENCES ", 1)[-1].split("(", 1)[0].strip()
+            if kind == "f" and self.existing_table(ref):
+                # The new table is empty: nothing to scan, a brief lock on the referenced one.
+                self.locking(node, sql, SHARE_ROW_EXCLUSIVE, BRIEF)
+            else:
+                self.create(node, sql)
+            return
+        if kind not in ("f", "c"):  # primary key, unique, exclusion: an index is built
+            self.locking(node, sql, ACCESS_EXCLUSIVE, BUILDS_INDEX, DATA_DEPENDENT, LOCK_HEAVY)
+            return
+        mode = SHARE_ROW_EXCLUSIVE if kind == "f" else ACCESS_EXCLUSIVE
+        if c["def"].endswith(" NOT VALID"):
+            self.locking(node, sql, mode, BRIEF)  # existing rows are not checked
+        elif self.online.constraints and self.plain_table(c["table"]):
+            self.locking(node, sql + " NOT VALID", mode, BRIEF)
+            self.locking(
+                node,
+                f"ALTER TABLE {c['table']} VALIDATE CONSTRAINT {c['name']}",
+                SHARE_UPDATE_EXCLUSIVE,
+                SCANS_TABLE,
+                DATA_DEPENDENT,
+                transaction=NEW,
+            )
+        else:
+            self.locking(node, sql, mode, SCANS_TABLE, DATA_DEPENDENT, LOCK_HEAVY)
+
     def indexes(self) -> None:
         cur, want = self.pair("index")
+        swapped: set[str] = set()
         for name in sorted(cur.keys()):
             node = f"index:{name}"
             if node in self.ch.recreated:
@@ -847,7 +946,14 @@ class _Diff:
             if cur[name].get("parent"):
                 continue  # an attached partition index goes with its parent's index
             gone = name not in want and cur[name]["table"] in self._relations(self.want)
-            if gone or (name in want and node in self.ch.replaced):
+            if not gone and not (name in want and node in self.ch.replaced):
+                continue
+            if self._concurrent(name, cur[name]):
+                if not gone and self._swappable(node, cur[name]):
+                    swapped.add(name)  # built beside it first, then swapped in
+                else:
+                    self.emit(node, pgonline.drop_index(name), "drop")
+            else:
                 self.drop(node, f"DROP INDEX {name}")
         for name in sorted(want.keys()):
             node = f"index:{name}"
@@ -861,10 +967,13 @@ class _Diff:
                 self.extra_deps.setdefault(parent, set()).add(node)
             elif name in cur and not self.rebuilt(node):
                 continue
-            hazards: list[str] = []
-            if self.existing_table(i["table"]) and not self.rebuilt(f"view:{i['table']}"):
-                hazards = [LOCK_HEAVY] + ([DATA_DEPENDENT] if i["unique"] else [])
-            self.create(node, i["def"], *hazards)
+            if self._concurrent(name, i):
+                self.build_concurrently(name, i, swapped)
+            elif self.existing_table(i["table"]) and not self.rebuilt(f"view:{i['table']}"):
+                hazards = [DATA_DEPENDENT] if i["unique"] else []
+                self.locking(node, i["def"], SHARE, BUILDS_INDEX, *hazards, LOCK_HEAVY)
+            else:
+                self.create(node, i["def"])
             for col, target in sorted(i.get("statistics", {}).items()):
                 self.create(node, f"ALTER INDEX {name} ALTER COLUMN {col} SET STATISTICS {target}")
         for name in sorted(want.keys()):
@@ -883,6 +992,43 @@ class _Diff:
                 self.create(
                     f"index:{name}", f"ALTER TABLE {want[name]['table']} SET WITHOUT CLUSTER"
                 )
+
+    def _concurrent(self, name: str, index: dict[str, Any]) -> bool:
+        """Built or dropped ``CONCURRENTLY``: online indexes, on an ordinary table that
+        exists and stays, not a partition's index attached to its parent's."""
+        return (
+            self.online.indexes
+            and not index.get("parent")
+            and self.plain_table(index["table"])
+            and not self.rebuilt(f"table:{index['table']}")
+        )
+
+    def _swappable(self, node: str, old: dict[str, Any]) -> bool:
+        """A valid index whose definition changed is replaced by one built beside it; an
+        invalid one serves nothing (it goes first), nor does one whose dependencies are
+        dropped under it (it goes with them, in the drops)."""
+        if old.get("invalid"):
+            return False
+        return not any(self.rebuilt(parent) for parent in self.cur_deps.get(node, {}))
+
+    def build_concurrently(self, name: str, index: dict[str, Any], swapped: set[str]) -> None:
+        """A concurrent build; replacing a valid index: under a temporary name, then the
+        old one dropped concurrently and the new one renamed, so the table is never
+        without one."""
+        node = f"index:{name}"
+        if name not in swapped:
+            self.emit(node, pgonline.build_index(index["def"], index["unique"]))
+            return
+        schema, bare = pgonline.split_index(name)
+        temporary = pgonline.temporary_name(bare, "_ptah_swap")
+        self.emit(node, pgonline.build_index(index["def"], index["unique"], temporary))
+        self.emit(node, pgonline.drop_index(name))
+        self.locking(
+            node,
+            f"ALTER INDEX {schema}.{temporary} RENAME TO {bare}",
+            SHARE_UPDATE_EXCLUSIVE,
+            BRIEF,
+        )
 
     @staticmethod
     def _relations(schema: Schema) -> set[str]:
@@ -1152,6 +1298,7 @@ def _group(entries: set[str]) -> list[tuple[str, str, bool]]:
     return [(g, ", ".join(sorted(p)), opt) for (g, opt), p in sorted(grouped.items())]
 
 
-def diff(current: Schema, desired: Schema) -> list[Statement]:
-    """Statements that turn ``current`` into ``desired``, in executable order."""
-    return _Diff(current, desired).run()
+def diff(current: Schema, desired: Schema, online: Online | None = None) -> list[Statement]:
+    """Statements that turn ``current`` into ``desired``, in executable order; changes on
+    existing tables done online where ``online`` (default: all techniques) says."""
+    return _Diff(current, desired, online).run()

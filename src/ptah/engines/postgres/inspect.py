@@ -240,7 +240,8 @@ SELECT ic.oid, {_qn("n", "ic.relname")}, {_qn("n", "tc.relname")},
               WHERE a.attrelid = ic.oid AND a.attstattarget >= 0 ORDER BY a.attnum),
        i.indisclustered,
        (SELECT {_qn("pn", "pi.relname")} FROM pg_inherits h JOIN pg_class pi ON pi.oid = h.inhparent
-          JOIN pg_namespace pn ON pn.oid = pi.relnamespace WHERE h.inhrelid = ic.oid)
+          JOIN pg_namespace pn ON pn.oid = pi.relnamespace WHERE h.inhrelid = ic.oid),
+       i.indisvalid
 FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
 JOIN pg_class tc ON tc.oid = i.indrelid
 JOIN pg_namespace n ON n.oid = ic.relnamespace
@@ -746,7 +747,8 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
         nodes.add("pg_constraint", oid, f"constraint:{key}")
         if indid and kind in ("p", "u", "x"):  # a foreign key's conindid is the referenced one
             nodes.add("pg_class", indid, f"constraint:{key}")
-    for oid, name, table, definition, unique, stats, clustered, parent in _rows(cur, Q_INDEXES):
+    for row in _rows(cur, Q_INDEXES):
+        oid, name, table, definition, unique, stats, clustered, parent, valid = row
         index: dict[str, Any] = {
             "table": table,
             "def": definition.replace(" ON ONLY ", " ON ", 1),
@@ -758,6 +760,10 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             index["clustered"] = True
         if parent:
             index["parent"] = parent  # a partition's index, attached to its parent's index
+        if not valid:
+            # A concurrent build that failed (or is still running) left it: it enforces
+            # and serves nothing, so it is not the index the desired schema names.
+            index["invalid"] = True
         schema["index"][name] = index
         nodes.add("pg_class", oid, f"index:{name}")
     for oid, name, kind, definition, reloptions in _rows(cur, Q_VIEWS):

@@ -1,14 +1,26 @@
-"""PostgreSQL planner hooks: read-only inspection, scratch normalisation, transactional apply."""
+"""PostgreSQL planner hooks: read-only inspection, scratch normalisation, apply in steps."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+import psycopg
+
 from ptah.engines.base import Target
-from ptah.engines.model import DEFAULT_POLICY, Schema, SchemaPolicy, Statement, fingerprint
-from ptah.engines.ops import DriftedError, Progress, Timeouts
+from ptah.engines.model import (
+    DEFAULT_POLICY,
+    NEW,
+    Online,
+    Schema,
+    SchemaPolicy,
+    Statement,
+    fingerprint,
+)
+from ptah.engines.ops import ONLINE, DriftedError, Progress, Timeouts
 from ptah.engines.postgres import diff as pgdiff
 from ptah.engines.postgres import inspect as pginspect
+from ptah.engines.postgres import online as pgonline
 from ptah.engines.postgres import scratch
 from ptah.engines.urls import DbUrl
 
@@ -35,8 +47,8 @@ class PostgresOps:
     ) -> tuple[Schema, list[str]]:
         return scratch.normalise(target.url, desired_sql, dev_url, policy.ownership, policy.ignore)
 
-    def diff(self, current: Schema, desired: Schema) -> list[Statement]:
-        return pgdiff.diff(current, desired)
+    def diff(self, current: Schema, desired: Schema, online: Online = ONLINE) -> list[Statement]:
+        return pgdiff.diff(current, desired, online)
 
     def execute(
         self,
@@ -46,45 +58,91 @@ class PostgresOps:
         timeouts: Timeouts,
         progress: Progress,
     ) -> None:
-        """One transaction for everything, except statements PostgreSQL runs only alone.
+        """The plan in steps: a transaction per run of statements that share one, and
+        each statement PostgreSQL runs only alone (``CONCURRENTLY``) outside any.
 
-        The fingerprint is checked inside the first transaction, so nothing is
-        written when the target drifted. ``CONCURRENTLY`` statements break the
-        run into groups; each group commits on its own and progress says how far
-        it got.
+        The fingerprint is checked inside the first step, so nothing is written when
+        the target drifted. Each step commits on its own and progress says how far the
+        plan got. A step whose statement gave up waiting for a lock (``lock_timeout``,
+        SQLSTATE 55P03) rolled back whole (a statement alone did nothing, or left an
+        invalid index that is dropped first) and is run again after a back-off, at most
+        ``timeouts.lock_retries`` times; each retry is recorded in ``progress.retries``.
         """
         conn = target.connection
-        groups: list[list[Statement]] = []
-        for stmt in statements:
-            if not stmt.transactional or not groups or not groups[-1][0].transactional:
-                groups.append([stmt])
-            else:
-                groups[-1].append(stmt)
-        if not groups:
-            groups = [[]]
-        for number, group in enumerate(groups):
-            if group and not group[0].transactional:
-                self._set_timeouts(conn, timeouts, local=False)
-                if number == 0:
-                    self._check(conn, expected_before)
-                self._run(conn, group[0], progress)
-                progress.committed = progress.executed
-                continue
-            with conn.transaction():
-                self._set_timeouts(conn, timeouts, local=True)
-                # As pg_dump does: bodies were checked when the desired file was loaded,
-                # and a body may name objects the plan creates later in the same run.
-                conn.execute("SET LOCAL check_function_bodies = false")
-                if number == 0:
-                    self._check(conn, expected_before)
-                for stmt in group:
-                    self._run(conn, stmt, progress)
+        for number, (start, group) in enumerate(steps(statements)):
+            attempt = 1
+            while True:
+                try:
+                    if attempt > 1 and group and not group[0].transactional:
+                        self._drop_failed_build(conn, group[0])
+                    self._step(conn, group, number == 0, expected_before, timeouts, progress)
+                    break
+                except psycopg.errors.LockNotAvailable as exc:
+                    if attempt > timeouts.lock_retries:
+                        raise
+                    wait = timeouts.backoff(attempt)
+                    failed = progress.failed_index if progress.failed_index is not None else start
+                    progress.retries.append(
+                        {
+                            "statement": failed,
+                            "attempt": attempt,
+                            "backoffSeconds": wait,
+                            "error": target.scrub(str(exc).splitlines()[0] if str(exc) else ""),
+                        }
+                    )
+                    progress.notes.append(
+                        f"statement {failed + 1} timed out waiting for a lock (try {attempt});"
+                        f" tried again after {wait:g} s"
+                    )
+                    progress.executed = start
+                    progress.failed_index = None
+                    time.sleep(wait)
+                    attempt += 1
             progress.committed = progress.executed
+
+    def _step(
+        self,
+        conn: Any,
+        group: list[Statement],
+        first: bool,
+        expected_before: str,
+        timeouts: Timeouts,
+        progress: Progress,
+    ) -> None:
+        if group and not group[0].transactional:
+            self._set_timeouts(conn, timeouts, local=False)
+            if first:
+                self._check(conn, expected_before)
+            self._run(conn, group[0], progress)
+            return
+        with conn.transaction():
+            self._set_timeouts(conn, timeouts, local=True)
+            # As pg_dump does: bodies were checked when the desired file was loaded,
+            # and a body may name objects the plan creates later in the same run.
+            conn.execute("SET LOCAL check_function_bodies = false")
+            if first:
+                self._check(conn, expected_before)
+            for stmt in group:
+                self._run(conn, stmt, progress)
+
+    @staticmethod
+    def _drop_failed_build(conn: Any, stmt: Statement) -> None:
+        """Before a concurrent build is tried again: the invalid index its failed try
+        left under the same name goes (a valid one is left, and the build then fails)."""
+        name = pgonline.built_index(stmt.sql)
+        if name is None:
+            return
+        row = conn.execute(
+            "SELECT NOT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s)",
+            (name,),
+        ).fetchone()
+        if row and row[0]:
+            conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}".encode())
 
     @staticmethod
     def _set_timeouts(conn: Any, timeouts: Timeouts, local: bool) -> None:
         scope = "LOCAL " if local else ""
-        conn.execute(f"SET {scope}lock_timeout = '{int(timeouts.lock_seconds)}s'")
+        conn.execute(f"SET {scope}lock_timeout = '{max(1, int(timeouts.lock_seconds * 1000))}ms'")
         conn.execute(f"SET {scope}statement_timeout = '{int(timeouts.statement_seconds)}s'")
 
     @staticmethod
@@ -101,3 +159,19 @@ class PostgresOps:
         conn.execute(stmt.sql.encode())
         progress.executed += 1
         progress.failed_index = None
+
+
+def steps(statements: list[Statement]) -> list[tuple[int, list[Statement]]]:
+    """The plan cut where apply commits: (index of the first statement, statements).
+
+    A statement that runs outside a transaction is a step alone; one that starts a new
+    transaction begins a step that the shared statements after it join.
+    """
+    out: list[tuple[int, list[Statement]]] = []
+    for index, stmt in enumerate(statements):
+        alone = not stmt.transactional
+        if alone or stmt.transaction == NEW or not out or not out[-1][1][0].transactional:
+            out.append((index, [stmt]))
+        else:
+            out[-1][1].append(stmt)
+    return out or [(0, [])]

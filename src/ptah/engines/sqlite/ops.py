@@ -6,8 +6,15 @@ import sqlite3
 
 from ptah.engines import confine
 from ptah.engines.base import DesiredSchemaInvalid, Target
-from ptah.engines.model import DEFAULT_POLICY, Schema, SchemaPolicy, Statement, fingerprint
-from ptah.engines.ops import DriftedError, Progress, Timeouts
+from ptah.engines.model import (
+    DEFAULT_POLICY,
+    Online,
+    Schema,
+    SchemaPolicy,
+    Statement,
+    fingerprint,
+)
+from ptah.engines.ops import ONLINE, DriftedError, Progress, Timeouts
 from ptah.engines.sqlite import confine as sqconfine
 from ptah.engines.sqlite import diff as sqdiff
 from ptah.engines.sqlite import inspect as sqinspect
@@ -64,7 +71,8 @@ class SqliteOps:
         finally:
             scratch.close()
 
-    def diff(self, current: Schema, desired: Schema) -> list[Statement]:
+    def diff(self, current: Schema, desired: Schema, online: Online = ONLINE) -> list[Statement]:
+        """SQLite has one writer at a time and no online forms: ``online`` changes nothing."""
         return sqdiff.diff(current, desired)
 
     def execute(
@@ -87,7 +95,7 @@ class SqliteOps:
         """
         conn: sqlite3.Connection = target.connection
         fk_on = conn.execute("PRAGMA foreign_keys").fetchone()[0]
-        conn.execute(f"PRAGMA busy_timeout = {int(timeouts.lock_seconds) * 1000}")
+        conn.execute(f"PRAGMA busy_timeout = {int(timeouts.lock_seconds * 1000)}")
         conn.execute("PRAGMA foreign_keys = OFF")
         try:
             conn.execute("BEGIN IMMEDIATE")
