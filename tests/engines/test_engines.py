@@ -9,7 +9,15 @@ import pytest
 from ptah.engines import planner
 from ptah.engines.base import ScratchUnavailable
 from ptah.engines.connect import open_target
-from ptah.engines.model import DATA_DEPENDENT, DESTRUCTIVE, LOCK_HEAVY
+from ptah.engines.model import (
+    DATA_DEPENDENT,
+    DESTRUCTIVE,
+    LOCK_HEAVY,
+    Online,
+    SchemaPolicy,
+)
+
+BRIEF_ALL = "locks reads and writes: brief, no scan"
 
 SCHEMAS = Path(__file__).parent / "schemas"
 
@@ -35,9 +43,11 @@ def _roundtrip(url: str, sql: str) -> planner.Plan:
     return plan
 
 
-def _change(url: str, sql: str) -> list[tuple[str, tuple[str, ...]]]:
+def _change(
+    url: str, sql: str, online: Online | None = None
+) -> list[tuple[str, tuple[str, ...]]]:
     with open_target(url) as t:
-        plan = planner.plan(t, sql)
+        plan = planner.plan(t, sql, policy=SchemaPolicy(online=online or Online()))
         out = [(" ".join(s.sql.split()), s.hazards) for s in plan.statements]
         result = planner.apply(
             t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
@@ -72,18 +82,40 @@ def test_pg_changes_are_minimal_with_hazards(pg_db: str) -> None:
         .replace("CREATE INDEX orders_customer ON", "CREATE UNIQUE INDEX orders_customer ON")
         .replace("COMMENT ON COLUMN app.customers.email IS 'Login';", "")
     )
-    got = dict(_change(pg_db, v2))
+    got = dict(_change(pg_db, v2, Online.off()))
     assert got == {
-        "ALTER TABLE app.customers DROP COLUMN created_at": (DESTRUCTIVE,),
+        "ALTER TABLE app.customers DROP COLUMN created_at": (DESTRUCTIVE, BRIEF_ALL),
         "ALTER TYPE app.order_status ADD VALUE 'refunded' AFTER 'paid'": (),
-        "ALTER TABLE app.orders ADD COLUMN weight integer NOT NULL": (DATA_DEPENDENT,),
-        "DROP INDEX app.orders_customer": (),
+        "ALTER TABLE app.orders ADD COLUMN weight integer NOT NULL": (DATA_DEPENDENT, BRIEF_ALL),
+        "DROP INDEX app.orders_customer": (BRIEF_ALL,),
         "CREATE UNIQUE INDEX orders_customer ON app.orders USING btree (customer_id)": (
-            LOCK_HEAVY,
             DATA_DEPENDENT,
+            LOCK_HEAVY,
+            "locks writes: builds index",
         ),
         "COMMENT ON COLUMN app.customers.email IS NULL": (),
     }
+
+
+def test_pg_changed_index_is_built_beside_and_swapped_online(pg_db: str) -> None:
+    _roundtrip(pg_db, PG_V1)
+    v2 = PG_V1.replace("CREATE INDEX orders_customer ON", "CREATE UNIQUE INDEX orders_customer ON")
+    got = _change(pg_db, v2)
+    assert got == [
+        (
+            "CREATE UNIQUE INDEX CONCURRENTLY orders_customer_ptah_swap ON app.orders"
+            " USING btree (customer_id)",
+            (DATA_DEPENDENT, "allows reads and writes: builds index"),
+        ),
+        (
+            "DROP INDEX CONCURRENTLY app.orders_customer",
+            ("allows reads and writes: brief, no scan",),
+        ),
+        (
+            "ALTER INDEX app.orders_customer_ptah_swap RENAME TO orders_customer",
+            ("allows reads and writes: brief, no scan",),
+        ),
+    ]
 
 
 def test_pg_column_alterations(pg_db: str) -> None:
@@ -94,15 +126,25 @@ def test_pg_column_alterations(pg_db: str) -> None:
             pg_db,
             "CREATE TABLE t (id int PRIMARY KEY, a text NOT NULL, b bigint);"
             "CREATE INDEX t_a ON t (a);",
+            Online.off(),
         )
     )
-    assert got["ALTER TABLE public.t ALTER COLUMN a SET NOT NULL"] == (DATA_DEPENDENT, LOCK_HEAVY)
+    scan, rewrite = "locks reads and writes: scans table", "locks reads and writes: rewrites table"
+    assert got["ALTER TABLE public.t ALTER COLUMN a SET NOT NULL"] == (
+        DATA_DEPENDENT,
+        LOCK_HEAVY,
+        scan,
+    )
     assert got["ALTER TABLE public.t ALTER COLUMN b TYPE bigint USING b::bigint"] == (
         DATA_DEPENDENT,
         LOCK_HEAVY,
+        rewrite,
     )
-    assert got["ALTER TABLE public.t ALTER COLUMN b DROP DEFAULT"] == ()
-    assert got["CREATE INDEX t_a ON public.t USING btree (a)"] == (LOCK_HEAVY,)
+    assert got["ALTER TABLE public.t ALTER COLUMN b DROP DEFAULT"] == (BRIEF_ALL,)
+    assert got["CREATE INDEX t_a ON public.t USING btree (a)"] == (
+        LOCK_HEAVY,
+        "locks writes: builds index",
+    )
 
 
 def test_pg_apply_refuses_drifted_target(pg_db: str) -> None:

@@ -270,9 +270,77 @@ class TargetIdentityStatus(Model):
     summary: str = ""
 
 
+class OnlinePolicy(Model):
+    """How a plan changes tables that exist (docs/online.md): online by default.
+
+    ``enabled`` is every technique's default; a technique's own field overrides it.
+    """
+
+    enabled: bool = Field(
+        default=True,
+        description="Plan changes on existing tables online (each technique below"
+        " defaults to this).",
+    )
+    indexes: bool | None = Field(
+        default=None,
+        description="PostgreSQL: build and drop indexes of existing tables CONCURRENTLY,"
+        " outside a transaction; a changed index is built under a temporary name and"
+        " swapped in.",
+    )
+    constraints: bool | None = Field(
+        default=None,
+        description="PostgreSQL: add new foreign keys and checks on existing tables NOT"
+        " VALID, then VALIDATE CONSTRAINT in a transaction of its own.",
+    )
+    not_null: bool | None = Field(
+        default=None,
+        description="PostgreSQL: SET NOT NULL through a NOT VALID check, its validation,"
+        " SET NOT NULL (no scan), then the check dropped.",
+    )
+    algorithm: bool | None = Field(
+        default=None,
+        description="MariaDB/MySQL: request ALGORITHM=INSTANT or INPLACE, LOCK=NONE where"
+        " the server supports it for the change.",
+    )
+    lock_heavy: Literal["Allow", "Refuse"] = Field(
+        default="Allow",
+        description="Refuse: a plan with a lock-heavy statement (one that blocks the"
+        " table's writers while it scans, rewrites or copies it) is not applied.",
+    )
+    lock_timeout_seconds: Annotated[float | None, Field(gt=0, le=600)] = Field(
+        default=None,
+        description="Each statement's lock_timeout (default: the runner's, 10 s).",
+    )
+    lock_retries: Annotated[int | None, Field(ge=0, le=50)] = Field(
+        default=None,
+        description="How many times a statement that timed out waiting for a lock is"
+        " tried again, with back-off (default: the runner's, 3).",
+    )
+
+    def technique(self, name: str) -> bool:
+        value = getattr(self, name)
+        return self.enabled if value is None else bool(value)
+
+    def plan_args(self) -> list[str]:
+        """The runner's plan options: one ``--offline=<technique>`` per technique off."""
+        names = {"indexes": "indexes", "constraints": "constraints", "not_null": "not-null"}
+        names["algorithm"] = "algorithm"
+        return [f"--offline={flag}" for field, flag in names.items() if not self.technique(field)]
+
+    def apply_args(self) -> list[str]:
+        """The runner's apply options: the lock timeout and retries."""
+        args: list[str] = []
+        if self.lock_timeout_seconds is not None:
+            args += ["--lock-timeout-seconds", f"{self.lock_timeout_seconds:g}"]
+        if self.lock_retries is not None:
+            args += ["--lock-retries", str(self.lock_retries)]
+        return args
+
+
 class Policy(Model):
     approval: Literal["Always", "Destructive", "Never"] = "Destructive"
     allow_destructive: bool = False
+    online: OnlinePolicy = Field(default_factory=OnlinePolicy)
     ownership: Literal["ignore", "manage"] = Field(
         default="ignore",
         description="PostgreSQL: ignore leaves OWNER TO out of the desired source's load and"

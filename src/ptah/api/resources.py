@@ -155,6 +155,15 @@ class PtahMigration(Model):
 class PlannedStatement(Model):
     sql: str
     hazards: list[str] = Field(default_factory=list)
+    transaction: Literal["new", "none"] | None = Field(
+        default=None,
+        description="Where apply runs it: absent, in the plan's current transaction; new,"
+        " at the start of a transaction of its own (what ran before commits first); none,"
+        " outside any transaction (CREATE INDEX CONCURRENTLY).",
+    )
+    lock: str | None = Field(
+        default=None, description="The strongest lock it takes on a table that exists."
+    )
 
 
 class PlanFingerprints(Model):
@@ -180,6 +189,11 @@ class PlanSpec(Model):
     destructive: bool = False
     changes: bool = False
     computed_under: PlanFingerprints
+
+    def lock_heavy(self) -> list[str]:
+        """The statements (``[n]``, from 1) that block their table's writers while they
+        scan, rewrite or copy it: what ``spec.policy.online.lockHeavy: Refuse`` refuses."""
+        return [f"[{i}]" for i, s in enumerate(self.statements, 1) if "lock-heavy" in s.hazards]
 
 
 def statements_digest(statements: list[PlannedStatement]) -> str:

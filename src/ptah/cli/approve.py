@@ -43,6 +43,8 @@ _MARK = {
     "data-dependent": "! data-dependent",
     "lock-heavy": "! lock-heavy",
 }
+# Where apply runs a statement, when not in the plan's current transaction.
+_STEP = {"new": ["in a new transaction"], "none": ["outside a transaction"]}
 
 
 def parse_resource(text: str) -> tuple[Kind, str]:
@@ -128,7 +130,9 @@ def render_plan(kind: Kind, name: str, digest: str, spec: PlanSpec, color: bool)
     if spec.destructive:
         lines.append(hi("This plan is DESTRUCTIVE: it can lose data.", "1;31"))
     for i, stmt in enumerate(spec.statements, 1):
-        marks = ", ".join(_MARK.get(h, h) for h in stmt.hazards)
+        marks = ", ".join(
+            [_MARK.get(h, h) for h in stmt.hazards] + _STEP.get(stmt.transaction or "", [])
+        )
         head = f"-- [{i}] {marks}" if marks else f"-- [{i}]"
         code = "1;31" if "destructive" in stmt.hazards else "33"
         lines += ["", hi(head, code) if marks else head, stmt.sql.rstrip().rstrip(";") + ";"]

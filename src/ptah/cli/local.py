@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ptah.engines.model import TECHNIQUES
 from ptah.engines.urls import parse_url
 from ptah.runner import failures
+from ptah.runner.main import add_lock_options
 
 if TYPE_CHECKING:  # the planner (sqlglot) loads when a plan is made: `ptah --help` stays light
     from ptah.engines.model import Plan
@@ -19,6 +21,8 @@ _MARK = {
     "data-dependent": "! data-dependent",
     "lock-heavy": "! lock-heavy",
 }
+# Where apply runs a statement, when not in the plan's current transaction.
+_STEP = {"new": ["in a new transaction"], "none": ["outside a transaction"]}
 
 
 def register(subparsers: Any) -> None:
@@ -30,13 +34,27 @@ def register(subparsers: Any) -> None:
     p.add_argument("--dev-url", default=None, help="empty scratch/dev database URL")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.add_argument("--cache-dir", default=None)
+    _add_offline(p)
     p.set_defaults(func=cmd_plan)
     a = subparsers.add_parser("apply", help="plan, show, and apply (fingerprint-checked)")
     a.add_argument("--url", required=True)
     a.add_argument("--desired", required=True)
     a.add_argument("--dev-url", default=None)
     a.add_argument("--yes", action="store_true", help="apply without asking (allows destructive)")
+    _add_offline(a)
+    add_lock_options(a)
     a.set_defaults(func=cmd_apply)
+
+
+def _add_offline(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--offline",
+        action="append",
+        default=[],
+        choices=(*TECHNIQUES, "all"),
+        help="an online technique not to use (repeatable; all: plan every change the plain"
+        " way); see docs/online.md",
+    )
 
 
 def _plan(args: argparse.Namespace) -> tuple[Any, Plan]:
@@ -44,6 +62,7 @@ def _plan(args: argparse.Namespace) -> tuple[Any, Plan]:
     environment propagates to ``ptah``'s one-line report (:func:`ptah.cli.main.explain`)."""
     from ptah.engines import planner
     from ptah.engines.connect import open_target
+    from ptah.engines.model import Online, SchemaPolicy
 
     try:
         desired = Path(args.desired).read_text()
@@ -55,8 +74,9 @@ def _plan(args: argparse.Namespace) -> tuple[Any, Plan]:
     dev = parse_url(args.dev_url) if args.dev_url else None
     target = open_target(args.url)
     try:
+        policy = SchemaPolicy(online=Online.from_off(tuple(args.offline)))
         return target, planner.plan(
-            target, desired, dev_url=dev, cache_dir=getattr(args, "cache_dir", None)
+            target, desired, dev_url=dev, cache_dir=getattr(args, "cache_dir", None), policy=policy
         )
     except BaseException:
         target.close()
@@ -68,7 +88,9 @@ def render(plan: Plan) -> str:
         return f"No changes. Schema fingerprint {plan.fingerprint_before}\n"
     lines = [f"-- from {plan.fingerprint_before}", f"-- to   {plan.fingerprint_after}"]
     for i, stmt in enumerate(plan.statements, 1):
-        marks = ", ".join(_MARK.get(h, h) for h in stmt.hazards)
+        marks = ", ".join(
+            [_MARK.get(h, h) for h in stmt.hazards] + _STEP.get(stmt.transaction or "", [])
+        )
         lines.append(f"\n-- [{i}] {marks}" if marks else f"\n-- [{i}]")
         lines.append(stmt.sql + ";")
     lines += [f"-- warning: {w}" for w in plan.warnings]
@@ -84,6 +106,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_apply(args: argparse.Namespace) -> int:
     from ptah.engines import planner
+    from ptah.engines.ops import timeouts_from_env
 
     target, plan = _plan(args)
     with target:
@@ -102,6 +125,8 @@ def cmd_apply(args: argparse.Namespace) -> int:
             plan.fingerprint_before,
             allow_destructive=True,  # the person has just seen and confirmed the plan
             expected_after=plan.fingerprint_after,
+            timeouts=timeouts_from_env(args.lock_timeout_seconds, args.lock_retries),
+            allow_lock_heavy=not args.refuse_lock_heavy,
         )
         sys.stdout.write(
             json.dumps(

@@ -116,6 +116,9 @@ def fingerprint(schema: Schema) -> str:
     return "sha256:" + hashlib.sha256(payload.encode()).hexdigest()
 
 
+TECHNIQUES = ("indexes", "constraints", "not-null", "algorithm")
+
+
 @dataclass(frozen=True)
 class Online:
     """Which online techniques a plan uses (``spec.policy.online``); all on by default.
@@ -138,16 +141,10 @@ class Online:
     def off(cls) -> Online:
         return cls(indexes=False, constraints=False, not_null=False, algorithm=False)
 
-    def args(self) -> list[str]:
-        """The runner's plan options for the techniques that are off."""
-        names = {"indexes": self.indexes, "constraints": self.constraints}
-        names.update({"not-null": self.not_null, "algorithm": self.algorithm})
-        return [f"--offline={n}" for n, on in names.items() if not on]
-
     @classmethod
     def from_off(cls, off: list[str] | tuple[str, ...]) -> Online:
         """The techniques left on when those named by ``--offline`` are off."""
-        unknown = set(off) - {"indexes", "constraints", "not-null", "algorithm", "all"}
+        unknown = set(off) - {*TECHNIQUES, "all"}
         if unknown:
             raise ValueError(f"unknown online technique(s): {', '.join(sorted(unknown))}")
         if "all" in off:

@@ -98,7 +98,7 @@ class SchemaFamily:
         args = ["--ownership", policy.ownership] if policy.ownership != "ignore" else []
         for kind in policy.ignore:
             args += ["--ignore", kind]
-        return args
+        return args + policy.online.plan_args()
 
     def decide(self, p: Pass) -> Work | Observe:
         try:
@@ -140,7 +140,19 @@ class SchemaFamily:
         if obj is None:
             return self.reading_work(p, None)
         planned = PlanSpec.model_validate(obj["spec"])
-        args = ["apply", "--plan", f"{INPUT_MOUNT}/plan.json"]
+        online = spec.policy.online
+        heavy = planned.lock_heavy()
+        if heavy and online.lock_heavy == "Refuse":
+            return Observe(
+                "Blocked",
+                stalled_reason="LockHeavyNotAllowed",
+                message=f"plan {plan.name} has lock-heavy statements ({', '.join(heavy[:5])});"
+                " set spec.policy.online.lockHeavy to Allow to apply it",
+                waiting_for="a spec change",
+            )
+        args = ["apply", "--plan", f"{INPUT_MOUNT}/plan.json", *online.apply_args()]
+        if online.lock_heavy == "Refuse":
+            args.append("--refuse-lock-heavy")
         if planned.destructive:
             args.append("--allow-destructive")
         body = {

@@ -47,6 +47,37 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_offline(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--offline",
+        action="append",
+        default=[],
+        choices=("indexes", "constraints", "not-null", "algorithm", "all"),
+        help="an online technique the plan does not use (repeatable; all: none)",
+    )
+
+
+def add_lock_options(parser: argparse.ArgumentParser) -> None:
+    """Apply's lock settings: each statement's lock_timeout, retries, lock-heavy refusal."""
+    parser.add_argument(
+        "--lock-timeout-seconds",
+        type=float,
+        default=None,
+        help="each statement's lock_timeout (default: $PTAH_LOCK_TIMEOUT_SECONDS or 10)",
+    )
+    parser.add_argument(
+        "--lock-retries",
+        type=int,
+        default=None,
+        help="tries again after a lock timeout, with back-off (default: $PTAH_LOCK_RETRIES or 3)",
+    )
+    parser.add_argument(
+        "--refuse-lock-heavy",
+        action="store_true",
+        help="refuse a plan that holds a lock-heavy statement",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ptah-runner",
@@ -75,11 +106,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KIND",
         help="a kind of unmanaged object the plan leaves alone instead of refusing",
     )
+    _add_offline(p)
     p.set_defaults(func=run_plan)
     p = sub.add_parser("apply", help="apply a plan if the target has not drifted")
     _add_common(p)
     p.add_argument("--plan", required=True, help="plan JSON: statements and fingerprintBefore")
     p.add_argument("--allow-destructive", action="store_true")
+    add_lock_options(p)
     p.set_defaults(func=run_apply)
     for name in EXTRA_MODULES:
         try:
@@ -105,7 +138,14 @@ def run_plan(args: argparse.Namespace) -> int:
         args.operation_id,
         "plan",
         lambda t, dev, _out: operations.plan(
-            t, args.operation_id, args.desired, dev, args.cache_dir, args.ownership, args.ignore
+            t,
+            args.operation_id,
+            args.desired,
+            dev,
+            args.cache_dir,
+            args.ownership,
+            args.ignore,
+            args.offline,
         ),
     )
 
@@ -120,6 +160,9 @@ def run_apply(args: argparse.Namespace) -> int:
             args.plan,
             args.allow_destructive,
             os.environ.get(fence.REALM_ENV) or None,
+            lock_seconds=args.lock_timeout_seconds,
+            lock_retries=args.lock_retries,
+            allow_lock_heavy=not args.refuse_lock_heavy,
         ),
     )
 

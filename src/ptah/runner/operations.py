@@ -51,6 +51,7 @@ def plan(
     cache_dir: str | None,
     ownership: str = "ignore",
     ignore: Sequence[str] = (),
+    offline: Sequence[str] = (),
 ) -> Payload:
     identity = target.identity()
     try:
@@ -65,10 +66,12 @@ def plan(
             {"message": f"cannot read the desired schema file {desired_file}: {exc.strerror}"},
         )
     from ptah.engines import planner
-    from ptah.engines.model import PlanError, SchemaPolicy
+    from ptah.engines.model import Online, PlanError, SchemaPolicy
 
     try:
-        policy = SchemaPolicy(ownership=ownership, ignore=tuple(ignore))
+        policy = SchemaPolicy(
+            ownership=ownership, ignore=tuple(ignore), online=Online.from_off(tuple(offline))
+        )
         result = planner.plan(
             target, desired_sql, dev_url=dev_url, cache_dir=cache_dir, policy=policy
         )
@@ -98,8 +101,12 @@ def apply(
     plan_file: str,
     allow_destructive: bool,
     realm: str | None = None,
+    lock_seconds: float | None = None,
+    lock_retries: int | None = None,
+    allow_lock_heavy: bool = True,
 ) -> Payload:
-    """Apply the plan under the realm's fence (``realm``: the claim's, when given)."""
+    """Apply the plan under the realm's fence (``realm``: the claim's, when given), each
+    statement under its lock timeout and retries (the environment's, unless given)."""
     identity = target.identity()
     try:
         key = fence.realm_of(identity.digest, realm)
@@ -121,6 +128,7 @@ def apply(
             else {"message": f"the plan {plan_file} is not valid: {type(exc).__name__}"},
         )
     from ptah.engines import planner
+    from ptah.engines.ops import timeouts_from_env
 
     result = planner.apply(
         target,
@@ -128,7 +136,9 @@ def apply(
         before,
         allow_destructive=allow_destructive,
         expected_after=expected_after,
+        timeouts=timeouts_from_env(lock_seconds, lock_retries),
         realm=key,
+        allow_lock_heavy=allow_lock_heavy,
     )
     return make_frame(
         operation_id, "apply", identity, result.outcome, result.reason, result.to_json()
