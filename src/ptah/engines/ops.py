@@ -70,6 +70,19 @@ class Progress:
     # One entry per lock timeout that was tried again: statement index (0-based), the
     # try that timed out, seconds waited before the next.
     retries: list[dict[str, Any]] = field(default_factory=list)
+    # Seconds each statement ran, by index: where an apply's time (and its locks) went.
+    seconds: dict[int, float] = field(default_factory=dict)
+
+    def retried(self, index: int, attempt: int, wait: float, error: str) -> None:
+        """Statement ``index`` timed out waiting for a lock on try ``attempt``; it runs
+        again after ``wait`` seconds."""
+        self.retries.append(
+            {"statement": index, "attempt": attempt, "backoffSeconds": wait, "error": error}
+        )
+        self.notes.append(
+            f"statement {index + 1} timed out waiting for a lock (try {attempt});"
+            f" tried again after {wait:g} s"
+        )
 
 
 class DriftedError(Exception):

@@ -218,6 +218,10 @@ class ApplyResult:
             data["notes"] = list(self.progress.notes)
         if self.progress.retries:
             data["lockRetries"] = list(self.progress.retries)
+        if self.progress.seconds:
+            data["statementSeconds"] = [
+                round(self.progress.seconds.get(i, 0.0), 3) for i in range(self.progress.executed)
+            ]
         return data
 
 

@@ -74,7 +74,8 @@ def _described(stmt: Statement, algorithm: str, reason: str, request: bool) -> S
         effect = "rebuilds table in place" if algorithm == INPLACE else COPIES_TABLE
         hazards += [LOCK_HEAVY, lock_hazard(LOCKS_WRITES, effect)]
         if reason:
-            hazards.append(f"no LOCK=NONE: {reason}")
+            why = "needs a table copy" if algorithm != INPLACE else "blocks writes in place"
+            hazards.append(f"{why}: {reason}")
         lock = "INPLACE" if algorithm == INPLACE else "COPY"
     if request and algorithm in (INSTANT, INPLACE_NONE):
         sql = f"{sql},\n  {algorithm}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import time
 from typing import Any
 
 import pymysql
@@ -152,7 +153,28 @@ class MysqlOps:
         progress.notes.append("MariaDB/MySQL DDL commits per statement: progress is per statement")
         for stmt in statements:
             progress.failed_index = progress.executed
-            _run_script(conn, stmt.sql)
+            t0 = time.perf_counter()
+            self._run(target, stmt, timeouts, progress)
+            progress.seconds[progress.executed] = time.perf_counter() - t0
             progress.executed += 1
             progress.committed = progress.executed
         progress.failed_index = None
+
+    @staticmethod
+    def _run(target: Target, stmt: Statement, timeouts: Timeouts, progress: Progress) -> None:
+        """One statement; one that gave up waiting for a lock (``lock_wait_timeout``,
+        error 1205: a DDL statement that did nothing) is tried again after a back-off,
+        at most ``timeouts.lock_retries`` times, each retry recorded."""
+        attempt = 1
+        while True:
+            try:
+                _run_script(target.connection, stmt.sql)
+                return
+            except pymysql.MySQLError as exc:
+                if not exc.args or exc.args[0] != 1205 or attempt > timeouts.lock_retries:
+                    raise
+                wait = timeouts.backoff(attempt)
+                error = target.scrub(str(exc.args[-1]))[:200]
+                progress.retried(progress.executed, attempt, wait, error)
+                time.sleep(wait)
+                attempt += 1

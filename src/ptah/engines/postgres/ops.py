@@ -82,18 +82,8 @@ class PostgresOps:
                         raise
                     wait = timeouts.backoff(attempt)
                     failed = progress.failed_index if progress.failed_index is not None else start
-                    progress.retries.append(
-                        {
-                            "statement": failed,
-                            "attempt": attempt,
-                            "backoffSeconds": wait,
-                            "error": target.scrub(str(exc).splitlines()[0] if str(exc) else ""),
-                        }
-                    )
-                    progress.notes.append(
-                        f"statement {failed + 1} timed out waiting for a lock (try {attempt});"
-                        f" tried again after {wait:g} s"
-                    )
+                    error = target.scrub(str(exc).splitlines()[0] if str(exc) else "")
+                    progress.retried(failed, attempt, wait, error[:200])
                     progress.executed = start
                     progress.failed_index = None
                     time.sleep(wait)
@@ -156,7 +146,9 @@ class PostgresOps:
     @staticmethod
     def _run(conn: Any, stmt: Statement, progress: Progress) -> None:
         progress.failed_index = progress.executed
+        t0 = time.perf_counter()
         conn.execute(stmt.sql.encode())
+        progress.seconds[progress.executed] = time.perf_counter() - t0
         progress.executed += 1
         progress.failed_index = None
 
