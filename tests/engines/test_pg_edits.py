@@ -7,7 +7,15 @@ from pgcorpus import apply_plan, ensure_roles
 
 from ptah.engines import planner
 from ptah.engines.connect import open_target
-from ptah.engines.model import DATA_DEPENDENT, DESTRUCTIVE, LOCK_HEAVY, PlanError
+from ptah.engines.model import (
+    DATA_DEPENDENT,
+    DESTRUCTIVE,
+    HAZARDS,
+    LOCK_HEAVY,
+    Online,
+    PlanError,
+    SchemaPolicy,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -38,10 +46,15 @@ COMMENT ON FUNCTION s.norm(text) IS 'lower case';
 """
 
 
-def _edit(url: str, sql: str) -> dict[str, tuple[str, ...]]:
+def _edit(url: str, sql: str, online: Online | None = None) -> dict[str, tuple[str, ...]]:
+    """The plan's statements with their classic hazards (destructive, data-dependent,
+    lock-heavy), planned the plain way unless ``online`` says; applied, converged."""
     with open_target(url) as t:
-        plan = planner.plan(t, sql)
-        got = {" ".join(s.sql.split()): s.hazards for s in plan.statements}
+        plan = planner.plan(t, sql, policy=SchemaPolicy(online=online or Online.off()))
+        got = {
+            " ".join(s.sql.split()): tuple(h for h in s.hazards if h in HAZARDS)
+            for s in plan.statements
+        }
         result = planner.apply(
             t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
         )
@@ -187,6 +200,26 @@ def test_hand_edit_gives_minimal_plan(pg_url: str, pg_db: str, name: str) -> Non
     assert old in BASE
     apply_plan(pg_db, BASE)
     assert _edit(pg_db, BASE.replace(old, new)) == expected
+
+
+# The edits whose plan has an online form (indexes and constraints rebuilt, partitions).
+ONLINE_EDITS = [
+    "function result type (drop and recreate with what uses it)",
+    "partition added",
+    "partition bound changed (detach, attach)",
+]
+
+
+@pytest.mark.parametrize("name", ONLINE_EDITS)
+def test_hand_edit_converges_online(pg_url: str, pg_db: str, name: str) -> None:
+    """The same edits planned online (concurrent indexes, NOT VALID then VALIDATE, steps
+    outside one transaction) apply and converge too."""
+    ensure_roles(pg_url)
+    old, new, _ = EDITS[name]
+    apply_plan(pg_db, BASE)
+    got = _edit(pg_db, BASE.replace(old, new), Online())
+    heavy = [sql for sql, h in got.items() if LOCK_HEAVY in h]
+    assert all("ATTACH PARTITION" in sql for sql in heavy), heavy  # no online form
 
 
 def test_partition_key_change_is_refused_with_the_reason(pg_url: str, pg_db: str) -> None:
