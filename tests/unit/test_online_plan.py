@@ -176,3 +176,62 @@ def test_statements_on_new_tables_take_no_lock_on_others() -> None:
         got = pgonline.describe(Statement(sql), {"app.t"}, {})
         assert got.lock == "" and got.hazards == ()
     assert SHARED == "shared"
+
+
+def test_approve_and_plan_show_the_lock_and_where_a_statement_runs() -> None:
+    from ptah.cli.approve import render_plan
+    from ptah.cli.local import render
+    from ptah.engines.model import Plan
+    from ptah.kube.kinds import SCHEMA
+
+    build = Statement(
+        "CREATE INDEX CONCURRENTLY i ON public.t USING btree (a)",
+        ("allows reads and writes: builds index",),
+        transaction=NONE,
+        lock="SHARE UPDATE EXCLUSIVE",
+    )
+    check = Statement(
+        "ALTER TABLE public.t VALIDATE CONSTRAINT c",
+        ("data-dependent", "allows reads and writes: scans table"),
+        transaction=NEW,
+    )
+    shown = render(Plan([build, check], "sha256:a", "sha256:b"))
+    assert "-- [1] allows reads and writes: builds index, outside a transaction" in shown
+    assert "-- [2] ! data-dependent, allows reads and writes: scans table, in a new" in shown
+    spec = PlanSpec.model_validate(
+        {
+            "ownerKind": "PtahSchema",
+            "ownerName": "s",
+            "ownerUid": "u",
+            "engine": "postgres",
+            "statements": [build.to_json(), check.to_json()],
+            "computedUnder": {
+                "source": "s",
+                "targetSchema": "t",
+                "expectedAfter": "e",
+                "policy": "p",
+                "bindingEpoch": 1,
+                "database": "d",
+                "generation": 1,
+            },
+        }
+    )
+    approved = render_plan(SCHEMA, "s", "d" * 12, spec, color=False)
+    assert "-- [1] allows reads and writes: builds index, outside a transaction" in approved
+    assert "scans table, in a new transaction" in approved
+
+
+def test_runner_takes_the_online_and_lock_options() -> None:
+    from ptah.runner.main import build_parser
+
+    args = build_parser().parse_args(
+        ["plan", "--desired", "d.sql", "--offline=indexes", "--offline", "not-null"]
+    )
+    assert args.offline == ["indexes", "not-null"]
+    args = build_parser().parse_args(
+        ["apply", "--plan", "p.json", "--lock-timeout-seconds", "2", "--lock-retries", "5"]
+    )
+    assert (args.lock_timeout_seconds, args.lock_retries, args.refuse_lock_heavy) == (2, 5, False)
+    assert (
+        build_parser().parse_args(["apply", "--plan", "p", "--refuse-lock-heavy"]).refuse_lock_heavy
+    )
