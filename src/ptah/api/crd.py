@@ -102,6 +102,11 @@ def _structural(node: Any, defs: dict[str, Schema], titles: dict[str, type[BaseM
         if key == "const":
             out["enum"] = [value]
             continue
+        if key in ("exclusiveMinimum", "exclusiveMaximum") and not isinstance(value, bool):
+            # JSON Schema's numeric bound is OpenAPI v3's bound plus a boolean flag.
+            out["minimum" if key == "exclusiveMinimum" else "maximum"] = value
+            out[key] = True
+            continue
         if key == "default" and isinstance(value, dict | list):
             continue
         if key == "additionalProperties" and value is True:
