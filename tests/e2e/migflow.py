@@ -26,10 +26,10 @@ import pytest
 from e2esupport import db_env, missing, status, wait_for, wait_status
 
 from ptah.engines.connect import open_target
+from ptah.engines.versioned import sumfile
+from ptah.engines.versioned.directory import SUM_FILE, read_directory
 from ptah.kube.kinds import CONFIGMAP, JOB, LEASE, MIGRATION
 from ptah.kube.real import RealCluster
-from ptah.migrations import sumfile
-from ptah.migrations.directory import SUM_FILE, read_directory
 
 # ------------------------------------------------------------------ directories
 

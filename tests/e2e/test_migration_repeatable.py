@@ -23,8 +23,8 @@ from migflow import (
     with_sum,
 )
 
+from ptah.engines.versioned.directory import read_directory
 from ptah.kube.real import RealCluster
-from ptah.migrations.directory import read_directory
 
 pytestmark = pytest.mark.integration
 

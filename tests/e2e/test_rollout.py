@@ -23,10 +23,10 @@ import pytest
 from e2esupport import PTAH, Operator, events, wait_for, with_database
 from migflow import with_sum, write_tree
 
+from ptah.engines.versioned import sumfile
+from ptah.engines.versioned.directory import read_directory
 from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, MIGRATION, ROLLOUT, SCHEMA, SECRET, Kind
 from ptah.kube.real import RealCluster
-from ptah.migrations import sumfile
-from ptah.migrations.directory import read_directory
 
 pytestmark = pytest.mark.integration
 # On the process agent: its fixtures write the targets' SQLite files as root (a runner

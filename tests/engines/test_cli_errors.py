@@ -18,7 +18,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from ptah.runner import failures
+from ptah import failures
 from ptah.runner.frame import parse_result_for
 
 pytestmark = pytest.mark.integration

@@ -24,6 +24,7 @@ from ptah.engines import confine, planner
 from ptah.engines.connect import open_target
 from ptah.engines.sqlite import confine as sqconfine
 from ptah.runner import operations
+from ptah.runner.emit import Run
 from ptah.runner.frame import ResultFrame
 
 pytestmark = pytest.mark.integration
@@ -36,9 +37,8 @@ def _refused_plan(url: str, sql: str, tmp_path: Path) -> dict[str, object]:
     with open_target(url) as target:
         before = planner.current_fingerprint(target)
         # The runner's payload, read as the operator reads it.
-        frame = ResultFrame.model_validate(
-            operations.plan(target, "op-sentinel", str(desired), None, None)
-        )
+        run = Run.on(target, "plan", "op-sentinel")
+        frame = ResultFrame.model_validate(operations.plan(run, str(desired), None))
         assert planner.current_fingerprint(target) == before  # the target is untouched
     assert frame.outcome == "failed", frame
     return {"reason": frame.reason, "message": frame.data.get("message", "")}

@@ -28,6 +28,7 @@ from ptah.engines.model import LOCK_HEAVY, NONE, Online, SchemaPolicy
 from ptah.engines.ops import Timeouts
 from ptah.families.schema import SchemaFamily
 from ptah.runner import operations
+from ptah.runner.emit import Run
 from ptah.runner.frame import ResultFrame
 from support import stall
 
@@ -107,7 +108,7 @@ def test_pg_changed_index_is_swapped_while_the_writer_writes(busy_pg: str) -> No
 
 def _frame(url: str, desired: Path) -> ResultFrame:
     with open_target(url) as t:
-        payload = operations.plan(t, "op-proof", str(desired), None, None)
+        payload = operations.plan(Run.on(t, "plan", "op-proof"), str(desired), None)
     return ResultFrame.model_validate(payload)
 
 

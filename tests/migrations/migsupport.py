@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ptah import failures
 from ptah.engines.connect import open_target
-from ptah.migrations import sumfile
-from ptah.migrations.dialects import Session
-from ptah.migrations.directory import read_directory
-from ptah.runner import failures
+from ptah.engines.versioned import sumfile
+from ptah.engines.versioned.dialects import Session
+from ptah.engines.versioned.directory import read_directory
 from ptah.runner.frame import ResultFrame, parse_result_for
 
 
@@ -100,7 +100,7 @@ def start(url: str, op: str, dirs: list[Path], *extra: str) -> tuple[subprocess.
 
 def history_rows(url: str) -> dict[str, dict[str, Any]]:
     with open_target(url) as target:
-        s = Session(target.connection, target.engine)
+        s = Session(target.connection, target.engine, print)
         if not s.history_exists():
             return {}
         return {str(r["version"]): r for r in s.read_history()}
@@ -108,9 +108,9 @@ def history_rows(url: str) -> dict[str, dict[str, Any]]:
 
 def query(url: str, sql: str) -> list[tuple[Any, ...]]:
     with open_target(url) as target:
-        return Session(target.connection, target.engine).query(sql)
+        return Session(target.connection, target.engine, print).query(sql)
 
 
 def history_table_exists(url: str) -> bool:
     with open_target(url) as target:
-        return Session(target.connection, target.engine).history_exists()
+        return Session(target.connection, target.engine, print).history_exists()

@@ -157,15 +157,15 @@ def test_failing_statement(db_url: str, tmp_path: Path) -> None:
 def test_merged_directories_and_duplicates(db_url: str, tmp_path: Path) -> None:
     a = write_dir(tmp_path / "a", {"1_a.sql": "CREATE TABLE a (id INTEGER);"}, sums=False)
     b = write_dir(tmp_path / "b", {"2_b.sql": "CREATE TABLE b (id INTEGER);"}, sums=False)
-    from ptah.migrations import sumfile
-    from ptah.migrations.directory import read_directory
+    from ptah.engines.versioned import sumfile
+    from ptah.engines.versioned.directory import read_directory
 
     sumfile.write(read_directory([a, b]))
     r = run(db_url, "migrate", [a, b])
     assert r.data["applied"] == ["1", "2"], r.data
     c = write_dir(tmp_path / "c", {"V2__dup.sql": "SELECT 1;"}, sums=False)
     r = run(db_url, "history", [a, b, c])
-    assert (r.frame.outcome, r.frame.reason) == ("refused", "InvalidDirectory")
+    assert (r.frame.outcome, r.frame.reason) == ("refused", "InputInvalid")
     assert "appears twice" in r.data["message"]
 
 

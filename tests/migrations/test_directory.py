@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from migsupport import write_dir
 
-from ptah.migrations import sumfile
-from ptah.migrations.directory import SUM_FILE, DirectoryError, Version, read_directory
+from ptah.engines.versioned import sumfile
+from ptah.engines.versioned.directory import SUM_FILE, DirectoryError, Version, read_directory
 
 
 def test_versions_order_numerically_by_dotted_parts(tmp_path: Path) -> None:

@@ -26,10 +26,10 @@ from typing import Any
 import pytest
 from migsupport import engine_of, history_rows, query, runner_cmd, write_dir
 
+from ptah import failures
 from ptah.engines import fence
 from ptah.engines.connect import open_target
 from ptah.engines.planner import current_fingerprint
-from ptah.runner import failures
 from ptah.runner.frame import ResultFrame, parse_result_for
 
 pytestmark = pytest.mark.integration

@@ -7,8 +7,8 @@ from typing import Any
 
 from migsupport import write_dir
 
-from ptah.migrations.directory import read_directory
-from ptah.migrations.history import compare
+from ptah.engines.versioned.directory import read_directory
+from ptah.engines.versioned.history import compare
 
 
 def _row(version: str, rank: int, checksum: str, **kw: Any) -> dict[str, Any]:

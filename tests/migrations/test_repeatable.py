@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from migsupport import history_rows, query, run, write_dir
 
-from ptah.migrations import sumfile
-from ptah.migrations.directory import read_directory
+from ptah.engines.versioned import sumfile
+from ptah.engines.versioned.directory import read_directory
 
 pytestmark = pytest.mark.integration
 

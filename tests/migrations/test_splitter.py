@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ptah.migrations.splitter import SplitError, split_statements
+from ptah.engines.splitter import SplitError, split_statements
 
 
 def texts(sql: str, dialect: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""The runner's History payload, as ``ptah.migrations.history.compare`` produces it, is
+"""The runner's History payload, as ``ptah.engines.versioned.history.compare`` produces it, is
 read by ``MigrationFamily`` without failing: a partially applied (interrupted) file and
 an out-of-order file are reported, and never settle an uncertain run.
 
@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ptah.api.common import UncertainRecord
+from ptah.engines.versioned.directory import read_directory
+from ptah.engines.versioned.history import compare
 from ptah.families.migration import MigrationFamily
-from ptah.migrations.directory import read_directory
-from ptah.migrations.history import compare
 from ptah.runner.frame import ResultFrame
 
 

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ptah import failures
 from ptah.engines.model import TECHNIQUES
 from ptah.engines.urls import parse_url
-from ptah.runner import failures
 from ptah.runner.main import add_lock_options
 
 if TYPE_CHECKING:  # the planner (sqlglot) loads when a plan is made: `ptah --help` stays light

@@ -10,23 +10,15 @@ traceback and never a credential, and exits with its class's code
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Sequence
 
-from ptah.runner import failures
+from ptah import failures
+from ptah.cli import approve, dev, local, migrate, operate, rollout, status
 
 # Each module exposes register(subparsers) and sets a `func` default on its parsers.
-SUBCOMMAND_MODULES = (
-    "ptah.cli.dev",
-    "ptah.cli.local",
-    "ptah.cli.migrate",
-    "ptah.cli.operate",
-    "ptah.cli.status",
-    "ptah.cli.approve",
-    "ptah.cli.rollout",
-)
+SUBCOMMAND_MODULES = (dev, local, migrate, operate, status, approve, rollout)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,13 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in SUBCOMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
+    for module in SUBCOMMAND_MODULES:
         module.register(sub)
     return parser
 

@@ -22,18 +22,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ptah import failures
 from ptah.engines import fence
-from ptah.migrations import sumfile
-from ptah.migrations.apply import MigrateOptions, migrate
-from ptah.migrations.dialects import Session
-from ptah.migrations.directory import (
+from ptah.engines.versioned import sumfile
+from ptah.engines.versioned.apply import MigrateOptions, migrate
+from ptah.engines.versioned.dialects import Session
+from ptah.engines.versioned.directory import (
     DirectoryError,
     DirectoryUnreadable,
     Version,
     read_directory,
 )
-from ptah.migrations.history import REPEATABLE, Reading, compare, is_dirty, row_summary
-from ptah.runner import failures
+from ptah.engines.versioned.history import REPEATABLE, Reading, compare, is_dirty, row_summary
 
 
 def register(subparsers: Any) -> None:
@@ -177,7 +177,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         raise _unusable(exc) from None
     with _open(args.url) as target:
         identity = target.identity()
-        session = Session(target.connection, target.engine)
+        session = Session(target.connection, target.engine, _err)
         session.begin(read_only=True)
         try:
             exists = session.history_exists()
@@ -210,7 +210,7 @@ def cmd_apply(args: argparse.Namespace) -> int:
         raise _unusable(exc) from None
     with _open(args.url) as target:
         identity = target.identity()
-        session = Session(target.connection, target.engine)
+        session = Session(target.connection, target.engine, _err)
         opts = MigrateOptions(
             operation_id="cli", to=to, baseline=baseline, lock_timeout=args.lock_timeout
         )
@@ -239,7 +239,7 @@ def cmd_resolve(args: argparse.Namespace) -> int:
         _err(str(exc))
         return 1
     with _open(args.url) as target:
-        session = Session(target.connection, target.engine)
+        session = Session(target.connection, target.engine, _err)
         realm = target.identity().digest
         try:
             with fence.held(target.engine, target.connection, realm, wait=10.0):

@@ -15,8 +15,8 @@ from abc import ABC, abstractmethod
 from types import TracebackType
 from typing import Any
 
+from ptah.engines.report import DatabaseIdentity
 from ptah.engines.urls import DbUrl, EngineName, scrub
-from ptah.runner.wire import DatabaseIdentity
 
 __all__ = [
     "DesiredSchemaInvalid",
@@ -41,10 +41,10 @@ class EngineError(Exception):
 
 class TargetUnavailable(EngineError):
     """The target could not be opened. ``reason`` names the failure class
-    (:mod:`ptah.runner.failures`): unreachable, credentials refused, no such database,
+    (:mod:`ptah.failures`): unreachable, credentials refused, no such database,
     not a database, bad URL."""
 
-    def __init__(self, message: str, reason: str = "TargetUnavailable") -> None:
+    def __init__(self, message: str, reason: str) -> None:
         super().__init__(message, reason)
 
 

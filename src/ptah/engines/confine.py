@@ -37,8 +37,8 @@ from sqlglot.tokens import Token, TokenType  # type: ignore[attr-defined]
 
 from ptah.engines.base import DesiredSchemaInvalid
 from ptah.engines.model import PlanError
+from ptah.engines.splitter import SplitError, Statement, split_statements
 from ptah.engines.urls import EngineName
-from ptah.migrations.splitter import SplitError, Statement, split_statements
 
 __all__ = [
     "StatementRefused",

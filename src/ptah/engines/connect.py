@@ -1,7 +1,7 @@
 """Open a target from its URL: the only place Ptah turns a URL into a connection.
 
 A failure to open says, in one line, what failed and where, in the terms of its
-failure class (:mod:`ptah.runner.failures`): the server cannot be reached, it refused
+failure class (:mod:`ptah.failures`): the server cannot be reached, it refused
 the credentials, the database does not exist, the file is not a database, the URL is
 bad. The driver's own words follow; credentials never do.
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import re
 
+from ptah import failures
 from ptah.engines.base import EngineError, Target, TargetUnavailable
 from ptah.engines.urls import DbUrl, UrlError, parse_url, scrub
-from ptah.runner import failures
 
 __all__ = ["open_target", "open_url", "scrub"]
 

@@ -29,6 +29,7 @@ from ptah.engines.model import (
     fingerprint,
 )
 from ptah.engines.ops import DriftedError, Progress, Timeouts, ops_for, timeouts_from_env
+from ptah.engines.report import bounded
 from ptah.engines.urls import DbUrl
 
 # Bump when inspection output changes shape: cached normalisations become stale.
@@ -45,7 +46,7 @@ def _confinement_digest(engine: str) -> str | None:
     for name in (
         "ptah.engines.confine",
         f"ptah.engines.{engine}.confine",
-        "ptah.migrations.splitter",
+        "ptah.engines.splitter",
     ):
         spec = importlib.util.find_spec(name)
         if spec is None or spec.origin is None:
@@ -292,7 +293,7 @@ def _apply_fenced(
         return result
     except Exception as exc:
         result.outcome, result.reason = "failed", "StatementFailed"
-        result.message = target.scrub(f"{type(exc).__name__}: {exc}")[:2000]
+        result.message = bounded(target.scrub(f"{type(exc).__name__}: {exc}"))
     try:
         result.fingerprint_after = current_fingerprint(target)
     except Exception as exc:

@@ -8,11 +8,10 @@ percent-encoded or not).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import unquote, urlsplit
-
-from ptah.runner.wire import strip_userinfo
 
 EngineName = Literal["postgres", "mysql", "sqlite"]
 
@@ -102,6 +101,15 @@ def parse_url(url: str) -> DbUrl:
         database=database,
         query=parts.query,
     )
+
+
+# Any userinfo in any URL-looking text: scheme://user:pass@
+_USERINFO = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]*@")
+
+
+def strip_userinfo(text: str) -> str:
+    """``text`` with the userinfo of every URL in it replaced: ``scheme://***@host``."""
+    return _USERINFO.sub(r"\1***@", text)
 
 
 def scrub(text: str, *secrets: str) -> str:

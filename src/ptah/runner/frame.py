@@ -25,19 +25,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-# The line discipline and the identity record live in ``wire`` (no pydantic there: the
-# runner prints frames without this module); named here too for readers of the frame.
+from ptah.engines.report import DatabaseIdentity, Outcome
+
+# The line discipline lives in ``wire`` (no pydantic there: the runner prints frames
+# without this module); named here too for readers of the frame. Whom a run talked to
+# and how it ended are the engines' facts (``ptah.engines.report``).
 from ptah.runner.wire import ESCAPE as ESCAPE
 from ptah.runner.wire import PREFIX as PREFIX
 from ptah.runner.wire import VERSION as VERSION
-from ptah.runner.wire import DatabaseIdentity as DatabaseIdentity
 from ptah.runner.wire import assert_no_secret as assert_no_secret
 from ptah.runner.wire import escape_line as escape_line
 from ptah.runner.wire import frame_line
 
-# "refused" and "fenced" both mean nothing ran; "fenced": the realm's fence was held by
-# another run (ptah.engines.fence), so the same inputs may well succeed later.
-Outcome = Literal["succeeded", "failed", "refused", "fenced"]
 OperationType = Literal["identify", "plan", "apply", "history", "migrate"]
 
 

@@ -10,17 +10,15 @@ environment also prints one line on stderr and exits with its class's code:
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
+from ptah import failures
 from ptah.engines import fence
-from ptah.runner import failures, operations
+from ptah.runner import operations
 from ptah.runner.emit import Output, run_operation
-
-# Another engineer's subcommands (history, migrate) live here.
-EXTRA_MODULES = ("ptah.migrations.ops",)
 
 # Every Job pays the runner's start-up before its first database round trip, so nothing
 # imported before the connection may load these (the frame's models, the planner, the
@@ -114,38 +112,50 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-destructive", action="store_true")
     add_lock_options(p)
     p.set_defaults(func=run_apply)
-    for name in EXTRA_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
-        module.register(sub)
+    p = sub.add_parser("history", help="read the migration history (read-only)")
+    _add_dirs(p)
+    p.set_defaults(func=run_history)
+    p = sub.add_parser("migrate", help="apply pending migrations")
+    _add_dirs(p)
+    p.add_argument("--to", help="apply pending versions up to and including this one")
+    p.add_argument("--baseline", help="version a non-empty database without history matches")
+    p.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=0.0,
+        help="seconds to wait for the realm's fence (default 0: refuse at once, outcome fenced)",
+    )
+    p.set_defaults(func=run_migrate)
     return parser
 
 
-def run_identify(args: argparse.Namespace) -> int:
-    return run_operation(
-        args.operation_id,
-        "identify",
-        lambda t, _dev, _out: operations.identify(t, args.operation_id),
+def _add_dirs(parser: argparse.ArgumentParser) -> None:
+    _add_common(parser)
+    parser.add_argument(
+        "--dir",
+        dest="dirs",
+        action="append",
+        required=True,
+        type=Path,
+        help="migration directory; repeat to merge several (one per ConfigMap)",
     )
+
+
+def _realm() -> str | None:
+    """The claim's realm, when the Job names it (the opened database's otherwise)."""
+    return os.environ.get(fence.REALM_ENV) or None
+
+
+def run_identify(args: argparse.Namespace) -> int:
+    return run_operation(args.operation_id, "identify", operations.identify)
 
 
 def run_plan(args: argparse.Namespace) -> int:
     return run_operation(
         args.operation_id,
         "plan",
-        lambda t, dev, _out: operations.plan(
-            t,
-            args.operation_id,
-            args.desired,
-            dev,
-            args.cache_dir,
-            args.ownership,
-            args.ignore,
-            args.offline,
+        lambda run: operations.plan(
+            run, args.desired, args.cache_dir, args.ownership, args.ignore, args.offline
         ),
     )
 
@@ -154,15 +164,30 @@ def run_apply(args: argparse.Namespace) -> int:
     return run_operation(
         args.operation_id,
         "apply",
-        lambda t, _dev, _out: operations.apply(
-            t,
-            args.operation_id,
+        lambda run: operations.apply(
+            run,
             args.plan,
             args.allow_destructive,
-            os.environ.get(fence.REALM_ENV) or None,
+            _realm(),
             lock_seconds=args.lock_timeout_seconds,
             lock_retries=args.lock_retries,
             allow_lock_heavy=not args.refuse_lock_heavy,
+        ),
+    )
+
+
+def run_history(args: argparse.Namespace) -> int:
+    return run_operation(
+        args.operation_id, "history", lambda run: operations.history(run, args.dirs)
+    )
+
+
+def run_migrate(args: argparse.Namespace) -> int:
+    return run_operation(
+        args.operation_id,
+        "migrate",
+        lambda run: operations.migrate(
+            run, args.dirs, args.to, args.baseline, args.lock_timeout, _realm()
         ),
     )
 

@@ -1,12 +1,14 @@
-"""The runner's operations: identify, plan, apply. Each returns the frame to print.
+"""The runner's operations: identify, plan, apply, history, migrate. Each returns its frame.
 
-Nothing here prints; :mod:`ptah.runner.main` owns the output. Every failure
-becomes a frame with outcome ``failed`` (or ``refused``) and a scrubbed
-message, so the operator always has evidence of what happened.
+Every operation is a plain function of the :class:`~ptah.runner.emit.Run` it is given
+(the opened target, the operation's id and type, the log) and its own inputs; it returns
+the payload of its one frame. Nothing here opens a target, prints, or catches what it
+cannot name: :func:`ptah.runner.emit.run_operation` owns all of that, the same for every
+operation, schema or versioned.
 
-The planner (sqlglot) is imported inside the operations that plan or apply, not here:
-``ptah-runner`` imports this module before it connects, and its start-up reaches the
-database first. Frames are built as plain JSON (``wire.payload``): no pydantic at all.
+The engines (the planner, the versioned engine) are imported inside the operations that
+use them, not here: ``ptah-runner`` imports this module before it connects, and its
+start-up reaches the database first. Frames are plain JSON (``wire.payload``).
 """
 
 from __future__ import annotations
@@ -14,57 +16,35 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ptah import failures
 from ptah.engines import fence
-from ptah.engines.base import EngineError, Target
-from ptah.engines.urls import DbUrl
-from ptah.runner.wire import DatabaseIdentity, Payload, payload
+from ptah.engines.base import EngineError
+from ptah.runner.emit import Run
+from ptah.runner.wire import Payload
 
 if TYPE_CHECKING:
     from ptah.engines.model import Statement
-    from ptah.runner.frame import OperationType
 
 
-def make_frame(
-    operation_id: str,
-    operation_type: OperationType,
-    database: DatabaseIdentity | None,
-    outcome: str,
-    reason: str = "",
-    data: dict[str, Any] | None = None,
-) -> Payload:
-    """The payload of the operation's one frame (see ``wire.payload``)."""
-    return payload(operation_id, operation_type, database, outcome, reason, data)
-
-
-def identify(target: Target, operation_id: str) -> Payload:
-    identity = target.identity()
-    return make_frame(operation_id, "identify", identity, "succeeded", data={})
+def identify(run: Run) -> Payload:
+    return run.frame("succeeded")
 
 
 def plan(
-    target: Target,
-    operation_id: str,
+    run: Run,
     desired_file: str,
-    dev_url: DbUrl | None,
     cache_dir: str | None,
     ownership: str = "ignore",
     ignore: Sequence[str] = (),
     offline: Sequence[str] = (),
 ) -> Payload:
-    identity = target.identity()
     try:
         desired_sql = Path(desired_file).read_text()
     except OSError as exc:
-        return make_frame(
-            operation_id,
-            "plan",
-            identity,
-            "failed",
-            "InputUnreadable",
-            {"message": f"cannot read the desired schema file {desired_file}: {exc.strerror}"},
-        )
+        message = f"cannot read the desired schema file {desired_file}: {exc.strerror}"
+        return run.frame("failed", failures.INPUT_UNREADABLE.reason, {"message": message})
     from ptah.engines import planner
     from ptah.engines.model import Online, PlanError, SchemaPolicy
 
@@ -73,18 +53,11 @@ def plan(
             ownership=ownership, ignore=tuple(ignore), online=Online.from_off(tuple(offline))
         )
         result = planner.plan(
-            target, desired_sql, dev_url=dev_url, cache_dir=cache_dir, policy=policy
+            run.target, desired_sql, dev_url=run.dev_url, cache_dir=cache_dir, policy=policy
         )
     except (EngineError, PlanError) as exc:
-        return make_frame(
-            operation_id,
-            "plan",
-            identity,
-            "failed",
-            exc.reason,
-            {"message": target.scrub(str(exc))[:2000]},
-        )
-    return make_frame(operation_id, "plan", identity, "succeeded", data=result.to_json())
+        return run.frame("failed", exc.reason, {"message": run.target.scrub(str(exc))})
+    return run.frame("succeeded", data=result.to_json())
 
 
 def _read_plan(plan_file: str) -> tuple[list[Statement], str, str]:
@@ -96,8 +69,7 @@ def _read_plan(plan_file: str) -> tuple[list[Statement], str, str]:
 
 
 def apply(
-    target: Target,
-    operation_id: str,
+    run: Run,
     plan_file: str,
     allow_destructive: bool,
     realm: str | None = None,
@@ -107,31 +79,23 @@ def apply(
 ) -> Payload:
     """Apply the plan under the realm's fence (``realm``: the claim's, when given), each
     statement under its lock timeout and retries (the environment's, unless given)."""
-    identity = target.identity()
     try:
-        key = fence.realm_of(identity.digest, realm)
+        key = fence.realm_of(run.identity.digest, realm)
     except fence.WrongRealm as exc:
-        return make_frame(
-            operation_id, "apply", identity, "refused", exc.reason, {"message": str(exc)}
-        )
+        return run.frame("refused", exc.reason, {"message": str(exc)})
     try:
         statements, before, expected_after = _read_plan(plan_file)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        return make_frame(
-            operation_id,
-            "apply",
-            identity,
-            "failed",
-            "InputUnreadable" if isinstance(exc, OSError) else "InputInvalid",
-            {"message": f"cannot read the plan {plan_file}: {exc.strerror or exc}"}
-            if isinstance(exc, OSError)
-            else {"message": f"the plan {plan_file} is not valid: {type(exc).__name__}"},
-        )
+    except OSError as exc:
+        message = f"cannot read the plan {plan_file}: {exc.strerror or exc}"
+        return run.frame("failed", failures.INPUT_UNREADABLE.reason, {"message": message})
+    except (ValueError, KeyError, TypeError) as exc:
+        message = f"the plan {plan_file} is not valid: {type(exc).__name__}"
+        return run.frame("failed", failures.INPUT_INVALID.reason, {"message": message})
     from ptah.engines import planner
     from ptah.engines.ops import timeouts_from_env
 
     result = planner.apply(
-        target,
+        run.target,
         statements,
         before,
         allow_destructive=allow_destructive,
@@ -140,6 +104,88 @@ def apply(
         realm=key,
         allow_lock_heavy=allow_lock_heavy,
     )
-    return make_frame(
-        operation_id, "apply", identity, result.outcome, result.reason, result.to_json()
+    return run.frame(result.outcome, result.reason, result.to_json())
+
+
+def _unusable_directory(run: Run, exc: Exception) -> Payload:
+    """The frame of a migration directory (or version) that cannot be used: nothing ran."""
+    from ptah.engines.versioned.directory import DirectoryUnreadable
+
+    if isinstance(exc, OSError):
+        where = f" {exc.filename}" if exc.filename else ""
+        reason, message = (
+            failures.INPUT_UNREADABLE.reason,
+            f"migration directory: cannot read{where}: {exc.strerror}",
+        )
+    elif isinstance(exc, DirectoryUnreadable):
+        reason, message = failures.INPUT_UNREADABLE.reason, f"migration directory: {exc}"
+    else:
+        reason, message = failures.INPUT_INVALID.reason, str(exc)
+    return run.frame("refused", reason, {"message": message})
+
+
+def history(run: Run, dirs: Sequence[Path]) -> Payload:
+    """Read the history table in a read-only transaction and compare it with the directory."""
+    from ptah.engines.versioned import sumfile
+    from ptah.engines.versioned.dialects import Session
+    from ptah.engines.versioned.directory import DirectoryError, read_directory
+    from ptah.engines.versioned.history import compare
+
+    try:
+        directory = read_directory(list(dirs))
+    except (DirectoryError, OSError) as exc:
+        return _unusable_directory(run, exc)
+    session = Session(run.target.connection, run.target.engine, run.log)
+    session.begin(read_only=True)
+    try:
+        exists = session.history_exists()
+        rows = session.read_history() if exists else []
+    finally:
+        session.rollback()
+    reading = compare(directory, rows, history_exists=exists, database_digest=run.identity.digest)
+    data = reading.to_data()
+    problems = sumfile.problems(directory)
+    data.update(
+        directoryHash=sumfile.compute(directory.summed).header,
+        sumFileOk=not problems,
+        sumFileProblems=problems,
     )
+    run.log(
+        f"history: {len(reading.applied)} applied, {len(reading.pending)} pending, "
+        f"{len(reading.dirty)} dirty, {len(reading.mismatched)} mismatched"
+    )
+    return run.frame("succeeded", "", data)
+
+
+def migrate(
+    run: Run,
+    dirs: Sequence[Path],
+    to: str | None,
+    baseline: str | None,
+    lock_timeout: float,
+    realm: str | None,
+) -> Payload:
+    """Apply pending files; refusals and SQL failures are frames, not exit codes."""
+    from ptah.engines.versioned.apply import MigrateOptions
+    from ptah.engines.versioned.apply import migrate as run_migrate
+    from ptah.engines.versioned.dialects import Session
+    from ptah.engines.versioned.directory import DirectoryError, Version, read_directory
+
+    try:
+        directory = read_directory(list(dirs))
+        opts = MigrateOptions(
+            operation_id=run.operation_id,
+            to=Version.parse(to) if to else None,
+            baseline=Version.parse(baseline) if baseline else None,
+            lock_timeout=lock_timeout,
+            realm=realm,
+        )
+    except (DirectoryError, OSError, ValueError) as exc:
+        return _unusable_directory(run, exc)
+    session = Session(run.target.connection, run.target.engine, run.log)
+    result = run_migrate(session, directory, run.identity, opts, run.log, run.target.scrub)
+    if result.outcome != "succeeded":
+        run.log(f"migrate {result.outcome}: {result.reason}: {result.message}")
+    else:
+        run.log(f"migrate succeeded: applied {', '.join(result.applied) or 'nothing'}")
+    return run.frame(result.outcome, result.reason, result.to_data(opts))

@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+from ptah import failures
+from ptah.engines.report import DatabaseIdentity, Outcome
+from ptah.engines.urls import strip_userinfo
 
 if TYPE_CHECKING:
-    from ptah.runner.frame import OperationType, Outcome
-
-from ptah.runner import failures
+    from ptah.runner.frame import OperationType
 
 PREFIX = "PTAH-RESULT-FRAME"
 VERSION = "v1"
@@ -41,7 +42,6 @@ DETERMINISTIC_REASONS = frozenset(
         "Unsupported",  # an object the planner cannot plan
         "PlanError",
         "InputUnreadable",
-        "InvalidDirectory",  # the migration directory cannot be read
         "InvalidMigration",
         "SumFileMissing",
         "SumFileMismatch",
@@ -49,13 +49,6 @@ DETERMINISTIC_REASONS = frozenset(
     }
     | failures.DETERMINISTIC  # a bad URL, refused credentials, no such database...
 )
-# Any userinfo in any URL-looking text: scheme://user:pass@
-_USERINFO = re.compile(r"([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]*@")
-
-
-def strip_userinfo(text: str) -> str:
-    """``text`` with the userinfo of every URL in it replaced: ``scheme://***@host``."""
-    return _USERINFO.sub(r"\1***@", text)
 
 
 def one_line(text: str, limit: int = 480) -> str:
@@ -66,30 +59,6 @@ def one_line(text: str, limit: int = 480) -> str:
 
 
 Payload = dict[str, Any]
-
-
-@dataclass(frozen=True)
-class DatabaseIdentity:
-    """Who the runner actually talked to, as the database itself reports it.
-
-    ``key`` holds the engine-specific facts that identify the physical
-    database (system identifier and oid for PostgreSQL, server uuid and schema
-    for MariaDB, resolved path and inode for SQLite). It never holds
-    credentials. ``digest`` is derived from ``engine`` and ``key`` only, so two
-    spellings of one database produce one digest. (A dataclass, not a model: the
-    runner builds one per run; the frame model validates it when the operator reads.)
-    """
-
-    __pydantic_config__ = {"extra": "forbid"}  # read by pydantic when a frame is parsed
-
-    engine: Literal["postgres", "mysql", "sqlite"]
-    key: dict[str, str]
-    details: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def digest(self) -> str:
-        canonical = json.dumps({"engine": self.engine, "key": self.key}, sort_keys=True)
-        return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
 def payload(

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ptah.api.digest import digest
-from ptah.runner.frame import DatabaseIdentity
+from ptah.engines.report import DatabaseIdentity
 
 
 def physical(url: str) -> str:

@@ -30,8 +30,8 @@ from ptah.engines.mysql import inspect as myinspect
 from ptah.engines.mysql import online as myonline
 from ptah.engines.mysql.target import connect
 from ptah.engines.ops import ONLINE, DriftedError, Progress, Timeouts
+from ptah.engines.splitter import Statement as SourceStatement
 from ptah.engines.urls import DbUrl, scrub
-from ptah.migrations.splitter import Statement as SourceStatement
 
 
 def load_error(exc: pymysql.MySQLError, scratch: str, statement: SourceStatement) -> str:

@@ -11,7 +11,7 @@ from ptah.engines.base import Target
 from ptah.engines.urls import DbUrl
 
 if TYPE_CHECKING:
-    from ptah.runner.wire import DatabaseIdentity
+    from ptah.engines.report import DatabaseIdentity
 
 
 def connect(url: DbUrl, database: str | None = None) -> Any:

@@ -23,7 +23,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
-from ptah.migrations.splitter import Statement
+from ptah.engines.splitter import Statement
 
 OWNERSHIP_POLICIES = ("ignore", "manage")
 

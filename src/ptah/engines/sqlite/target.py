@@ -6,11 +6,12 @@ import os
 import sqlite3
 from typing import TYPE_CHECKING
 
+from ptah import failures
 from ptah.engines.base import Target, TargetUnavailable
 from ptah.engines.urls import DbUrl
 
 if TYPE_CHECKING:
-    from ptah.runner.wire import DatabaseIdentity
+    from ptah.engines.report import DatabaseIdentity
 
 
 class SqliteTarget(Target):
@@ -22,7 +23,10 @@ class SqliteTarget(Target):
         if path != ":memory:":
             path = os.path.realpath(path)
             if not os.path.isdir(os.path.dirname(path)):
-                raise TargetUnavailable("sqlite database directory does not exist")
+                raise TargetUnavailable(
+                    f"the directory of the SQLite database {path} does not exist",
+                    failures.DATABASE_NOT_FOUND.reason,
+                )
         # isolation_level=None: we issue BEGIN/COMMIT ourselves.
         conn = sqlite3.connect(path, isolation_level=None, timeout=10)
         return cls(url, conn)

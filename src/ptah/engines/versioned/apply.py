@@ -34,15 +34,15 @@ from typing import TYPE_CHECKING, Any
 
 from ptah.engines import fence
 from ptah.engines.ops import timeouts_from_env
-from ptah.migrations import sumfile
-from ptah.migrations.dialects import Session
-from ptah.migrations.directory import Directory, MigrationFile, SqlFile, Version
-from ptah.migrations.history import REPEATABLE, Reading, compare, dirty_entry, repeatable_key
-from ptah.migrations.splitter import SplitError, Statement, split_statements
+from ptah.engines.report import bounded
+from ptah.engines.splitter import SplitError, Statement, split_statements
+from ptah.engines.versioned import sumfile
+from ptah.engines.versioned.dialects import Session
+from ptah.engines.versioned.directory import Directory, MigrationFile, SqlFile, Version
+from ptah.engines.versioned.history import REPEATABLE, Reading, compare, dirty_entry, repeatable_key
 
 if TYPE_CHECKING:  # annotations only
-    from ptah.runner.frame import Outcome
-    from ptah.runner.wire import DatabaseIdentity
+    from ptah.engines.report import DatabaseIdentity, Outcome
 
 Progress = Callable[[str], None]
 # BEGIN/COMMIT/ROLLBACK/END/START TRANSACTION as whole statements (BEGIN ATOMIC bodies
@@ -53,7 +53,6 @@ _TX_CONTROL = re.compile(
     r"|SAVEPOINT\b.*|RELEASE\b.*)\s*$",
     re.IGNORECASE | re.DOTALL,
 )
-MAX_ERROR = 4000
 
 
 def runner_version() -> str:
@@ -184,8 +183,7 @@ def _refusal(reading: Reading, baseline: Version | None, empty: Callable[[], boo
 
 
 def _error_text(exc: BaseException, scrub: Callable[[str], str]) -> str:
-    text = scrub(f"{type(exc).__name__}: {exc}".strip())
-    return text[:MAX_ERROR]
+    return bounded(scrub(f"{type(exc).__name__}: {exc}".strip()))
 
 
 class _Run:

@@ -12,11 +12,9 @@ one home for schema Apply and Migrate alike (:mod:`ptah.engines.fence`).
 
 from __future__ import annotations
 
-import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
-
-from ptah.runner.wire import escape_line
 
 Dialect = Literal["postgres", "mysql", "sqlite"]
 HISTORY_TABLE = "ptah_schema_history"
@@ -70,14 +68,21 @@ def history_ddl(dialect: Dialect) -> str:
 
 
 class Session:
-    """One migration session over an opened connection, speaking the engine's SQL."""
+    """One migration session over an opened connection, speaking the engine's SQL.
 
-    def __init__(self, connection: Any, dialect: Dialect) -> None:
+    ``log`` takes every line the session has to say besides its results (a server's
+    NOTICE, a rollback that failed): the runner's escapes and scrubs them (a migration
+    that RAISEs a forged frame line prints an escaped one), ``ptah migrate``'s shows them
+    to a person. The session never prints on its own.
+    """
+
+    def __init__(self, connection: Any, dialect: Dialect, log: Callable[[str], None]) -> None:
         self.conn = connection
         self.dialect: Dialect = dialect
+        self.log = log
         if dialect == "postgres":
             connection.autocommit = True
-            connection.add_notice_handler(_print_notice)
+            connection.add_notice_handler(self._notice)
         elif dialect == "mysql":
             connection.autocommit(True)
         else:
@@ -150,7 +155,7 @@ class Session:
             else:
                 self.execute("ROLLBACK")
         except Exception as exc:  # the connection may be gone; the caller reports the cause
-            print(escape_line(f"rollback failed: {type(exc).__name__}"), file=sys.stderr)
+            self.log(f"rollback failed: {type(exc).__name__}")
 
     # -- history table ----------------------------------------------------------
 
@@ -221,9 +226,8 @@ SELECT (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relname
             )
         return not (rows and rows[0][0])
 
-
-def _print_notice(diag: Any) -> None:
-    """PostgreSQL NOTICE/WARNING text goes to stderr, escaped: never a forged frame."""
-    severity = getattr(diag, "severity", None) or "NOTICE"
-    message = getattr(diag, "message_primary", None) or ""
-    print(escape_line(f"{severity}: {message}"), file=sys.stderr)
+    def _notice(self, diag: Any) -> None:
+        """PostgreSQL NOTICE/WARNING text, as one log line."""
+        severity = getattr(diag, "severity", None) or "NOTICE"
+        message = getattr(diag, "message_primary", None) or ""
+        self.log(f"{severity}: {message}")

@@ -8,6 +8,11 @@ runner also prints it as its result frame, the class's name being the frame's
 
 ``transient`` says whether the same inputs may succeed later (the database may come
 back, another run may finish); every other class needs a person to change something.
+
+A leaf module at the package's top: the engines name the class of a failure to open a
+target, the runner and ``ptah`` report it, the operator decides from it whether to retry,
+and none of them may import another's package for it. One name per failure: a missing
+URL is ``BadUrl``, a server that cannot be reached is ``TargetUnavailable``.
 """
 
 from __future__ import annotations
@@ -74,16 +79,11 @@ CLASSES: tuple[FailureClass, ...] = (
     WRONG_DATABASE,
     INTERNAL,
 )
-# Frame reasons older than this table that mean one of its classes.
-_ALIASES = {"InvalidDirectory": INPUT_INVALID, "NoDatabaseUrl": BAD_URL}
-_BY_REASON = {c.reason: c for c in CLASSES} | _ALIASES
+_BY_REASON = {c.reason: c for c in CLASSES}
 
 # Exit codes that are not a failure class.
 OK, DID_NOT_SUCCEED, USAGE = 0, 1, 2
-DETERMINISTIC = frozenset(
-    {c.reason for c in CLASSES if not c.transient}
-    | {alias for alias, c in _ALIASES.items() if not c.transient}
-)
+DETERMINISTIC = frozenset(c.reason for c in CLASSES if not c.transient)
 
 
 def by_reason(reason: str) -> FailureClass | None:

@@ -21,7 +21,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ptah.migrations.directory import SUM_FILE, Directory, SqlFile
+from ptah.engines.versioned.directory import SUM_FILE, Directory, SqlFile
 
 HEADER = "ptah-sum v1"
 

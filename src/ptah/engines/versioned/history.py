@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ptah.migrations.directory import Directory, Version
+from ptah.engines.versioned.directory import Directory, Version
 
 
 def _ts(value: Any) -> str | None:
