@@ -169,6 +169,7 @@ def test_pg_killed_concurrent_build_leaves_invalid_index_the_next_plan_repairs(
     frame = _frame(busy_pg, path)
     family = SchemaFamily()
     assert frame.data["changes"] is True
+    assert any("index public.big_killed is INVALID" in w for w in frame.data["warnings"])
     assert not family.settles(record, frame)
     assert not family.proves_complete(record, frame)
     repair = [s["sql"] for s in frame.data["statements"]]
@@ -188,6 +189,53 @@ def test_pg_killed_concurrent_build_leaves_invalid_index_the_next_plan_repairs(
     assert frame.data["changes"] is False
     assert family.settles(record, frame) and family.proves_complete(record, frame)
     stall.converge(busy_pg, stall.PG_BASE)
+
+
+def test_pg_constraint_left_not_valid_is_validated_in_place(pg_db: str) -> None:
+    """An online add stopped between its two steps leaves the constraint NOT VALID: the
+    next plan validates it (no drop, no second add); online off drops and adds it."""
+    desired = (
+        "CREATE TABLE p (id int PRIMARY KEY);"
+        "CREATE TABLE c (id int PRIMARY KEY, p int REFERENCES p (id), CHECK (id > 0));"
+    )
+    with open_target(pg_db) as t:
+        t.connection.execute(
+            "CREATE TABLE p (id int PRIMARY KEY); CREATE TABLE c (id int PRIMARY KEY, p int);"
+            "ALTER TABLE c ADD CONSTRAINT c_p_fkey FOREIGN KEY (p) REFERENCES p (id) NOT VALID;"
+            "ALTER TABLE c ADD CONSTRAINT c_id_check CHECK (id > 0) NOT VALID"
+        )
+        plan = planner.plan(t, desired)
+        assert [(s.sql, s.transaction) for s in plan.statements] == [
+            ("ALTER TABLE public.c VALIDATE CONSTRAINT c_id_check", "new"),
+            ("ALTER TABLE public.c VALIDATE CONSTRAINT c_p_fkey", "new"),
+        ]
+        off = planner.plan(t, desired, policy=SchemaPolicy(online=Online.off()))
+        assert len(off.statements) == 4 and "DROP CONSTRAINT" in off.statements[0].sql
+        result = planner.apply(
+            t, plan.statements, plan.fingerprint_before, False, plan.fingerprint_after
+        )
+        assert result.outcome == "succeeded", result.message
+        assert planner.plan(t, desired).statements == []
+
+
+def test_pg_new_unique_constraint_adopts_an_index_built_concurrently(pg_db: str) -> None:
+    with open_target(pg_db) as t:
+        t.connection.execute(
+            "CREATE TABLE u (id int PRIMARY KEY, b text);"
+            "INSERT INTO u SELECT g, g::text FROM generate_series(1, 1000) g"
+        )
+        desired = "CREATE TABLE u (id int PRIMARY KEY, b text UNIQUE);"
+        plan = planner.plan(t, desired)
+        assert [(s.sql, s.transaction) for s in plan.statements] == [
+            ("CREATE UNIQUE INDEX CONCURRENTLY u_b_key ON public.u USING btree (b)", "none"),
+            ("ALTER TABLE public.u ADD CONSTRAINT u_b_key UNIQUE USING INDEX u_b_key", "shared"),
+        ]
+        assert not any(LOCK_HEAVY in s.hazards for s in plan.statements)
+        result = planner.apply(
+            t, plan.statements, plan.fingerprint_before, False, plan.fingerprint_after
+        )
+        assert result.outcome == "succeeded", result.message
+        assert planner.plan(t, desired).statements == []
 
 
 def _hold_until_tries(url: str, tries: int, held: threading.Event, seen: list[int]) -> None:

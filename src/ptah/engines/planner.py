@@ -135,6 +135,12 @@ def plan(
         f"not managed by Ptah, left as it is on the target: {item}"
         for item in census[0].get("unmanaged", [])
     ]
+    warnings += [
+        f"index {name} is INVALID on the target (a concurrent build that failed or still"
+        " runs): it serves no query and enforces nothing, so the plan builds it again"
+        for name, index in sorted(current.get("index", {}).items())
+        if index.get("invalid")
+    ]
     return Plan(
         statements=statements,
         fingerprint_before=fingerprint(current),

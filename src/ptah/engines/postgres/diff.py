@@ -257,6 +257,8 @@ class _Diff:
             cur, want = self.pair(kind)
             for name in cur.keys() & want.keys():
                 if canonical(cur[name]) != canonical(want[name]):
+                    if kind == "constraint" and self.validates(cur[name], want[name]):
+                        continue
                     self.ch.replaced.add(f"{kind}:{name}")
         cur, want = self.pair("function")
         for name in cur.keys() & want.keys():
@@ -866,14 +868,7 @@ class _Diff:
             ACCESS_EXCLUSIVE,
             BRIEF,
         )
-        self.locking(
-            node,
-            f"{at} VALIDATE CONSTRAINT {check}",
-            SHARE_UPDATE_EXCLUSIVE,
-            SCANS_TABLE,
-            DATA_DEPENDENT,
-            transaction=NEW,
-        )
+        self.validate(node, {"table": table, "name": check})
         self.locking(node, plain, ACCESS_EXCLUSIVE, BRIEF, transaction=NEW)
         self.locking(node, f"{at} DROP CONSTRAINT {check}", ACCESS_EXCLUSIVE, BRIEF)
 
@@ -889,6 +884,8 @@ class _Diff:
         for key in sorted(want.keys()):
             node = f"constraint:{key}"
             if key in cur and not self.rebuilt(node):
+                if self.validates(cur[key], want[key]):
+                    self.validate(node, want[key])
                 continue
             self.add_constraint(node, want[key])
             c = want[key]
@@ -902,6 +899,29 @@ class _Diff:
                 and not self.rebuilt(node)
             ):
                 self.create(node, f"ALTER TABLE {want[key]['table']} SET WITHOUT CLUSTER")
+
+    def validate(self, node: str, c: dict[str, Any]) -> None:
+        """``VALIDATE CONSTRAINT`` in a transaction of its own: what ran before (the ``NOT
+        VALID`` add and its lock) commits first; reads and writes go on while it scans."""
+        self.locking(
+            node,
+            f"ALTER TABLE {c['table']} VALIDATE CONSTRAINT {c['name']}",
+            SHARE_UPDATE_EXCLUSIVE,
+            SCANS_TABLE,
+            DATA_DEPENDENT,
+            transaction=NEW,
+        )
+
+    def validates(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
+        """The target has the constraint ``NOT VALID`` (an online add stopped before its
+        validation, or one added so by hand) and the desired has it validated: under
+        online constraints it is validated in place, not dropped and added again."""
+        return bool(
+            self.online.constraints
+            and old["type"] in ("f", "c")
+            and canonical({**old, "def": old["def"].removesuffix(" NOT VALID")}) == canonical(new)
+            and old["def"] != new["def"]
+        )
 
     def add_constraint(self, node: str, c: dict[str, Any]) -> None:
         """A new constraint; on an existing table with its lock named, and a foreign key
@@ -918,6 +938,19 @@ class _Diff:
                 self.create(node, sql)
             return
         if kind not in ("f", "c"):  # primary key, unique, exclusion: an index is built
+            columns = pgonline.unique_columns(c["def"]) if kind == "u" else None
+            fresh = _name(node) not in self.cur.get("constraint", {})
+            if columns and fresh and self.online.indexes and self.plain_table(c["table"]):
+                # Its index built concurrently first; the constraint then only adopts it.
+                index = f"CREATE UNIQUE INDEX {c['name']} ON {c['table']} USING btree {columns}"
+                self.emit(node, pgonline.build_index(index, unique=True))
+                self.locking(
+                    node,
+                    f"{sql.removesuffix(c['def'])}UNIQUE USING INDEX {c['name']}",
+                    ACCESS_EXCLUSIVE,
+                    BRIEF,
+                )
+                return
             self.locking(node, sql, ACCESS_EXCLUSIVE, BUILDS_INDEX, DATA_DEPENDENT, LOCK_HEAVY)
             return
         mode = SHARE_ROW_EXCLUSIVE if kind == "f" else ACCESS_EXCLUSIVE
@@ -925,14 +958,7 @@ class _Diff:
             self.locking(node, sql, mode, BRIEF)  # existing rows are not checked
         elif self.online.constraints and self.plain_table(c["table"]):
             self.locking(node, sql + " NOT VALID", mode, BRIEF)
-            self.locking(
-                node,
-                f"ALTER TABLE {c['table']} VALIDATE CONSTRAINT {c['name']}",
-                SHARE_UPDATE_EXCLUSIVE,
-                SCANS_TABLE,
-                DATA_DEPENDENT,
-                transaction=NEW,
-            )
+            self.validate(node, c)
         else:
             self.locking(node, sql, mode, SCANS_TABLE, DATA_DEPENDENT, LOCK_HEAVY)
 

@@ -110,6 +110,14 @@ def concurrent_create(definition: str, name: str | None = None) -> str:
     )
 
 
+def unique_columns(definition: str) -> str | None:
+    """``(a, b)`` of a plain ``UNIQUE (a, b)`` constraint definition (no INCLUDE, no
+    NULLS NOT DISTINCT, no storage options, not deferrable), which a unique index of
+    those columns can stand for; None for anything else."""
+    m = re.fullmatch(r"UNIQUE (\((?:[^()]|\([^()]*\))+\))", definition)
+    return m.group(1) if m else None
+
+
 def built_index(sql: str) -> str | None:
     """The schema-qualified index a ``CREATE INDEX CONCURRENTLY`` builds (its table's
     schema), or None when ``sql`` is not one."""
