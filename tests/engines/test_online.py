@@ -361,3 +361,20 @@ def test_plan_json_carries_transaction_and_lock(busy_pg: str, tmp_path: Path) ->
     assert [s.get("transaction") for s in statements] == [None, "new"]
     assert [s["lock"] for s in statements] == ["SHARE ROW EXCLUSIVE", "SHARE UPDATE EXCLUSIVE"]
     assert json.loads(json.dumps(statements)) == statements
+
+
+def test_runner_apply_refuses_lock_heavy_plans_when_told(sqlite_db: str, tmp_path: Path) -> None:
+    """``ptah-runner apply --refuse-lock-heavy`` (what lockHeavy: Refuse dispatches) runs
+    nothing of a plan that holds a lock-heavy statement."""
+    with open_target(sqlite_db) as t:
+        t.connection.execute("CREATE TABLE t (id integer PRIMARY KEY, a text)")
+        plan = planner.plan(t, "CREATE TABLE t (id integer PRIMARY KEY, a integer);")
+    assert any(LOCK_HEAVY in s.hazards for s in plan.statements)
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(plan.to_json()))
+    with open_target(sqlite_db) as t:
+        refused = operations.apply(t, "op-1", str(path), True, allow_lock_heavy=False)
+        assert (refused["outcome"], refused["reason"]) == ("refused", "LockHeavyNotAllowed")
+        assert planner.plan(t, "").fingerprint_before == plan.fingerprint_before
+        applied = operations.apply(t, "op-2", str(path), True)
+    assert applied["outcome"] == "succeeded", applied
