@@ -373,8 +373,10 @@ def test_runner_apply_refuses_lock_heavy_plans_when_told(sqlite_db: str, tmp_pat
     path = tmp_path / "plan.json"
     path.write_text(json.dumps(plan.to_json()))
     with open_target(sqlite_db) as t:
-        refused = operations.apply(t, "op-1", str(path), True, allow_lock_heavy=False)
+        refused = operations.apply(
+            Run.on(t, "apply", "op-1"), str(path), True, allow_lock_heavy=False
+        )
         assert (refused["outcome"], refused["reason"]) == ("refused", "LockHeavyNotAllowed")
         assert planner.plan(t, "").fingerprint_before == plan.fingerprint_before
-        applied = operations.apply(t, "op-2", str(path), True)
+        applied = operations.apply(Run.on(t, "apply", "op-2"), str(path), True)
     assert applied["outcome"] == "succeeded", applied
