@@ -29,20 +29,19 @@ import re
 import shutil
 import signal
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import e2esupport
-import psycopg
 import pytest
-from e2esupport import ROOT, Operator, db_env, missing, with_database
+from e2esupport import ROOT, Operator
 
 from ptah.kube.errors import ApiError
 from ptah.kube.kinds import MIGRATION, SCHEMA
 from ptah.kube.real import RealCluster
+from support.databases import database_url, fresh_database
 
 
 def _agent() -> bool:
@@ -106,17 +105,8 @@ def crds(cluster: Any) -> None:
     if cluster.state_dir in _CRDS_APPLIED:
         return
     cluster.kubectl("apply", "-f", str(ROOT / "deploy" / "crds"))
-    for crd in ("ptahschemas", "ptahmigrations", "ptahplans", "ptahapprovals", "ptahrollouts"):
-        # Right after the create, a CRD may have no status yet, and `kubectl wait` then
-        # fails at once ("accessor error: <nil>") instead of waiting: ask again.
-        deadline = time.monotonic() + 60
-        while True:
-            args = ("wait", "--for=condition=Established", f"crd/{crd}.ptah.io", "--timeout=60s")
-            if cluster.kubectl(*args, check=False).returncode == 0:
-                break
-            if time.monotonic() > deadline:
-                cluster.kubectl(*args)
-            time.sleep(0.5)
+    crds = ("ptahschemas", "ptahmigrations", "ptahplans", "ptahapprovals", "ptahrollouts")
+    cluster.wait_established(*(f"{crd}.ptah.io" for crd in crds))
     _CRDS_APPLIED.add(cluster.state_dir)
 
 
@@ -157,25 +147,11 @@ def _release_finalizers(cluster: Any, namespace: str) -> None:
 
 @pytest.fixture(scope="session")
 def pg_admin_url() -> str:
-    url = os.environ.get("PTAH_TEST_PG_URL") or db_env().get("PTAH_TEST_PG_URL")
-    if not url:
-        missing("PostgreSQL 15 is missing (PTAH_TEST_PG_URL unset); run `bash hack/databases.sh`")
-    assert url is not None
-    try:
-        psycopg.connect(url, connect_timeout=5).close()
-    except psycopg.Error as exc:
-        missing(f"PostgreSQL 15 unreachable ({type(exc).__name__}); run `bash hack/databases.sh`")
-    return url
+    return database_url("PTAH_TEST_PG_URL", "PostgreSQL 15")
 
 
 @pytest.fixture
 def pg_database(pg_admin_url: str) -> Iterator[str]:
     """A fresh database; yields its URL (same role, password and host)."""
-    name = f"ptah_e2e_{uuid.uuid4().hex[:10]}"
-    with psycopg.connect(pg_admin_url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield with_database(pg_admin_url, name)
-    finally:
-        with psycopg.connect(pg_admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_database(pg_admin_url, "ptah_e2e_") as url:
+        yield url

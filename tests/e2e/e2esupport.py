@@ -6,22 +6,27 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import psycopg
-import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from ptah.kube.kinds import APPROVAL, EVENT, JOB, SCHEMA, SECRET, Kind
 from ptah.kube.real import RealCluster
+from support.databases import db_env, in_ci, missing, with_database
+from support.wait import wait_for
+
+__all__ = ["db_env", "in_ci", "missing", "wait_for", "with_database"]
 
 ROOT = Path(__file__).resolve().parents[2]
 PTAH = Path(sys.executable).parent / "ptah"
@@ -38,30 +43,6 @@ pod_url: Callable[[str], str] = _same
 #: node, the test data root as a hostPath volume at the same path, so a SQLite path or
 #: a migrations directory means the same file on the host and in the runner container.
 runner_defaults: Path | None = None
-
-
-def wait_for(
-    what: str, probe: Callable[[], Any], timeout: float = 60.0, interval: float = 0.2
-) -> Any:
-    """Poll ``probe`` until it returns something truthy; fail naming ``what``."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
-
-
-def in_ci() -> bool:
-    return os.environ.get("CI", "").lower() not in ("", "0", "false")
-
-
-def missing(message: str) -> None:
-    if in_ci():
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message)
 
 
 def _free_port() -> int:
@@ -117,7 +98,7 @@ class Operator:
             log.write(f'{{"event": "e2e_start", "run": {self.runs}}}\n'.encode())
             log.flush()
             self.proc = subprocess.Popen(argv, stdout=log, stderr=log, env=child_env)
-        wait_for(f"operator ready ({self.log_path})", self.ready, timeout=30)
+        wait_for(f"operator ready ({self.log_path})", self.ready, timeout=120)
         return self
 
     def ready(self) -> bool:
@@ -217,6 +198,12 @@ def wait_status(
     return holder["s"]
 
 
+def uid_of(kube: RealCluster, ns: str, name: str, kind: Kind = SCHEMA) -> str:
+    obj = kube.get(kind, ns, name)
+    assert obj is not None, f"{kind.kind} {ns}/{name} is gone"
+    return str(obj["metadata"]["uid"])
+
+
 def ready(s: dict[str, Any]) -> bool:
     return s.get("phase") == "Ready" and not s.get("activeOperation")
 
@@ -226,17 +213,41 @@ def events(kube: RealCluster, ns: str, name: str) -> list[dict[str, Any]]:
     return sorted(evs, key=lambda e: (e.get("firstTimestamp") or "", e["metadata"]["name"]))
 
 
+def wait_event(
+    kube: RealCluster, ns: str, name: str, reason: str, text: str = "", timeout: float = 60
+) -> dict[str, Any]:
+    """The first Event about ``name`` with ``reason`` (and ``text`` in its message). A
+    phase change's Event is recorded after the pass that wrote the phase, so a test that
+    saw the status wait for its Event rather than list the Events at once."""
+
+    def found() -> dict[str, Any] | None:
+        return next(
+            (
+                e
+                for e in events(kube, ns, name)
+                if e["reason"] == reason and text in (e.get("message") or "")
+            ),
+            None,
+        )
+
+    event: dict[str, Any] = wait_for(f"a {reason} Event about {name}", found, timeout)
+    return event
+
+
 def jobs_of(kube: RealCluster, ns: str, owner_uid: str, op_type: str) -> list[dict[str, Any]]:
     return kube.list(JOB, ns, {"ptah.io/owner-uid": owner_uid, "ptah.io/operation-type": op_type})
 
 
-def approve(kube: RealCluster, ns: str, name: str, resource: str, digest: str) -> None:
+def approve(
+    kube: RealCluster, ns: str, name: str, resource: str, digest: str, kind: Kind = SCHEMA
+) -> None:
+    """A PtahApproval ``name`` of ``digest`` for the ``kind`` named ``resource``."""
     kube.create(
         APPROVAL,
         {
             "metadata": {"name": name, "namespace": ns},
             "spec": {
-                "resourceRef": {"kind": "PtahSchema", "name": resource},
+                "resourceRef": {"kind": kind.kind, "name": resource},
                 "planDigest": digest,
                 "approvedBy": "e2e",
             },
@@ -247,21 +258,18 @@ def approve(kube: RealCluster, ns: str, name: str, resource: str, digest: str) -
 # ------------------------------------------------------------------ databases
 
 
-def db_env() -> dict[str, str]:
-    cache = Path(os.environ.get("PTAH_CACHE", Path.home() / ".cache" / "ptah"))
-    out: dict[str, str] = {}
-    path = cache / "db" / "env"
-    if path.exists():
-        for line in path.read_text().splitlines():
-            key, sep, value = line.partition("=")
-            if sep:
-                out[key.strip()] = value.strip()
-    return out
+def sqlite_tables(path: Path) -> list[str]:
+    """The tables of the SQLite database at ``path``, sorted ([] before it exists)."""
+    if not path.exists():
+        return []
+    with sqlite3.connect(path) as conn:
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type='table'").fetchall()
+    return sorted(r[0] for r in rows)
 
 
-def with_database(url: str, database: str) -> str:
-    base, _, _ = url.rpartition("/")
-    return f"{base}/{database}"
+def sqlite_columns(path: Path, table: str) -> list[str]:
+    with sqlite3.connect(path) as conn:
+        return [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
 
 
 def pg_columns(url: str, table: str) -> list[str]:
@@ -278,18 +286,55 @@ def now() -> float:
     return time.monotonic()
 
 
+def metric(operator: Operator, name: str, /, **labels: str) -> float:
+    """The sum of the operator's samples of ``name`` carrying ``labels`` (0 when none)."""
+    total = 0.0
+    for family in text_string_to_metric_families(operator.metrics()):
+        for sample in family.samples:
+            if sample.name == name and labels.items() <= sample.labels.items():
+                total += float(sample.value)
+    return total
+
+
 def resource_passes(operator: Operator, kind: str, namespace: str, name: str) -> float:
     """The operator's pass count over one resource (``ptah_resource_passes_total``): the
     evidence that it looked, for a test that asserts something did not happen."""
-    pattern = re.compile(
-        r'^ptah_resource_passes_total\{(?=[^}]*kind="'
-        + re.escape(kind)
-        + r'")(?=[^}]*name="'
-        + re.escape(name)
-        + r'")(?=[^}]*namespace="'
-        + re.escape(namespace)
-        + r'")[^}]*\} (\S+)$',
-        re.MULTILINE,
-    )
-    found = pattern.search(operator.metrics())
-    return float(found.group(1)) if found else 0.0
+    labels = {"kind": kind, "namespace": namespace, "name": name}
+    return metric(operator, "ptah_resource_passes_total", **labels)
+
+
+POKE_ANNOTATION = "e2e.ptah.io/poke"
+
+
+def wait_passes(
+    kube: RealCluster,
+    operator: Operator,
+    kind: Kind,
+    namespace: str,
+    name: str,
+    passes: int = 2,
+    timeout: float = 120.0,
+) -> str:
+    """The barrier before asserting that something did NOT happen: ``passes`` times,
+    poke the resource (an annotation: metadata only, its inputs unchanged) and wait
+    until the operator has finished one more pass over it. Passes over one resource
+    never overlap and are counted when they end, so with two rounds the last counted
+    pass began after this call: the operator looked at the state the test set up.
+    Returns the resourceVersion the last poke wrote (what an idle pass leaves)."""
+    assert passes >= 1
+    version = ""
+    for round_ in range(passes):
+        seen = resource_passes(operator, kind.kind, namespace, name)
+        poke = {"metadata": {"annotations": {POKE_ANNOTATION: uuid.uuid4().hex[:8]}}}
+        version = str(kube.patch(kind, namespace, name, poke)["metadata"]["resourceVersion"])
+
+        def looked(seen: float = seen) -> bool:
+            return resource_passes(operator, kind.kind, namespace, name) > seen
+
+        wait_for(
+            f"pass {round_ + 1} of {passes} over {kind.kind} {namespace}/{name}"
+            f" (log: {operator.log_path})",
+            looked,
+            timeout=timeout,
+        )
+    return version

@@ -16,20 +16,21 @@ from __future__ import annotations
 import contextlib
 import tempfile
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
+import e2esupport
 import pytest
-from e2esupport import db_env, missing, status, wait_for, wait_status
+from e2esupport import secret, status, wait_status
 
 from ptah.engines.connect import open_target
 from ptah.engines.versioned import sumfile
 from ptah.engines.versioned.directory import SUM_FILE, read_directory
-from ptah.kube.kinds import CONFIGMAP, JOB, LEASE, MIGRATION
+from ptah.kube.kinds import CONFIGMAP, JOB, LEASE, MIGRATION, POD
 from ptah.kube.real import RealCluster
+from support.databases import database_url, fresh_database
+from support.wait import wait_for
 
 # ------------------------------------------------------------------ directories
 
@@ -109,9 +110,7 @@ def mstatus(kube: RealCluster, ns: str, name: str) -> dict[str, Any]:
 
 
 def uid_of(kube: RealCluster, ns: str, name: str) -> str:
-    obj = kube.get(MIGRATION, ns, name)
-    assert obj is not None
-    return str(obj["metadata"]["uid"])
+    return e2esupport.uid_of(kube, ns, name, MIGRATION)
 
 
 def wait_mstatus(
@@ -192,11 +191,6 @@ class LeaseWatch:
 # ------------------------------------------------------------------ databases
 
 
-def _with_db(url: str, name: str) -> str:
-    p = urlsplit(url)
-    return urlunsplit((p.scheme, p.netloc, "/" + name, p.query, p.fragment))
-
-
 def _exec(url: str, sql: str) -> None:
     with open_target(url) as target, contextlib.closing(target.connection.cursor()) as cur:
         cur.execute(sql)
@@ -228,29 +222,14 @@ def history(url: str) -> dict[str, dict[str, Any]]:
 
 
 def mysql_admin_url() -> str:
-    import os
-
-    url = os.environ.get("PTAH_TEST_MYSQL_URL") or db_env().get("PTAH_TEST_MYSQL_URL")
-    if not url:
-        missing("MariaDB is missing (PTAH_TEST_MYSQL_URL unset); run `bash hack/databases.sh`")
-    assert url is not None
-    try:
-        query(url, "SELECT 1")
-    except Exception as exc:
-        missing(f"MariaDB unreachable ({type(exc).__name__}); run `bash hack/databases.sh`")
-    return url
+    return database_url("PTAH_TEST_MYSQL_URL", "MariaDB 10.11")
 
 
 @pytest.fixture
 def mysql_database() -> Iterator[str]:
     """A fresh MariaDB database per test; yields its URL."""
-    admin = mysql_admin_url()
-    name = f"ptah_e2e_{uuid.uuid4().hex[:10]}"
-    _exec(admin, f"CREATE DATABASE {name}")
-    try:
-        yield _with_db(admin, name)
-    finally:
-        _exec(admin, f"DROP DATABASE IF EXISTS {name}")
+    with fresh_database(mysql_admin_url(), "ptah_e2e_") as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgres", "mysql"])
@@ -283,3 +262,47 @@ def wait_history(
 
 def monotonic() -> float:
     return time.monotonic()
+
+
+def slow_second_file(users: str, seconds: int) -> dict[str, str]:
+    """Two MariaDB migrations whose second file is three statements, the middle one a
+    sleep of ``seconds``: a window to stop the runner in the middle of a file (MariaDB
+    commits each DDL statement, so the file is then partial)."""
+    return {
+        "0001_users.sql": f"CREATE TABLE users ({users});\n",
+        "0002_slow.sql": (
+            "CREATE TABLE a (id INT PRIMARY KEY);\n"
+            f"DO SLEEP({seconds});\n"
+            "CREATE TABLE b (id INT PRIMARY KEY);\n"
+        ),
+    }
+
+
+def runner_in_second_statement(
+    kube: RealCluster,
+    namespace: str,
+    operator: Any,
+    url: str,
+    files: dict[str, str],
+    timeout: float = 120,
+    runner: dict[str, Any] | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """Start the operator on a PtahMigration ``app`` of ``files`` (ConfigMap ``mig``,
+    Secret ``db`` with ``url``, ``runner`` settings) and wait until its runner is in
+    statement 2 of 0002. Returns the resource's uid and its one runner Pod."""
+    secret(kube, namespace, "db", url)
+    configmap(kube, namespace, "mig", with_sum(files))
+    operator.start()
+    spec = {} if runner is None else {"runner": runner}
+    migration(kube, namespace, "app", "db", "mysql", configmaps=["mig"], **spec)
+    wait_history(
+        url,
+        "statement 2 of 0002 running",
+        lambda h: (h.get("2") or {}).get("statement_running") == 2,
+        timeout=timeout,
+    )
+    uid = uid_of(kube, namespace, "app")
+    (job,) = migrate_jobs(kube, namespace, uid)
+    pods = kube.list(POD, namespace, {"job-name": job["metadata"]["name"]})
+    assert len(pods) == 1, [p["metadata"]["name"] for p in pods]
+    return uid, pods[0]

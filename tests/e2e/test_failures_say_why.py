@@ -19,11 +19,12 @@ from e2esupport import (
     events,
     jobs_of,
     ready,
-    resource_passes,
     schema,
     secret,
     set_sql,
+    uid_of,
     wait_for,
+    wait_passes,
     wait_status,
 )
 
@@ -49,10 +50,6 @@ def _stalled(s: dict[str, Any]) -> dict[str, Any] | None:
     )
 
 
-def _passes(operator: Operator, namespace: str, name: str) -> float:
-    return resource_passes(operator, "PtahSchema", namespace, name)
-
-
 def test_a_source_that_does_not_load_stalls_with_its_line_then_fixed_is_ready(
     kube: RealCluster, namespace: str, operator: Operator, tmp_path: Any
 ) -> None:
@@ -73,20 +70,12 @@ def test_a_source_that_does_not_load_stalls_with_its_line_then_fixed_is_ready(
     assert "line 4:" in cond["message"] and "syntax error" in cond["message"], cond
     assert "\n" not in cond["message"]
     assert s["phase"] == "Blocked" and s["readingFailure"]["retry"] is False
-    uid = kube.get(SCHEMA, namespace, "broken")["metadata"]["uid"]  # type: ignore[index]
+    uid = uid_of(kube, namespace, "broken")
     plans_before = len(jobs_of(kube, namespace, uid, "Plan"))
     assert plans_before == 1
 
-    # Barrier: poke the resource twice (metadata only, inputs unchanged) and wait until
-    # the operator's pass count for it shows it looked after each poke.
-    for poke in ("1", "2"):
-        seen = _passes(operator, namespace, "broken")
-        kube.patch(SCHEMA, namespace, "broken", {"metadata": {"annotations": {"e2e/poke": poke}}})
-        wait_for(
-            "a pass after the poke",
-            lambda seen=seen: _passes(operator, namespace, "broken") > seen,  # type: ignore[misc]
-            timeout=30,
-        )
+    # Barrier: the operator looked again (twice), inputs unchanged; then nothing re-ran.
+    wait_passes(kube, operator, SCHEMA, namespace, "broken", timeout=30)
     assert len(jobs_of(kube, namespace, uid, "Plan")) == plans_before
     failed = [e for e in events(kube, namespace, "broken") if e["reason"] == "ReadingFailed"]
     assert len(failed) == 1 and "line 4:" in failed[0]["message"], failed
@@ -132,7 +121,7 @@ def test_an_unreachable_database_backs_off_to_the_ceiling(
     for n, pause in pauses.items():
         assert abs(pause - min(4.0, 2.0**n)) <= 1.5, pauses
     # Bounded dispatch: one Plan Job per failed reading, no more.
-    uid = kube.get(SCHEMA, namespace, "gone")["metadata"]["uid"]  # type: ignore[index]
+    uid = uid_of(kube, namespace, "gone")
     s_now = kube.get(SCHEMA, namespace, "gone")["status"]  # type: ignore[index]
     assert len(jobs_of(kube, namespace, uid, "Plan")) <= int(s_now["readingFailures"]) + 1
     blob = repr(kube.get(SCHEMA, namespace, "gone")) + repr(events(kube, namespace, "gone"))

@@ -3,11 +3,19 @@ reconciles only the PtahSchemas carrying those labels."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
-from e2esupport import Operator, ready, schema, secret, status, wait_status
+from e2esupport import (
+    Operator,
+    ready,
+    resource_passes,
+    schema,
+    secret,
+    status,
+    wait_passes,
+    wait_status,
+)
 
 from ptah.kube.kinds import SCHEMA
 from ptah.kube.real import RealCluster
@@ -27,7 +35,10 @@ def test_only_labelled_schemas_are_reconciled(
     kube.patch(SCHEMA, namespace, "ours", {"metadata": {"labels": {"team": "a"}}})
     schema(kube, namespace, "theirs", SQL, "db-b", "sqlite")
     wait_status(kube, namespace, "ours", "Ready", ready, log=operator.log_path)
-    time.sleep(3)  # several poll intervals: the other one is never touched
+    # The other one is never touched: the operator went on passing over the labelled
+    # one (each pass after the other was created) and never made one over it.
+    wait_passes(kube, operator, SCHEMA, namespace, "ours")
+    assert resource_passes(operator, SCHEMA.kind, namespace, "theirs") == 0
     assert status(kube, namespace, "theirs") == {}
     assert not (tmp_path / "b.db").exists()
     # Labelled later, it is picked up.

@@ -10,13 +10,17 @@ several ConfigMaps merged (together larger than the 1 MiB object limit), and a v
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import migflow
 import pytest
-from e2esupport import Operator, events, secret
+from e2esupport import (
+    Operator,
+    events,
+    secret,
+    wait_passes,
+)
 from migflow import (
     condition,
     configmap,
@@ -102,7 +106,7 @@ def test_directory_applied_extended_and_an_edit_refused(
     assert "nothing was run" in stalled["message"]
     assert [m["version"] for m in s["history"]["mismatched"]] == ["1"]
     assert condition(s, "Ready")["status"] == "False"
-    time.sleep(3)
+    wait_passes(kube, operator, MIGRATION, namespace, "app")
     assert len(migrate_jobs(kube, namespace, uid)) == 2
     assert history(url) == before
     reasons = [e["reason"] for e in events(kube, namespace, "app")]

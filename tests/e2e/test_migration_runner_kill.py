@@ -22,43 +22,32 @@ nothing may run that file again by itself.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 from urllib.parse import urlsplit
 
 import migflow
 import pytest
-from e2esupport import Operator, events, missing, resource_passes, secret, wait_for
+from e2esupport import Operator, events, missing, wait_for, wait_passes
 from migflow import (
     condition,
-    configmap,
     history,
     job_finished,
     migrate_jobs,
-    migration,
     query,
     realm_leases,
-    uid_of,
-    wait_history,
+    runner_in_second_statement,
+    slow_second_file,
     wait_mstatus,
-    with_sum,
 )
 
-from ptah.kube.kinds import JOB, POD
+from ptah.kube.kinds import JOB, MIGRATION, POD
 from ptah.kube.real import RealCluster
 
 pytestmark = pytest.mark.integration
 
 mysql_database = migflow.mysql_database
 
-FILES = {
-    "0001_users.sql": "CREATE TABLE users (id INT PRIMARY KEY, name VARCHAR(100) NOT NULL);\n",
-    "0002_slow.sql": (
-        "CREATE TABLE a (id INT PRIMARY KEY);\n"
-        "DO SLEEP(10);\n"
-        "CREATE TABLE b (id INT PRIMARY KEY);\n"
-    ),
-}
+FILES = slow_second_file("id INT PRIMARY KEY, name VARCHAR(100) NOT NULL", 10)
 
 
 WAYS = ["pod-deleted", "container-killed", "network-cut"]
@@ -77,25 +66,13 @@ def test_runner_stopped_mid_file_is_uncertain_then_partial_and_never_rerun(
     if way != "pod-deleted" and not real:
         missing(f"{way} needs the real node (PTAH_E2E_NODE=agent runs the process agent)")
     url = mysql_database
-    secret(kube, namespace, "db", url)
-    configmap(kube, namespace, "mig", with_sum(FILES))
-    operator.start()
     # The network cut ends only through the Job's deadline (the runner sets no socket
     # timeout); long enough to reach the second statement on a loaded machine.
     runner = {"activeDeadlineSeconds": 40} if way == "network-cut" else {}
-    migration(kube, namespace, "app", "db", "mysql", configmaps=["mig"], runner=runner)
-
-    wait_history(
-        url,
-        "statement 2 of 0002 running",
-        lambda h: (h.get("2") or {}).get("statement_running") == 2,
-        timeout=90,
+    uid, pod = runner_in_second_statement(
+        kube, namespace, operator, url, FILES, timeout=90, runner=runner
     )
-    uid = uid_of(kube, namespace, "app")
     (job,) = migrate_jobs(kube, namespace, uid)
-    pods = kube.list(POD, namespace, {"job-name": job["metadata"]["name"]})
-    assert len(pods) == 1, [p["metadata"]["name"] for p in pods]
-    pod = pods[0]
     (lease,) = realm_leases(kube, namespace)
     holder = lease["spec"]["holderIdentity"]
     assert holder, lease
@@ -160,15 +137,7 @@ def test_runner_stopped_mid_file_is_uncertain_then_partial_and_never_rerun(
 
     # Nothing re-runs the file by itself: no second Migrate Job, the row unchanged,
     # and the third statement never ran.
-    # Barrier: one more pass over the resource (poked by an annotation), then assert.
-    seen = resource_passes(operator, "PtahMigration", namespace, "app")
-    cluster.kubectl(
-        "annotate", "--overwrite", "ptahmigration/app", "ptah.test/poke=1", namespace=namespace
-    )
-    deadline = time.monotonic() + 120
-    while resource_passes(operator, "PtahMigration", namespace, "app") < seen + 1:
-        assert time.monotonic() < deadline, "the operator made no pass over the resource"
-        time.sleep(0.2)
+    wait_passes(kube, operator, MIGRATION, namespace, "app")
     assert len(migrate_jobs(kube, namespace, uid)) == 1
     row = history(url)["2"]
     assert (row["statements_applied"], row["finished_at"]) == (1, None)

@@ -11,8 +11,6 @@ refused by a fresh reading.
 from __future__ import annotations
 
 import signal
-import sqlite3
-import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,10 @@ from e2esupport import (
     schema,
     secret,
     set_sql,
+    sqlite_tables,
+    status,
+    uid_of,
+    wait_passes,
     wait_status,
 )
 
@@ -35,13 +37,6 @@ pytestmark = pytest.mark.integration
 
 SQL = "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL);"
 SQL_AGAIN = "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL); -- again"
-
-
-def tables(db: Path) -> list[str]:
-    if not db.exists():
-        return []
-    with sqlite3.connect(db) as conn:
-        return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
 
 
 def kill_and_restart(op: Operator, point: str) -> None:
@@ -91,8 +86,8 @@ def test_killed_at_a_durable_write_then_accounted(
     kill_and_restart(operator, point)
 
     s = wait_status(kube, namespace, "app", "Ready", ready, log=operator.log_path)
-    assert tables(db) == ["users"]
-    uid = kube.get(SCHEMA, namespace, "app")["metadata"]["uid"]  # type: ignore[index]
+    assert sqlite_tables(db) == ["users"]
+    uid = uid_of(kube, namespace, "app")
     one_apply_job(kube, namespace, uid, operator)
     assert s["lastMutation"]["outcome"] == "Succeeded"
     assert not s.get("pendingObservation") and not s.get("pendingLockRelease")
@@ -139,8 +134,8 @@ def test_killed_after_dispatch_started_is_uncertain_and_never_recreated(
     record = s["pendingObservation"]
     assert record["reason"] == "JobMissing"
     assert s["lastMutation"]["outcome"] == "Uncertain"
-    assert tables(db) == []
-    uid = kube.get(SCHEMA, namespace, "app")["metadata"]["uid"]  # type: ignore[index]
+    assert sqlite_tables(db) == []
+    uid = uid_of(kube, namespace, "app")
     assert jobs_of(kube, namespace, uid, "Apply") == []
     assert apply_creates(operator) == []
     stalled = next(c for c in s["conditions"] if c["type"] == "Stalled")
@@ -176,7 +171,7 @@ def test_killed_after_dispatch_started_is_uncertain_and_never_recreated(
             timeout=120,
             log=operator.log_path,
         )
-    assert tables(db) == ["users"]
+    assert sqlite_tables(db) == ["users"]
     job = one_apply_job(kube, namespace, uid, operator)
     assert job["metadata"]["name"] != record["jobName"]
 
@@ -211,9 +206,12 @@ def test_killed_after_the_approval_was_consumed_needs_a_new_approval(
         lambda s: s.get("phase") == "WaitingForApproval" and not s.get("activeOperation"),
         log=operator.log_path,
     )
-    assert tables(db) == []
+    # The restarted operator looked again (twice) with the spent approval in place, and
+    # it authorized nothing.
+    wait_passes(kube, operator, SCHEMA, namespace, "app")
+    assert status(kube, namespace, "app")["phase"] == "WaitingForApproval"
+    assert sqlite_tables(db) == []
     assert apply_creates(operator) == []
-    time.sleep(2)
     approve(kube, namespace, "second", "app", s["currentPlan"]["digest"])
     wait_status(kube, namespace, "app", "Ready", ready, log=operator.log_path)
-    assert tables(db) == ["users"]
+    assert sqlite_tables(db) == ["users"]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from e2esupport import Operator, ready, schema, secret, wait_for, wait_status
+from e2esupport import Operator, metric, ready, schema, secret, wait_for, wait_status
 
 from ptah.kube.kinds import LEASE
 from ptah.kube.real import RealCluster
@@ -23,6 +23,10 @@ SQL = "CREATE TABLE users (id INTEGER PRIMARY KEY);"
 def leader(kube: RealCluster, ns: str) -> str | None:
     lease = kube.get(LEASE, ns, "ptah-operator-leader")
     return None if lease is None else (lease.get("spec") or {}).get("holderIdentity")
+
+
+def lease_reads(op: Operator) -> float:
+    return metric(op, "ptah_kube_requests_total", verb="get", resource="leases")
 
 
 def events(op: Operator, name: str) -> list[dict[str, Any]]:
@@ -39,8 +43,11 @@ def test_standby_takes_over_on_sigterm_and_a_woken_leader_stops_at_once(
         a.start()
         wait_for("a leads", lambda: leader(kube, namespace) == "replica-a", 30)
         b.start()
-        time.sleep(2)
+        # b campaigns (a Lease read each retry period) and is refused while a renews:
+        # after three of its attempts a still leads and b was never elected.
+        wait_for("b asked for the Lease three times", lambda: lease_reads(b) >= 3, 30)
         assert leader(kube, namespace) == "replica-a" and not events(b, "elected")
+        assert metric(b, "ptah_leader") == 0
 
         # Graceful: a hands the Lease over on SIGTERM, so b leads well before expiry.
         stopped = time.monotonic()

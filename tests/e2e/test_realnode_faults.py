@@ -15,37 +15,27 @@ from typing import Any
 
 import migflow
 import pytest
-from e2esupport import Operator, missing, secret
+from e2esupport import Operator, missing
 from migflow import (
     condition,
-    configmap,
     history,
     migrate_jobs,
-    migration,
     query,
     ready_at,
-    uid_of,
+    runner_in_second_statement,
+    slow_second_file,
     wait_history,
     wait_mstatus,
-    with_sum,
 )
 
 from ptah.devcluster import cluster as devcluster
-from ptah.kube.kinds import POD
 from ptah.kube.real import RealCluster
 
 pytestmark = pytest.mark.integration
 
 mysql_database = migflow.mysql_database
 
-FILES = {
-    "0001_users.sql": "CREATE TABLE users (id INT PRIMARY KEY);\n",
-    "0002_slow.sql": (
-        "CREATE TABLE a (id INT PRIMARY KEY);\n"
-        "DO SLEEP(12);\n"
-        "CREATE TABLE b (id INT PRIMARY KEY);\n"
-    ),
-}
+FILES = slow_second_file("id INT PRIMARY KEY", 12)
 
 
 def test_kubelet_killed_and_restarted_while_a_runner_job_runs(
@@ -54,16 +44,7 @@ def test_kubelet_killed_and_restarted_while_a_runner_job_runs(
     if not cluster.info.config.real:
         missing("needs the real node (PTAH_E2E_NODE=agent runs the process agent)")
     url = mysql_database
-    secret(kube, namespace, "db", url)
-    configmap(kube, namespace, "mig", with_sum(FILES))
-    operator.start()
-    migration(kube, namespace, "app", "db", "mysql", configmaps=["mig"])
-    wait_history(
-        url,
-        "statement 2 of 0002 running",
-        lambda h: (h.get("2") or {}).get("statement_running") == 2,
-        timeout=120,
-    )
+    uid, _ = runner_in_second_statement(kube, namespace, operator, url, FILES)
     kubelet = cluster.node_pid()
     os.kill(kubelet, signal.SIGKILL)
     # With the kubelet gone the statement still runs to its end in the container.
@@ -86,7 +67,6 @@ def test_kubelet_killed_and_restarted_while_a_runner_job_runs(
         log=operator.log_path,
     )
     assert s["lastMutation"]["outcome"] == "Succeeded", s["lastMutation"]
-    uid = uid_of(kube, namespace, "app")
     assert len(migrate_jobs(kube, namespace, uid)) == 1
     assert sorted(history(url)) == ["1", "2"]
 
@@ -99,21 +79,8 @@ def test_runner_pod_evicted_mid_statement_is_accounted_and_never_rerun(
     if not cluster.info.config.real:
         missing("needs the real node (PTAH_E2E_NODE=agent runs the process agent)")
     url = mysql_database
-    secret(kube, namespace, "db", url)
-    configmap(kube, namespace, "mig", with_sum(FILES))
-    operator.start()
-    migration(kube, namespace, "app", "db", "mysql", configmaps=["mig"])
-    wait_history(
-        url,
-        "statement 2 of 0002 running",
-        lambda h: (h.get("2") or {}).get("statement_running") == 2,
-        timeout=120,
-    )
-    uid = uid_of(kube, namespace, "app")
-    (job,) = migrate_jobs(kube, namespace, uid)
-    pods = kube.list(POD, namespace, {"job-name": job["metadata"]["name"]})
-    assert len(pods) == 1
-    name = pods[0]["metadata"]["name"]
+    uid, pod = runner_in_second_statement(kube, namespace, operator, url, FILES)
+    name = pod["metadata"]["name"]
     cluster.api().post(
         f"/api/v1/namespaces/{namespace}/pods/{name}/eviction",
         {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}},
@@ -127,10 +94,12 @@ def test_runner_pod_evicted_mid_statement_is_accounted_and_never_rerun(
         namespace,
         "app",
         "accounted after the eviction",
-        lambda s: ready_at(["1", "2"])(s)
-        or (
-            condition(s, "Stalled").get("status") == "True"
-            and bool((s.get("history") or {}).get("dirty"))
+        lambda s: (
+            ready_at(["1", "2"])(s)
+            or (
+                condition(s, "Stalled").get("status") == "True"
+                and bool((s.get("history") or {}).get("dirty"))
+            )
         ),
         timeout=180,
         log=operator.log_path,

@@ -20,7 +20,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from e2esupport import PTAH, Operator, events, wait_for, with_database
+from e2esupport import PTAH, Operator, approve, events, sqlite_columns, wait_for, with_database
 from migflow import with_sum, write_tree
 
 from ptah.engines.versioned import sumfile
@@ -113,22 +113,7 @@ def waves(kids: dict[str, dict[str, Any]]) -> dict[int, list[str]]:
 
 
 def approve_rollout(kube: RealCluster, ns: str, name: str, statements: str, tag: str) -> None:
-    kube.create(
-        APPROVAL,
-        {
-            "metadata": {"name": f"{name}-{tag}", "namespace": ns},
-            "spec": {
-                "resourceRef": {"kind": "PtahRollout", "name": name},
-                "planDigest": statements,
-                "approvedBy": "e2e",
-            },
-        },
-    )
-
-
-def sqlite_columns(path: Path, table: str) -> list[str]:
-    with sqlite3.connect(path) as conn:
-        return [r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')]
+    approve(kube, ns, f"{name}-{tag}", name, statements, kind=ROLLOUT)
 
 
 def directory_hash(files: dict[str, str], where: Path) -> str:

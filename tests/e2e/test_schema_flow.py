@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,12 @@ from e2esupport import (
     schema,
     secret,
     set_sql,
+    sqlite_columns,
+    sqlite_tables,
     status,
+    uid_of,
+    wait_event,
+    wait_passes,
     wait_status,
 )
 
@@ -40,10 +44,8 @@ PG_V3 = "CREATE TABLE users (id bigint PRIMARY KEY, name text NOT NULL);"  # dro
 PG_V4 = "CREATE TABLE users (id bigint PRIMARY KEY);"  # drops name too
 
 
-def sqlite_tables(path: Path) -> dict[str, list[str]]:
-    with sqlite3.connect(path) as conn:
-        names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        return {n: [r[1] for r in conn.execute(f'PRAGMA table_info("{n}")')] for n in names}
+def sqlite_schema(path: Path) -> dict[str, list[str]]:
+    return {t: sqlite_columns(path, t) for t in sqlite_tables(path)}
 
 
 def test_sqlite_create_ready_then_spec_change(
@@ -55,7 +57,7 @@ def test_sqlite_create_ready_then_spec_change(
     schema(kube, namespace, "app", V1, "db", "sqlite")
 
     s = wait_status(kube, namespace, "app", "Ready", ready, log=operator.log_path)
-    assert sqlite_tables(db) == {"users": ["id", "name"]}
+    assert sqlite_schema(db) == {"users": ["id", "name"]}
     assert s["lastMutation"]["outcome"] == "Succeeded"
     assert s["observedGeneration"] == 1
     conds = {c["type"]: c["status"] for c in s["conditions"]}
@@ -85,23 +87,22 @@ def test_sqlite_create_ready_then_spec_change(
         ),
         log=operator.log_path,
     )
-    assert sqlite_tables(db) == {"users": ["id", "name", "email"], "teams": ["id", "title"]}
+    assert sqlite_schema(db) == {"users": ["id", "name", "email"], "teams": ["id", "title"]}
 
     # Every transition has an Event; the plans are immutable objects named by digest.
+    wait_event(kube, namespace, "app", "Ready")
     reasons = [e["reason"] for e in events(kube, namespace, "app")]
     for expected in ("Reading", "Applying", "ApplySucceeded", "Verifying", "Ready"):
         assert expected in reasons, reasons
     plans = kube.list(PLAN, namespace)
     assert all(p["metadata"]["name"].startswith("app-") for p in plans)
     assert any(p["spec"]["changes"] for p in plans)
-    uid = kube.get(SCHEMA, namespace, "app")["metadata"]["uid"]  # type: ignore[index]
+    uid = uid_of(kube, namespace, "app")
     assert len(jobs_of(kube, namespace, uid, "Apply")) == 2
 
-    # An idle resource is left alone: a pass that changes nothing writes nothing.
-    rv = kube.get(SCHEMA, namespace, "app")["metadata"]["resourceVersion"]  # type: ignore[index]
-    import time
-
-    time.sleep(4)
+    # An idle resource is left alone: a pass that changes nothing writes nothing (after
+    # the operator's passes over the last poke, the resourceVersion is still the poke's).
+    rv = wait_passes(kube, operator, SCHEMA, namespace, "app")
     assert kube.get(SCHEMA, namespace, "app")["metadata"]["resourceVersion"] == rv  # type: ignore[index]
 
 
@@ -154,10 +155,7 @@ def test_postgres_destructive_change_waits_for_approval(
     stale = s["currentPlan"]
     assert stale["destructive"] is True
     assert "approval of plan" in s["waitingFor"]
-    assert any(
-        e["reason"] == "WaitingForApproval" and "ptah approve" in e["message"]
-        for e in events(kube, namespace, "pg")
-    )
+    wait_event(kube, namespace, "pg", "WaitingForApproval", "ptah approve")
 
     # The spec moves on before anyone approves: a new plan, and the old one is stale.
     set_sql(kube, namespace, "pg", PG_V4)
@@ -179,9 +177,7 @@ def test_postgres_destructive_change_waits_for_approval(
     # digest for another resource.
     approve(kube, namespace, "stale", "pg", stale["digest"])
     approve(kube, namespace, "other-resource", "not-pg", current["digest"])
-    import time
-
-    time.sleep(5)
+    wait_passes(kube, operator, SCHEMA, namespace, "pg")
     s = status(kube, namespace, "pg")
     assert s["phase"] == "WaitingForApproval", s["phase"]
     assert pg_columns(pg_database, "users") == ["id", "name", "email"]

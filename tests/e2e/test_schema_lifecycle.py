@@ -4,8 +4,6 @@ mid-apply, and two resources addressing one database through different spellings
 
 from __future__ import annotations
 
-import sqlite3
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -23,12 +21,17 @@ from e2esupport import (
     schema,
     secret,
     set_sql,
+    sqlite_tables,
+    status,
+    uid_of,
     wait_for,
+    wait_passes,
     wait_status,
 )
 
 from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, LEASE, PLAN, POD, SCHEMA, SECRET
 from ptah.kube.real import RealCluster
+from support.databases import database_of
 
 pytestmark = pytest.mark.integration
 
@@ -37,19 +40,6 @@ SQL2 = "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TE
 PG_V1 = "CREATE TABLE users (id bigint PRIMARY KEY, name text NOT NULL);"
 PG_V2 = "CREATE TABLE users (id bigint PRIMARY KEY, name text NOT NULL, email text);"
 PG_V3 = "CREATE TABLE users (id bigint PRIMARY KEY, name text NOT NULL, email text, age int);"
-
-
-def tables(db: Path) -> list[str]:
-    if not db.exists():
-        return []
-    with sqlite3.connect(db) as conn:
-        return [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-
-
-def uid_of(kube: RealCluster, ns: str, name: str) -> str:
-    obj = kube.get(SCHEMA, ns, name)
-    assert obj is not None
-    return str(obj["metadata"]["uid"])
 
 
 def test_suspend_then_resume(
@@ -67,11 +57,11 @@ def test_suspend_then_resume(
         lambda s: s.get("phase") == "Suspended",
         log=operator.log_path,
     )
-    time.sleep(2)
-    assert kube.list(JOB, namespace) == [] and tables(db) == []
+    wait_passes(kube, operator, SCHEMA, namespace, "app")
+    assert kube.list(JOB, namespace) == [] and sqlite_tables(db) == []
     kube.patch(SCHEMA, namespace, "app", {"spec": {"suspend": False}})
     wait_status(kube, namespace, "app", "Ready", ready, log=operator.log_path)
-    assert tables(db) == ["users"]
+    assert sqlite_tables(db) == ["users"]
 
 
 def test_deletion_collects_jobs_plans_and_inputs(
@@ -97,7 +87,7 @@ def test_deletion_collects_jobs_plans_and_inputs(
         return not owned
 
     wait_for("Jobs, PtahPlans and input ConfigMaps collected", collected, timeout=60)
-    assert tables(db) == ["users"]  # deleting the resource never touches the database
+    assert sqlite_tables(db) == ["users"]  # deleting the resource never touches the database
 
 
 def test_rotated_secret_starts_a_new_binding_epoch(
@@ -157,12 +147,12 @@ def test_changed_verification_policy_discards_the_plan(
         ),
         log=operator.log_path,
     )
-    assert tables(db) == []
+    assert sqlite_tables(db) == []
     a = kube.get(APPROVAL, namespace, "first")
     assert a is not None and not (a.get("status") or {}).get("consumedByOperation")
     approve(kube, namespace, "second", "app", s["currentPlan"]["digest"])
     wait_status(kube, namespace, "app", "Ready", ready, log=operator.log_path)
-    assert tables(db) == ["users"]
+    assert sqlite_tables(db) == ["users"]
 
 
 # ------------------------------------------------------------ PostgreSQL, blocked applies
@@ -180,7 +170,7 @@ def _lock_waiter(admin: psycopg.Connection[Any], database: str, holder: int) -> 
 @contextmanager
 def table_locked(url: str, admin_url: str) -> Iterator[tuple[psycopg.Connection[Any], Any]]:
     """Hold ``users`` exclusively; yields (holder, a function returning the blocked pid)."""
-    database = url.rsplit("/", 1)[1]
+    database = database_of(url)
     with psycopg.connect(url) as holder, psycopg.connect(admin_url, autocommit=True) as admin:
         holder.execute("LOCK TABLE users IN ACCESS EXCLUSIVE MODE")
         pid = holder.info.backend_pid
@@ -198,15 +188,9 @@ def test_spec_change_mid_apply_lets_the_dispatched_apply_finish_then_replans(
         set_sql(kube, namespace, "pg", PG_V2)
         wait_for("the Apply blocked on the lock", waiter, timeout=60)
         set_sql(kube, namespace, "pg", PG_V3)  # generation 3 while generation 2 applies
-        time.sleep(2)
-        wait_status(
-            kube,
-            namespace,
-            "pg",
-            "still applying generation 2",
-            lambda s: (s.get("activeOperation") or {}).get("generation") == 2,
-            log=operator.log_path,
-        )
+        wait_passes(kube, operator, SCHEMA, namespace, "pg")
+        s = status(kube, namespace, "pg")
+        assert (s.get("activeOperation") or {}).get("generation") == 2, s.get("activeOperation")
         holder.rollback()
     wait_status(
         kube,

@@ -20,13 +20,16 @@ from e2esupport import (
     schema,
     secret,
     set_sql,
+    sqlite_tables,
     status,
+    uid_of,
     wait_for,
     wait_status,
 )
 
-from ptah.kube.kinds import PLAN, POD, SCHEMA
+from ptah.kube.kinds import PLAN, POD
 from ptah.kube.real import RealCluster
+from support.databases import database_of
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +49,7 @@ def _lock_waiter(admin: psycopg.Connection[Any], database: str, holder: int) -> 
 def test_apply_pod_killed_mid_run_is_uncertain_until_a_reading_proves_it(
     kube: RealCluster, namespace: str, operator: Operator, pg_database: str, pg_admin_url: str
 ) -> None:
-    database = pg_database.rsplit("/", 1)[1]
+    database = database_of(pg_database)
     secret(kube, namespace, "pg", pg_database)
     operator.start(proof_retry_seconds="5")
     schema(kube, namespace, "pg", PG_V1, "pg", "postgres", policy={"approval": "Always"})
@@ -86,7 +89,7 @@ def test_apply_pod_killed_mid_run_is_uncertain_until_a_reading_proves_it(
             lambda: _lock_waiter(admin, database, holder_pid),
             timeout=60,
         )
-        uid = kube.get(SCHEMA, namespace, "pg")["metadata"]["uid"]  # type: ignore[index]
+        uid = uid_of(kube, namespace, "pg")
         running = [
             j
             for j in jobs_of(kube, namespace, uid, "Apply")
@@ -149,13 +152,6 @@ def test_apply_pod_killed_mid_run_is_uncertain_until_a_reading_proves_it(
     assert s.get("appliedPlanDigest") != record["planDigest"]
     assert any(e["reason"] == "ProofSettled" for e in events(kube, namespace, "pg"))
     assert len(jobs_of(kube, namespace, uid, "Apply")) == 2
-
-
-def sqlite_tables(path: Path) -> list[str]:
-    with sqlite3.connect(path) as conn:
-        return sorted(
-            r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
-        )
 
 
 def test_drift_by_hand_is_detected_at_the_next_interval_and_replanned(

@@ -7,17 +7,16 @@ the dump's objects compared as a multiset (order is pg_dump's own business).
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import subprocess
-import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from ptah.engines import planner
 from ptah.engines.connect import open_target
 from ptah.engines.model import Plan
+from support.databases import fresh_database
 
 PG_BIN = Path(os.environ.get("PTAH_PG_BIN", "/usr/lib/postgresql/15/bin"))
 
@@ -63,16 +62,8 @@ def ensure_roles(admin_url: str) -> None:
             )
 
 
-@contextmanager
-def database(admin_url: str) -> Iterator[str]:
-    name = "ptah_c_" + uuid.uuid4().hex[:10]
-    with open_target(admin_url) as admin:
-        admin.connection.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield admin_url.rsplit("/", 1)[0] + "/" + name
-    finally:
-        with open_target(admin_url) as admin:
-            admin.connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+def database(admin_url: str) -> contextlib.AbstractContextManager[str]:
+    return fresh_database(admin_url, "ptah_c_")
 
 
 def psql_load(url: str, sql: str) -> None:

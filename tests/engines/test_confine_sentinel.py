@@ -26,6 +26,7 @@ from ptah.engines.sqlite import confine as sqconfine
 from ptah.runner import operations
 from ptah.runner.emit import Run
 from ptah.runner.frame import ResultFrame
+from support.databases import with_database
 
 pytestmark = pytest.mark.integration
 
@@ -211,7 +212,7 @@ def pg_sentinel(pg_url: str) -> Iterator[str]:
     name = "ptah_sentinel_" + uuid.uuid4().hex[:8]
     with open_target(pg_url) as admin:
         admin.connection.execute(f'CREATE DATABASE "{name}"')
-    with open_target(pg_url.rsplit("/", 1)[0] + "/" + name) as db:
+    with open_target(with_database(pg_url, name)) as db:
         db.connection.execute("CREATE TABLE keep (id int PRIMARY KEY, v text)")
         db.connection.execute("INSERT INTO keep VALUES (1, 'one'), (2, 'two')")
     yield name
@@ -225,7 +226,7 @@ def test_postgres_plans_of_hostile_files_leave_the_sentinel(
 ) -> None:
     s = pg_sentinel
     outfile = f"/tmp/ptah-sentinel-{uuid.uuid4().hex[:8]}"
-    sentinel_url = pg_url.rsplit("/", 1)[0] + "/" + s
+    sentinel_url = with_database(pg_url, s)
 
     def state() -> str:
         with open_target(pg_url) as admin:

@@ -16,6 +16,7 @@ from ptah.engines.model import (
     Online,
     SchemaPolicy,
 )
+from support.databases import database_of
 
 BRIEF_ALL = "locks reads and writes: brief, no scan"
 
@@ -174,7 +175,7 @@ def test_pg_identity_matches_database_opened(pg_db: str) -> None:
         ).fetchone()
     assert ident.engine == "postgres"
     assert ident.key["databaseOid"] == oid and ident.key["database"] == name
-    assert name == pg_db.rsplit("/", 1)[1]
+    assert name == database_of(pg_db)
 
 
 def test_pg_no_scratch_without_createdb_is_a_clear_error(pg_nocreatedb_url: str) -> None:
@@ -270,7 +271,7 @@ def test_mysql_identity(mysql_db: str) -> None:
         with t.connection.cursor() as cur:
             cur.execute("SELECT @@server_id, @@port, DATABASE()")
             server_id, port, schema = cur.fetchone()
-    assert ident.key["schema"] == schema == mysql_db.rsplit("/", 1)[1]
+    assert ident.key["schema"] == schema == database_of(mysql_db)
     assert ident.key["port"] == str(port) and ident.key["serverId"] == str(server_id)
 
 

@@ -10,6 +10,7 @@ from pgcorpus import database
 from ptah.engines import planner
 from ptah.engines.connect import open_target
 from ptah.engines.model import PlanError
+from support.databases import with_database
 
 pytestmark = pytest.mark.integration
 
@@ -118,7 +119,7 @@ def test_hostile_statement_refused_with_line_and_sentinel_untouched(
     with database(pg_url) as target, open_target(pg_url) as admin:
         admin.connection.execute(f'CREATE DATABASE "{sentinel}"')
         try:
-            s_url = pg_url.rsplit("/", 1)[0] + "/" + sentinel
+            s_url = with_database(pg_url, sentinel)
             with open_target(s_url) as s:
                 s.connection.execute("CREATE TABLE keep (v text); INSERT INTO keep VALUES ('x')")
             before = _checksum(admin, s_url)

@@ -15,6 +15,7 @@ from lightkube.resources.core_v1 import ConfigMap
 
 from ptah.devcluster import images, podspec
 from ptah.devcluster.apiclient import ApiClient, ApiError
+from support.wait import wait_for
 
 if TYPE_CHECKING:
     from support.cluster import Cluster
@@ -226,14 +227,16 @@ def _create_gadget(api: ApiClient, base: str, ns: str, name: str, size: Any) -> 
     body["metadata"] = {"name": name}
     body["spec"] = {"size": size}
     # A CRD just established can briefly 404 on its first create; retry that only.
-    for _ in range(50):
+    def create() -> JSON | None:
         try:
             return api.post(f"{base}/namespaces/{ns}/gadgets", body)
         except ApiError as err:
             if err.status != 404:
                 raise
-            time.sleep(0.1)
-    raise AssertionError("gadgets endpoint never appeared")
+            return None
+
+    created: JSON = wait_for("the gadgets endpoint", create, timeout=5, interval=0.1)
+    return created
 
 
 def test_status_patch_with_stale_resource_version_conflicts(

@@ -13,7 +13,6 @@ The status-subresource tests need a custom resource; a small test-only CRD
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -25,6 +24,7 @@ from ptah.kube.errors import AlreadyExists, ApiError, Conflict, Invalid, NotFoun
 from ptah.kube.kinds import Kind
 from ptah.kube.memory import MemoryCluster
 from ptah.kube.port import Cluster, Obj
+from support.wait import wait_for
 
 T = TypeVar("T")
 
@@ -70,13 +70,7 @@ class Env:
 
     def eventually(self, what: str, probe: Callable[[], T]) -> T:
         """``probe()`` once it is truthy; immediately on the memory port."""
-        deadline = time.monotonic() + self.timeout
-        while True:
-            got = probe()
-            if got or time.monotonic() >= deadline:
-                break
-            time.sleep(0.2)
-        assert got, f"timed out after {self.timeout}s waiting for {what} (last: {got!r})"
+        got: T = wait_for(what, probe, self.timeout)
         return got
 
     def gone(self, kind: Kind, name: str) -> bool:

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+from inotify_simple import INotify, flags
 
 from ptah import failures
+from ptah.engines import fence
 from ptah.engines.connect import open_target
 from ptah.engines.versioned import sumfile
 from ptah.engines.versioned.dialects import Session
@@ -114,3 +120,65 @@ def query(url: str, sql: str) -> list[tuple[Any, ...]]:
 def history_table_exists(url: str) -> bool:
     with open_target(url) as target:
         return Session(target.connection, target.engine, print).history_exists()
+
+
+@contextlib.contextmanager
+def fence_attempts(url: str) -> Iterator[Callable[[], int]]:
+    """For a test that holds ``url``'s realm fence: a function counting the attempts that
+    other runs made to take it from now on (each refused while the test holds it), read
+    off the database server's own session list or, for SQLite, the fence file's opens.
+
+    * PostgreSQL: each attempt is a ``pg_try_advisory_lock`` with its own
+      ``query_start`` in ``pg_stat_activity`` (the holder's own attempt predates this).
+    * MariaDB: ``GET_LOCK(name, 0)`` leaves no trace once answered, so each statement a
+      new session sends (its ``QUERY_ID`` advancing) counts; a run that is waiting sends
+      only its attempts.
+    * SQLite: each attempt opens ``<database>-ptah-fence`` (inotify ``IN_OPEN``).
+    """
+    engine = engine_of(url)
+    if engine == "sqlite":
+        path = fence.sqlite_fence_path(urlsplit(url).path)
+        with INotify() as watch:
+            watch.add_watch(path, flags.OPEN)
+            opened = [0]
+
+            def opens() -> int:
+                opened[0] += len(watch.read(timeout=0))
+                return opened[0]
+
+            yield opens
+        return
+    with open_target(url) as observer:
+        conn = observer.connection
+        if engine == "postgres":
+            sql = (
+                "SELECT pid, query_start FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                " AND query LIKE 'SELECT pg_try_advisory_lock(%%'"
+            )
+        else:
+            sql = (
+                "SELECT ID, QUERY_ID FROM information_schema.PROCESSLIST"
+                " WHERE DB = DATABASE() AND ID <> CONNECTION_ID()"
+            )
+
+        def rows() -> set[tuple[Any, Any]]:
+            with contextlib.closing(conn.cursor()) as cur:
+                cur.execute(sql)
+                return {(r[0], r[1]) for r in cur.fetchall()}
+
+        before = rows()
+        seen: set[tuple[Any, Any]] = set()
+
+        def attempts() -> int:
+            seen.update(rows() - before)
+            if engine == "postgres":
+                return len(seen)
+            first: dict[Any, int] = {}
+            last: dict[Any, int] = {}
+            for session, query_id in seen:
+                first[session] = min(first.get(session, query_id), query_id)
+                last[session] = max(last.get(session, query_id), query_id)
+            return max((last[s] - first[s] for s in first), default=0)
+
+        yield attempts

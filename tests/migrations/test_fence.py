@@ -16,7 +16,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,6 +30,7 @@ from ptah.engines import fence
 from ptah.engines.connect import open_target
 from ptah.engines.planner import current_fingerprint
 from ptah.runner.frame import ResultFrame, parse_result_for
+from support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -118,10 +118,7 @@ def _frame(proc: subprocess.Popen[str], opid: str) -> ResultFrame:
 
 
 def _until(what: str, check: Any) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
+    wait_for(what, check, DEADLINE, interval=0.1)
 
 
 Run = tuple[subprocess.Popen[str], str]

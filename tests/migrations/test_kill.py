@@ -9,28 +9,31 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from migsupport import history_rows, query, run, start, write_dir
 
+from support.wait import wait_for
+
 pytestmark = pytest.mark.integration
 
 
 def _kill_when_running(url: str, version: str, statement: int, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def running_or_exited() -> bool:
         row = history_rows(url).get(version)
-        if row is not None and row["statement_running"] == statement:
-            proc.send_signal(signal.SIGKILL)
-            proc.communicate(timeout=10)
-            assert proc.returncode == -signal.SIGKILL
-            return
-        assert proc.poll() is None, proc.communicate()
-        time.sleep(0.05)
-    proc.kill()
-    pytest.fail(f"statement {statement} of {version} never started: {proc.communicate()}")
+        running = row is not None and row["statement_running"] == statement
+        return running or proc.poll() is not None
+
+    try:
+        wait_for(f"statement {statement} of {version} running", running_or_exited, 30, 0.05)
+    except AssertionError:
+        proc.kill()
+        pytest.fail(f"statement {statement} of {version} never started: {proc.communicate()}")
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=10)
+    assert proc.returncode == -signal.SIGKILL
 
 
 def _assert_partial_then_refused(url: str, d: Path) -> None:
@@ -116,23 +119,22 @@ def test_postgres_transactional_file_killed_leaves_nothing(pg_url: str, tmp_path
         {"1_slow.sql": "CREATE TABLE t1 (id INTEGER);\nSELECT pg_sleep(30);\n"},
     )
     proc, _ = start(pg_url, "migrate", [d])
-    deadline = time.monotonic() + 30
-    while not query(
-        pg_url,
-        "SELECT 1 FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(30)%'"
-        " AND datname = current_database()",
-    ):
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.05)
+    sleeping = (
+        "SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(30)%'"
+        " AND datname = current_database()"
+    )
+
+    def started() -> bool:
+        assert proc.poll() is None, proc.communicate()
+        return bool(query(pg_url, sleeping))
+
+    wait_for("the file's pg_sleep running", started, 30, interval=0.05)
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=10)
-    # The server notices the dead client and rolls the file's transaction back.
-    query(
-        pg_url,
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-        " WHERE query LIKE 'SELECT pg_sleep(30)%' AND datname = current_database()",
-    )
-    time.sleep(0.5)
+    # The server notices the dead client and rolls the file's transaction back; the
+    # backend is ended here rather than at the end of its sleep, and gone once it has.
+    query(pg_url, f"SELECT pg_terminate_backend(pid) FROM ({sleeping}) AS s")
+    wait_for("the killed run's backend gone", lambda: not query(pg_url, sleeping), 30)
     hist = run(pg_url, "history", d)
     assert hist.data["dirty"] == [] and hist.data["pending"] == ["1"]
     assert query(pg_url, "SELECT to_regclass('t1') IS NULL") == [(True,)]

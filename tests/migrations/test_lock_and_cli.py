@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from migsupport import run, start, write_dir
+from migsupport import fence_attempts, run, start, write_dir
 
 from ptah.engines import fence
 from ptah.engines.connect import open_target
 from ptah.runner.frame import parse_result_for
+from support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -27,9 +27,14 @@ def test_held_fence_refuses_then_a_waiting_run_proceeds(db_url: str, tmp_path: P
             assert (r.frame.outcome, r.frame.reason) == ("fenced", "RealmBusy")
             assert r.data["applied"] == []
             # --lock-timeout waits for the fence instead: it is released a moment later.
-            waiting, opid = start(db_url, "migrate", [d], "--lock-timeout", "60")
-            time.sleep(1.0)
-            assert waiting.poll() is None
+            with fence_attempts(db_url) as attempts:
+                waiting, opid = start(db_url, "migrate", [d], "--lock-timeout", "60")
+
+                def refused_again_and_waiting() -> bool:
+                    assert waiting.poll() is None, waiting.communicate()
+                    return attempts() >= 3
+
+                wait_for("the waiting run refused, still trying", refused_again_and_waiting)
     out, err = waiting.communicate(timeout=120)
     frame = parse_result_for(out, opid).frame
     assert frame is not None and frame.data["applied"] == ["1"], (out, err)

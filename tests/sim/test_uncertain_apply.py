@@ -19,13 +19,16 @@ def test_uncertain_apply_is_settled_only_by_a_reading() -> None:
     claim = h.claim()
     assert claim is not None
     for _ in range(3):
-        h.kubelet.step()  # the Pod starts running
+        h.kubelet.step()  # the Pod runs its statements
+    # The simulated kubelet is deterministic: by now the Apply took effect, so only the
+    # reading can say so (the Pod leaves no frame).
+    assert h.tables() == h.desired_tables()
     h.admin.delete(JOB, NS, claim["jobName"], propagation="Background")
     h.kubelet.step()
     h.run(lambda: h.status().get("pendingObservation") is not None)
     assert h.status()["lastMutation"]["outcome"] == "Uncertain"
     h.run(lambda: h.status().get("pendingObservation") is None, passes=400)
     assert h.job_creates == 1
-    if h.tables() == h.desired_tables():
-        # Converged: proved by the reading, and no Apply attributed to it.
-        assert h.status()["lastMutation"]["outcome"] == "Converged"
+    # Converged: proved by the reading, and no Apply attributed to it.
+    assert h.tables() == h.desired_tables()
+    assert h.status()["lastMutation"]["outcome"] == "Converged"

@@ -38,6 +38,8 @@ from lightkube import Client, KubeConfig
 from ptah.devcluster import cluster as devcluster
 from ptah.devcluster import imagebuild, node, paths
 from ptah.devcluster.apiclient import ApiClient, ApiError, Credentials
+from support.databases import db_env, missing
+from support.wait import wait_for
 
 
 @dataclass
@@ -162,26 +164,6 @@ table ip {table} {{
         return ApiClient(Credentials(self.info.server, p.ca_crt, p.crt("admin"), p.key("admin")))
 
 
-def wait_for(
-    what: str, probe: Callable[[], Any], timeout: float = 60.0, interval: float = 0.2
-) -> Any:
-    """Poll ``probe`` until it returns something truthy; fail naming ``what``."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
-
-
-def _missing(message: str) -> None:
-    if os.environ.get("CI", "").lower() not in ("", "0", "false"):
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message)
-
-
 @pytest.fixture(scope="session")
 def cluster(agent_cluster: Cluster) -> Cluster:
     """The integration tier's cluster (the e2e tier overrides it with the real node)."""
@@ -193,7 +175,7 @@ def agent_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]
     try:
         binaries = paths.Binaries.locate()
     except paths.MissingComponentError as err:
-        _missing(str(err))
+        missing(str(err))
         raise
     reuse = os.environ.get("PTAH_TEST_STATE_DIR")
     state_dir = Path(reuse) if reuse else tmp_path_factory.mktemp("ptah-dev")
@@ -210,11 +192,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def database_ports() -> list[int]:
     """Loopback ports of the test databases (``${PTAH_CACHE}/db/env``, env first)."""
-    cache = Path(os.environ.get("PTAH_CACHE") or Path.home() / ".cache" / "ptah")
     urls = [v for k, v in os.environ.items() if k.startswith("PTAH_TEST_") and "://" in v]
-    env = cache / "db" / "env"
-    if env.exists():
-        urls += [line.partition("=")[2] for line in env.read_text().splitlines()]
+    urls += list(db_env().values())
     ports = set()
     for url in urls:
         parts = urlsplit(url.strip())
@@ -230,7 +209,7 @@ def start_real(state_dir: Path) -> devcluster.ClusterInfo:
         binaries = paths.Binaries.locate(real=True)
         node.check_host()
     except (paths.MissingComponentError, node.NodeSetupError) as err:
-        _missing(str(err))
+        missing(str(err))
         raise
     return devcluster.up(
         state_dir, timeout=180.0, binaries=binaries, real=True, forward_ports=database_ports()
