@@ -34,9 +34,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ptah.devcluster import cluster, imagebuild, paths
-from ptah.devcluster.apiclient import ApiClient, Credentials
-from ptah.devcluster.config import ClusterConfig
+from ptah.testing.devcluster import cluster, imagebuild, paths
+from ptah.testing.devcluster.apiclient import ApiClient, Credentials
+from ptah.testing.devcluster.config import ClusterConfig
 
 JSON = dict[str, Any]
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,12 +17,12 @@ from ptah.families.migration import MigrationFamily
 from ptah.families.schema import SchemaFamily
 from ptah.kube.clock import SimClock
 from ptah.kube.kinds import CONFIGMAP, SECRET
-from ptah.kube.memory import MemoryCluster
 from ptah.lifecycle.context import Env
 from ptah.lifecycle.family import Family
 from ptah.lifecycle.reconcile import reconcile
-from ptah.sim.database import Databases
-from ptah.sim.kubelet import NS, Kubelet
+from ptah.testing.memory import MemoryCluster
+from ptah.testing.sim.database import Databases
+from ptah.testing.sim.kubelet import NS, Kubelet
 
 
 def _world() -> tuple[MemoryCluster, SimClock, Kubelet, Env]:

@@ -47,10 +47,10 @@ from typing import Any
 
 import httpx
 
-from ptah.devcluster import cluster as devcluster
 from ptah.kube.kinds import JOB, SCHEMA, SECRET
 from ptah.kube.real import RealCluster
 from ptah.kube.watch import Watcher, WatchEvent
+from ptah.testing.devcluster import cluster as devcluster
 
 ROOT = Path(__file__).resolve().parents[1]
 SQL = "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL);"

@@ -38,7 +38,7 @@ t1=$SECONDS
 "$here/.venv/bin/python" - "$here" <<'PY'
 import sys
 from pathlib import Path
-from ptah.devcluster import imagebuild
+from ptah.testing.devcluster import imagebuild
 imagebuild.store().mkdir(parents=True, exist_ok=True)
 for built in (imagebuild.build_pause(), imagebuild.build_base(),
               imagebuild.build_project(Path(sys.argv[1]))):

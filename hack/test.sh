@@ -37,7 +37,7 @@ ruff check src tests bench
 step "mypy --strict"
 mypy
 step "simulation: $SIM_SCHEDULES fault schedules (each contract window reached by a stop >= 20 times)"
-python -m ptah.sim --schedules "$SIM_SCHEDULES" --seed 0 --min-window-count 20
+python -m ptah.testing.sim --schedules "$SIM_SCHEDULES" --seed 0 --min-window-count 20
 if [ "${PTAH_MUTATION:-sim}" != "off" ]; then
   # The part of the mutation suite that fits CI: every mutant of tests/mutants against
   # the simulation (2000 schedules, stopping at the first violation; each is killed in

@@ -28,8 +28,8 @@ from migflow import (
     wait_mstatus,
 )
 
-from ptah.devcluster import cluster as devcluster
 from ptah.kube.real import RealCluster
+from ptah.testing.devcluster import cluster as devcluster
 
 pytestmark = pytest.mark.integration
 

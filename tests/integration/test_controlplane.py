@@ -13,8 +13,8 @@ import pytest
 from lightkube.models.meta_v1 import ObjectMeta, OwnerReference
 from lightkube.resources.core_v1 import ConfigMap
 
-from ptah.devcluster import images, podspec
-from ptah.devcluster.apiclient import ApiClient, ApiError
+from ptah.testing.devcluster import images, podspec
+from ptah.testing.devcluster.apiclient import ApiClient, ApiError
 from support.wait import wait_for
 
 if TYPE_CHECKING:

@@ -22,8 +22,8 @@ import pytest
 from ptah.kube import kinds
 from ptah.kube.errors import AlreadyExists, ApiError, Conflict, Invalid, NotFound
 from ptah.kube.kinds import Kind
-from ptah.kube.memory import MemoryCluster
 from ptah.kube.port import Cluster, Obj
+from ptah.testing.memory import MemoryCluster
 from support.wait import wait_for
 
 T = TypeVar("T")

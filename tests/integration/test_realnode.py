@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ptah.devcluster import cluster as devcluster
-from ptah.devcluster import hostchanges, imagebuild, node
+from ptah.testing.devcluster import cluster as devcluster
+from ptah.testing.devcluster import hostchanges, imagebuild, node
 
 if TYPE_CHECKING:
     from support.cluster import Cluster
@@ -244,7 +244,7 @@ def _diff(before: JSON, after: JSON) -> str:
 def test_a_failed_start_leaves_nothing_behind(tmp_path: Path) -> None:
     """``up`` that cannot get ready (here: no time at all) stops what it started and
     undoes the node's host changes, so no bridge, nft table or process outlives it."""
-    from ptah.devcluster import config, paths
+    from ptah.testing.devcluster import config, paths
 
     try:
         binaries = paths.Binaries.locate(real=True)

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from ptah.kube.kinds import SECRET
-from ptah.kube.memory import MemoryCluster
 from ptah.kube.port import Cluster
 from ptah.kube.real import RealCluster
+from ptah.testing.memory import MemoryCluster
 
 
 @pytest.fixture(params=["memory", "real"])

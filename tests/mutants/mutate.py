@@ -6,7 +6,7 @@ copies the tree (src, tests, pyproject.toml) to a scratch directory, applies the
 mutant's edits there (never to the working tree), and runs two killers against the
 copy:
 
-- ``sim``: ``python -m ptah.sim --schedules N --seed S --fail-fast``;
+- ``sim``: ``python -m ptah.testing.sim --schedules N --seed S --fail-fast``;
 - ``pytest``: ``pytest -x tests/unit tests/sim`` (the fast tiers).
 
 A killer that exits non-zero (or runs past its time limit) kills the mutant. The
@@ -164,7 +164,7 @@ def run_stage(stage: str, tree: Path, args: argparse.Namespace) -> Verdict:
         cmd = [
             sys.executable,
             "-m",
-            "ptah.sim",
+            "ptah.testing.sim",
             "--schedules",
             str(args.sim_schedules),
             "--seed",
@@ -266,7 +266,10 @@ def main(argv: list[str] | None = None) -> int:
 def _sane(tree: Path) -> str | None:
     """A killer that fails on the unmutated tree would 'kill' every mutant."""
     env = dict(os.environ, PYTHONPATH=str(tree / "src"), PYTHONDONTWRITEBYTECODE="1")
-    probe = "import ptah.sim.__main__, ptah.sim.schedule; print(ptah.sim.schedule.__file__)"
+    probe = (
+        "import ptah.testing.sim.__main__, ptah.testing.sim.schedule;"
+        " print(ptah.testing.sim.schedule.__file__)"
+    )
     proc = subprocess.run(
         [sys.executable, "-c", probe], cwd=tree, env=env, capture_output=True, text=True
     )

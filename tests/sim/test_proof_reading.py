@@ -12,9 +12,9 @@ now judges what the settling reading's Pod saw when it read, from the kubelet's 
 from __future__ import annotations
 
 from ptah.kube.kinds import JOB
-from ptah.sim.invariants import Invariants
-from ptah.sim.kubelet import NS
-from ptah.sim.world import SCHEMA_FAMILY, World
+from ptah.testing.sim.invariants import Invariants
+from ptah.testing.sim.kubelet import NS
+from ptah.testing.sim.world import SCHEMA_FAMILY, World
 from support.simworld import hand_world, one_pass, status
 
 DESIRED = "CREATE TABLE t0\nCREATE TABLE t1"

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ptah.kube.kinds import CONFIGMAP
-from ptah.sim.invariants import POLICY, Invariants
-from ptah.sim.kubelet import BROKEN, NS
-from ptah.sim.world import SCHEMA_FAMILY, World, _policy_cm
+from ptah.testing.sim.invariants import POLICY, Invariants
+from ptah.testing.sim.kubelet import BROKEN, NS
+from ptah.testing.sim.world import SCHEMA_FAMILY, World, _policy_cm
 from support.simworld import hand_world, one_pass, status
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from ptah.lifecycle import reconcile as lifecycle
-from ptah.sim.__main__ import main, run_schedules
-from ptah.sim.invariants import RULES
-from ptah.sim.schedule import run_schedule
+from ptah.testing.sim.__main__ import main, run_schedules
+from ptah.testing.sim.invariants import RULES
+from ptah.testing.sim.schedule import run_schedule
 
 SCHEDULES = int(os.environ.get("PTAH_SIM_TEST_SCHEDULES", "800"))
 MUTANTS = Path(__file__).resolve().parents[1] / "mutants"
@@ -25,7 +25,7 @@ MUTANTS = Path(__file__).resolve().parents[1] / "mutants"
 def test_schedules_hold_every_invariant() -> None:
     results = list(run_schedules(range(SCHEDULES), fail_fast=True))
     failing = [(r.seed, r.violations[0]) for r in results if r.violations]
-    assert failing == [], f"replay: python -m ptah.sim --schedules 1 --seed {failing[0][0]}"
+    assert failing == [], f"replay: python -m ptah.testing.sim --schedules 1 --seed {failing[0][0]}"
     assert sum(len(r.crashes) for r in results) >= SCHEDULES // 2
     events: dict[str, int] = {}
     for r in results:

@@ -12,9 +12,9 @@ back, finds its tenure gone and records continuity loss instead of an account.
 from __future__ import annotations
 
 from ptah.kube.kinds import JOB, LEASE
-from ptah.sim.invariants import Invariants
-from ptah.sim.kubelet import NS
-from ptah.sim.world import MIGRATION_FAMILY, SCHEMA_FAMILY, World
+from ptah.testing.sim.invariants import Invariants
+from ptah.testing.sim.kubelet import NS
+from ptah.testing.sim.world import MIGRATION_FAMILY, SCHEMA_FAMILY, World
 from support.simworld import hand_world, one_pass, status
 
 

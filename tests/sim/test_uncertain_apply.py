@@ -4,7 +4,7 @@ simulated kubelet can time exactly (tests/e2e kills a real one)."""
 from __future__ import annotations
 
 from ptah.kube.kinds import JOB
-from ptah.sim.kubelet import NS
+from ptah.testing.sim.kubelet import NS
 from support.lifecycle_harness import MemoryHarness
 
 

@@ -35,9 +35,9 @@ from urllib.parse import urlsplit
 import pytest
 from lightkube import Client, KubeConfig
 
-from ptah.devcluster import cluster as devcluster
-from ptah.devcluster import imagebuild, node, paths
-from ptah.devcluster.apiclient import ApiClient, ApiError, Credentials
+from ptah.testing.devcluster import cluster as devcluster
+from ptah.testing.devcluster import imagebuild, node, paths
+from ptah.testing.devcluster.apiclient import ApiClient, ApiError, Credentials
 from support.databases import db_env, missing
 from support.wait import wait_for
 

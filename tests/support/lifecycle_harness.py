@@ -15,13 +15,13 @@ from typing import Any
 from ptah.families.schema import SchemaFamily
 from ptah.kube.clock import SimClock
 from ptah.kube.kinds import APPROVAL, JOB, LEASE, SCHEMA, SECRET, Kind
-from ptah.kube.memory import PROCEED, MemoryCluster
 from ptah.kube.port import Cluster, Obj
 from ptah.lifecycle.context import Env
 from ptah.lifecycle.reconcile import Result, reconcile
-from ptah.sim.database import Databases
-from ptah.sim.kubelet import NS, Kubelet
-from ptah.sim.world import ControllerStopped
+from ptah.testing.memory import PROCEED, MemoryCluster
+from ptah.testing.sim.database import Databases
+from ptah.testing.sim.kubelet import NS, Kubelet
+from ptah.testing.sim.world import ControllerStopped
 from ptah.workload.job import LABEL_OPERATION_TYPE
 
 FAMILY = SchemaFamily()

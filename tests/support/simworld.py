@@ -8,12 +8,12 @@ import random
 from typing import Any
 
 from ptah.kube.clock import SimClock
-from ptah.kube.memory import MemoryCluster
 from ptah.lifecycle.family import Family
-from ptah.sim.database import Databases
-from ptah.sim.invariants import Invariants
-from ptah.sim.kubelet import NS, OTHER_DATABASE, Kubelet
-from ptah.sim.world import World
+from ptah.testing.memory import MemoryCluster
+from ptah.testing.sim.database import Databases
+from ptah.testing.sim.invariants import Invariants
+from ptah.testing.sim.kubelet import NS, OTHER_DATABASE, Kubelet
+from ptah.testing.sim.world import World
 
 Resource = tuple[Family, str, str, str]  # family, name, URL template, database
 

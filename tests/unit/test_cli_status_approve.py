@@ -13,9 +13,9 @@ from ptah.cli import main as cli_main
 from ptah.cli import status as status_cli
 from ptah.cli.status import CliError
 from ptah.kube.kinds import APPROVAL, MIGRATION, PLAN, SCHEMA, Kind
-from ptah.kube.memory import MemoryCluster
 from ptah.kube.port import Obj
 from ptah.lifecycle.authorize import plan_digest
+from ptah.testing.memory import MemoryCluster
 
 NS = "team-a"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ptah.devcluster.podspec import plan_container, rewrite_paths
+from ptah.testing.devcluster.podspec import plan_container, rewrite_paths
 
 
 class NoSources:

@@ -84,6 +84,12 @@ def test_package_sources_survive_dockerignore() -> None:
     assert ignored(".venv")
 
 
+def test_the_test_machinery_stays_out_of_the_image() -> None:
+    for rel in ("src/ptah/testing", "src/ptah/testing/sim/world.py", "src/ptah/testing/memory.py"):
+        assert ignored(rel), rel
+    assert not ignored("src/ptah/kube/real.py") and not ignored("src/ptah/runner/main.py")
+
+
 def exec_form(ins: str) -> list[str]:
     (args,) = [a for i, a in instructions() if i == ins][-1:]
     value = json.loads(args)

@@ -16,7 +16,8 @@ from ptah.kube.errors import (
     NotFound,
     Unavailable,
 )
-from ptah.kube.memory import (
+from ptah.kube.port import Cluster, Obj
+from ptah.testing.memory import (
     PROCEED,
     ApplyThenFail,
     FailBefore,
@@ -25,7 +26,6 @@ from ptah.kube.memory import (
     ReadRequest,
     WriteRequest,
 )
-from ptah.kube.port import Cluster, Obj
 
 NS = "ns"
 

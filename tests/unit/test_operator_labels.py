@@ -9,10 +9,10 @@ import pytest
 
 from ptah.cli.operate import _labels
 from ptah.kube import kinds
-from ptah.kube.memory import MemoryCluster
 from ptah.kube.watch import WatchEvent
 from ptah.operator.controller import Controller, Settings
 from ptah.operator.main import families
+from ptah.testing.memory import MemoryCluster
 
 
 def _event(type_: str, name: str, labels: dict[str, str], kind: Any = kinds.SCHEMA) -> WatchEvent:

@@ -12,12 +12,12 @@ from typing import Any
 import httpx
 
 from ptah.kube import kinds
-from ptah.kube.memory import MemoryCluster
 from ptah.kube.real import RealCluster
 from ptah.kube.watch import Watcher, WatchEvent
 from ptah.operator.controller import KillAt, Recorder
 from ptah.operator.leader import LeaderElector
 from ptah.operator.metrics import operation_outcome
+from ptah.testing.memory import MemoryCluster
 
 
 def obj(name: str, rv: str) -> dict[str, Any]:

@@ -21,9 +21,9 @@ from ptah.families.rollout import (
     child_name,
 )
 from ptah.kube.kinds import APPROVAL, EVENT, PLAN, ROLLOUT, SCHEMA, SECRET
-from ptah.kube.memory import MemoryCluster
 from ptah.lifecycle.authorize import plan_digest
 from ptah.lifecycle.context import Env
+from ptah.testing.memory import MemoryCluster
 
 NS = "tenants"
 SQL = "CREATE TABLE t (id INTEGER PRIMARY KEY);"

@@ -7,7 +7,6 @@ from datetime import timedelta
 
 from ptah.kube.clock import SimClock
 from ptah.kube.kinds import LEASE
-from ptah.kube.memory import MemoryCluster
 from ptah.targetlock import (
     HOLDER_JOB,
     HOLDER_NAME,
@@ -18,6 +17,7 @@ from ptah.targetlock import (
     acquire,
     read,
 )
+from ptah.testing.memory import MemoryCluster
 
 NS = "ptah-system"
 NAME = "ptah-realm-x"

@@ -1,26 +1,55 @@
-"""``ptah dev up|down|status|kubeconfig``: the local control plane for the demo and tests."""
+"""``ptah dev up|images|down|status|kubeconfig``: the local control plane for the demo and
+tests.
+
+The control plane is test machinery (``ptah.testing.devcluster``), which the wheel and
+the image leave out: the commands are always listed, and import it only when run, so an
+installed ``ptah`` without it says so in one line instead of failing to start.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-# ``cluster`` (httpx, cryptography, yaml) is imported by the commands that start or stop
-# one, not here: `ptah --help` stays light.
-from ptah.devcluster import paths
+Command = Callable[[argparse.Namespace], int]
+MISSING = (
+    "the test machinery (ptah.testing) is not installed here: `ptah dev` runs from a "
+    "checkout's dev venv (bash hack/setup.sh)"
+)
+
+
+def _needs_machinery(command: Command) -> Command:
+    """``command``, run only where ``ptah.testing`` can be imported."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            import ptah.testing.devcluster  # noqa: F401
+        except ModuleNotFoundError as exc:
+            if not (exc.name or "").startswith("ptah.testing"):
+                raise
+            print(f"ptah dev {args.dev_command}: {MISSING}", file=sys.stderr)
+            return 1
+        return command(args)
+
+    return run
 
 
 def _state_dir(args: argparse.Namespace) -> Path:
+    # ``cluster`` (httpx, cryptography, yaml) is imported by the commands that start or
+    # stop one, not here: `ptah --help` stays light.
+    from ptah.testing.devcluster import paths
+
     if args.state_dir is not None:
         return Path(args.state_dir)
     return paths.default_state_dir(args.name)
 
 
 def _up(args: argparse.Namespace) -> int:
-    from ptah.devcluster import cluster, node
+    from ptah.testing.devcluster import cluster, node, paths
 
     try:
         info = cluster.up(
@@ -39,8 +68,8 @@ def _up(args: argparse.Namespace) -> int:
 
 def _images(args: argparse.Namespace) -> int:
     """Build the base and project images (cached layers) and load them into the node."""
-    from ptah.devcluster import cluster, imagebuild, node
-    from ptah.devcluster.config import ClusterConfig
+    from ptah.testing.devcluster import cluster, imagebuild, node, paths
+    from ptah.testing.devcluster.config import ClusterConfig
 
     root = Path(args.context).resolve() if args.context else paths.repo_root()
     if root is None or not (root / "Dockerfile").is_file():
@@ -68,7 +97,7 @@ def _images(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
-    from ptah.devcluster import cluster
+    from ptah.testing.devcluster import cluster
 
     stopped = cluster.down(_state_dir(args), purge=args.purge)
     print(f"stopped: {', '.join(stopped) or 'nothing was running'}")
@@ -76,7 +105,7 @@ def _down(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from ptah.devcluster import cluster
+    from ptah.testing.devcluster import cluster
 
     state = _state_dir(args)
     pids = cluster.status(state)
@@ -123,7 +152,7 @@ def register(subparsers: Any) -> None:
         help="real node: a host loopback TCP port Pods reach at the bridge address"
         " (a database; repeatable)",
     )
-    p.set_defaults(func=_up)
+    p.set_defaults(func=_needs_machinery(_up))
     p = sub.add_parser(
         "images", parents=[common], help="build the images from the Dockerfile; load them"
     )
@@ -131,13 +160,13 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--no-load", dest="load", action="store_false", help="build only, load into no node"
     )
-    p.set_defaults(func=_images)
+    p.set_defaults(func=_needs_machinery(_images))
     p = sub.add_parser("down", parents=[common], help="stop the processes 'up' started")
     p.add_argument("--purge", action="store_true", help="also delete the state dir")
-    p.set_defaults(func=_down)
+    p.set_defaults(func=_needs_machinery(_down))
     sub.add_parser("status", parents=[common], help="pids of the components").set_defaults(
-        func=_status
+        func=_needs_machinery(_status)
     )
     sub.add_parser("kubeconfig", parents=[common], help="print the kubeconfig path").set_defaults(
-        func=_kubeconfig
+        func=_needs_machinery(_kubeconfig)
     )

@@ -33,9 +33,9 @@ from typing import Any
 
 from ptah.kube.clock import parse_rfc3339
 from ptah.kube.kinds import CONFIGMAP, JOB, POD, SECRET
-from ptah.kube.memory import MemoryCluster
 from ptah.runner.frame import ResultFrame, escape_line, render
-from ptah.sim.database import Databases, SimDatabase
+from ptah.testing.memory import MemoryCluster
+from ptah.testing.sim.database import Databases, SimDatabase
 from ptah.workload.job import CONTAINER
 
 NS = "default"

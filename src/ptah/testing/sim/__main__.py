@@ -1,4 +1,4 @@
-"""``python -m ptah.sim --schedules N --seed S``: run N seeded fault schedules.
+"""``python -m ptah.testing.sim --schedules N --seed S``: run N seeded fault schedules.
 
 Prints one summary line (schedules run, crash points covered by name out of all
 durable writes, invariant violations) and, on a violation, the seed that
@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 
 from ptah.lifecycle.writes import DURABLE_WRITES
-from ptah.sim.schedule import ScheduleResult, run_schedule
-from ptah.sim.windows import tally
+from ptah.testing.sim.schedule import ScheduleResult, run_schedule
+from ptah.testing.sim.windows import tally
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ptah.sim", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m ptah.testing.sim", description=__doc__)
     parser.add_argument("--schedules", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0, help="first seed; schedule i uses seed+i")
     parser.add_argument("--jobs", type=int, default=0, help="worker processes (0: one per core)")
@@ -81,7 +81,8 @@ def report(results: list[ScheduleResult], seconds: float, verbose: bool) -> int:
                 totals[reason] = totals.get(reason, 0) + n
         print("events:", " ".join(f"{k}={v}" for k, v in sorted(totals.items())))
     for r in failing[:10]:
-        print(f"replay: python -m ptah.sim --schedules 1 --seed {r.seed}  # {r.violations[0]}")
+        replay = f"python -m ptah.testing.sim --schedules 1 --seed {r.seed}"
+        print(f"replay: {replay}  # {r.violations[0]}")
     return 1 if failing else 0
 
 

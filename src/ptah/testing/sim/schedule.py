@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 
 from ptah.kube import errors
 from ptah.kube.kinds import EVENT
-from ptah.kube.memory import PROCEED, ApplyThenFail, FailBefore, FaultDecision, WriteRequest
 from ptah.lifecycle.writes import DURABLE_WRITES
-from ptah.sim.invariants import Invariants
-from ptah.sim.kubelet import NS
-from ptah.sim.windows import WindowCounter
-from ptah.sim.world import World
+from ptah.testing.memory import PROCEED, ApplyThenFail, FailBefore, FaultDecision, WriteRequest
+from ptah.testing.sim.invariants import Invariants
+from ptah.testing.sim.kubelet import NS
+from ptah.testing.sim.windows import WindowCounter
+from ptah.testing.sim.world import World
 
 FAULT_STEPS = 120
 QUIET_STEPS = 500

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ptah.devcluster import images
+from ptah.testing.devcluster import images
 
 JSON = dict[str, Any]
 

@@ -2,13 +2,13 @@
 
 It registers the Node (Ready, InternalIP 127.0.0.1, kubelet port), renews its Lease in
 ``kube-node-lease``, binds every Pod that no scheduler placed (``pods/binding``), runs
-bound Pods through :mod:`ptah.devcluster.runtime`, reports their status, finishes their
+bound Pods through :mod:`ptah.testing.devcluster.runtime`, reports their status, finishes their
 deletion (kill, then delete with grace period 0), and serves their logs.
 
 It authenticates with the cluster's admin client certificate (``pki/admin.crt``,
 group ``system:masters``): simple, and acceptable for a loopback-only dev cluster.
 
-Run: ``python -m ptah.devcluster.agent --state-dir DIR`` (``ptah dev up`` does this).
+Run: ``python -m ptah.testing.devcluster.agent --state-dir DIR`` (``ptah dev up`` does this).
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ptah.devcluster import config, images, paths, podspec
-from ptah.devcluster.apiclient import ApiClient, ApiError, Credentials
-from ptah.devcluster.logserver import LogSource, serve
-from ptah.devcluster.runtime import (
+from ptah.testing.devcluster import config, images, paths, podspec
+from ptah.testing.devcluster.apiclient import ApiClient, ApiError, Credentials
+from ptah.testing.devcluster.logserver import LogSource, serve
+from ptah.testing.devcluster.runtime import (
     TERMINAL,
     AgentContext,
     PodRun,
@@ -39,7 +39,7 @@ from ptah.devcluster.runtime import (
 )
 
 JSON = dict[str, Any]
-log = logging.getLogger("ptah.devcluster.agent")
+log = logging.getLogger("ptah.testing.devcluster.agent")
 
 NODE_ALLOCATABLE = {"cpu": "8", "memory": "16Gi", "pods": "110", "ephemeral-storage": "100Gi"}
 LEASE_SECONDS = 40
@@ -457,7 +457,7 @@ class Agent:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m ptah.devcluster.agent")
+    parser = argparse.ArgumentParser(prog="python -m ptah.testing.devcluster.agent")
     parser.add_argument("--state-dir", type=Path, required=True)
     parser.add_argument("--runner-image", action="append", default=[])
     args = parser.parse_args(argv)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from ptah.devcluster.pki import Pki
+from ptah.testing.devcluster.pki import Pki
 
 
 def _b64(path: Path) -> str:

@@ -7,7 +7,7 @@ import socket
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ptah.devcluster.pki import Pki
+from ptah.testing.devcluster.pki import Pki
 
 NODE_NAME = "ptah-local"
 
@@ -55,7 +55,7 @@ class ClusterConfig:
     ports: Ports
     node_name: str = NODE_NAME
     runner_images: list[str] = field(default_factory=list)
-    #: "agent": the process node agent; "real": kubelet on containerd (ptah.devcluster.node).
+    #: "agent": the process node agent; "real": kubelet on containerd (devcluster.node).
     node: str = "agent"
     #: The real node's subnet 10.88.<net_index>.0/24 (0 with the agent).
     net_index: int = 0

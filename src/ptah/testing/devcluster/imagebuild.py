@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ptah.devcluster import node, paths
+from ptah.testing.devcluster import node, paths
 
 BASE_IMAGE = "docker.io/library/python:3.11-slim"
 PROJECT_IMAGE = "docker.io/ptah/ptah:dev"

@@ -16,11 +16,11 @@ from typing import Any
 
 from ptah.api.digest import digest
 from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, LEASE, PLAN, SECRET, Kind
-from ptah.kube.memory import PROCEED, FaultDecision, WriteRequest
 from ptah.lifecycle.context import ABANDON_ANNOTATION, FINALIZER
-from ptah.sim.database import SimDatabase
-from ptah.sim.kubelet import NS, PodTruth
-from ptah.sim.world import SCHEMA_FAMILY, SimResource, Watcher, World
+from ptah.testing.memory import PROCEED, FaultDecision, WriteRequest
+from ptah.testing.sim.database import SimDatabase
+from ptah.testing.sim.kubelet import NS, PodTruth
+from ptah.testing.sim.world import SCHEMA_FAMILY, SimResource, Watcher, World
 from ptah.workload.job import (
     ANNOTATION_ADMISSION,
     LABEL_OPERATION,

@@ -3,7 +3,7 @@
 Everything lives under ``<state>/node`` (containerd's root, state and socket, runc's
 root, the kubelet's root and Pod logs, CNI config and IPAM data); what cannot (the
 bridge, its nft table, sysctls, cgroups, the kubelet's fixed host directories) is
-recorded by :mod:`ptah.devcluster.hostchanges` first and undone by :func:`teardown`.
+recorded by :mod:`ptah.testing.devcluster.hostchanges` first and undone by :func:`teardown`.
 
 Network (one per node, ``10.88.<n>.0/24``):
 
@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ptah.devcluster import hostchanges
+from ptah.testing.devcluster import hostchanges
 
 SERVICE_IP = "10.96.0.1"
 SERVICE_CIDR = "10.96.0.0/16"

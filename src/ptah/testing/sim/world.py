@@ -14,12 +14,12 @@ from ptah.families.schema import SchemaFamily
 from ptah.kube import errors
 from ptah.kube.clock import SimClock
 from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, MIGRATION, PLAN, POD, SCHEMA, SECRET
-from ptah.kube.memory import MemoryCluster
 from ptah.lifecycle.context import ABANDON_ANNOTATION, Env
 from ptah.lifecycle.family import Family
 from ptah.lifecycle.reconcile import reconcile
-from ptah.sim.database import Databases
-from ptah.sim.kubelet import BROKEN, NS, OTHER_DATABASE, Kubelet
+from ptah.testing.memory import MemoryCluster
+from ptah.testing.sim.database import Databases
+from ptah.testing.sim.kubelet import BROKEN, NS, OTHER_DATABASE, Kubelet
 
 SCHEMA_FAMILY = SchemaFamily()
 MIGRATION_FAMILY = MigrationFamily()

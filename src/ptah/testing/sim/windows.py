@@ -17,8 +17,8 @@ from typing import Any
 
 from ptah.kube.kinds import APPROVAL, JOB, LEASE
 from ptah.lifecycle.context import FINALIZER
-from ptah.sim.kubelet import NS
-from ptah.sim.world import SimResource, Watcher, World
+from ptah.testing.sim.kubelet import NS
+from ptah.testing.sim.world import SimResource, Watcher, World
 
 # window -> the durable write that opens it and what the next pass must see
 WINDOWS: dict[str, str] = {

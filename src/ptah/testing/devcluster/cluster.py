@@ -9,8 +9,8 @@ under ``<state>/logs``:
 * kube-controller-manager (job, garbage-collector, ttl-after-finished, namespace,
   serviceaccount, serviceaccount-token, root-ca-cert-publisher and
   clusterrole-aggregation controllers; each with its own service-account credentials),
-* the node: either the process node agent (``python -m ptah.devcluster.agent``), or with
-  ``node="real"`` a real one (:mod:`ptah.devcluster.node`): containerd, the kubelet and
+* the node: either the process node agent (``python -m ptah.testing.devcluster.agent``), or with
+  ``node="real"`` a real one (:mod:`ptah.testing.devcluster.node`): containerd, the kubelet and
   kube-scheduler, with every default controller of kube-controller-manager.
 
 Every listener binds 127.0.0.1 (the real node's apiserver and kubelet: its bridge
@@ -34,11 +34,11 @@ from pathlib import Path
 
 import httpx
 
-from ptah.devcluster import hostchanges, imagebuild, kubeconfig, node, paths, pki
-from ptah.devcluster.apiclient import ssl_context
-from ptah.devcluster.config import ClusterConfig, Ports, port_free
-from ptah.devcluster.procs import Proc
-from ptah.devcluster.runtime import kill_pod_processes
+from ptah.testing.devcluster import hostchanges, imagebuild, kubeconfig, node, paths, pki
+from ptah.testing.devcluster.apiclient import ssl_context
+from ptah.testing.devcluster.config import ClusterConfig, Ports, port_free
+from ptah.testing.devcluster.procs import Proc
+from ptah.testing.devcluster.runtime import kill_pod_processes
 
 CONTROLLERS = (
     "job-controller",
@@ -216,7 +216,7 @@ def _controller_manager_argv(b: paths.Binaries, cfg: ClusterConfig) -> list[str]
 
 
 def _agent_argv(cfg: ClusterConfig) -> list[str]:
-    return [sys.executable, "-m", "ptah.devcluster.agent", f"--state-dir={cfg.state_dir}"]
+    return [sys.executable, "-m", "ptah.testing.devcluster.agent", f"--state-dir={cfg.state_dir}"]
 
 
 def _wait(

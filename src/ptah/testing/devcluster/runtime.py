@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ptah.devcluster import images, podspec
+from ptah.testing.devcluster import images, podspec
 
 JSON = dict[str, Any]
 TERMINAL = ("Succeeded", "Failed")
