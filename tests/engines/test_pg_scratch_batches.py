@@ -52,3 +52,30 @@ def test_a_failure_in_a_later_batch_names_its_line(
     with open_target(pg_db) as t, pytest.raises(DesiredSchemaInvalid) as caught:
         planner.plan(t, desired)
     assert "line 21 of the desired file" in str(caught.value)
+
+
+@pytest.mark.parametrize("desired", [_desired(3), _desired(3) + "CREATE TABLE app.t0 (x int);\n"])
+def test_the_scratch_dropped_behind_the_plan_is_gone_when_the_plan_returns(
+    pg_db: str, monkeypatch: pytest.MonkeyPatch, desired: str
+) -> None:
+    """The drop runs beside the diff, and the plan (or its failure) is returned only
+    after it: no scratch database outlives the call."""
+    names: list[str] = []
+    real = scratch._drop_behind
+
+    def noted(admin: object, name: str, seconds: dict[str, float]) -> None:
+        names.append(name)
+        real(admin, name, seconds)
+
+    monkeypatch.setattr(scratch, "_drop_behind", noted)
+    with open_target(pg_db) as t:
+        try:
+            plan = planner.plan(t, desired)
+            assert plan.statements and "waitScratchDrop" in plan.timings
+        except DesiredSchemaInvalid:
+            assert "app.t0" in desired.splitlines()[-1]
+        assert len(names) == 1
+        left = t.connection.execute(
+            "SELECT count(*) FROM pg_database WHERE datname = %s", (names[0],)
+        ).fetchone()
+    assert left == (0,)

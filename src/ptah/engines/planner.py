@@ -8,6 +8,7 @@ it was computed against.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -36,18 +37,13 @@ from ptah.engines.urls import DbUrl
 INSPECTOR_VERSION = "2"
 
 
-def _confinement_digest(engine: str) -> str | None:
-    """A digest of the confinement code that judges ``engine``'s sources (the shared rules,
-    the engine's own, the splitter they read statements with); None when it cannot be
-    read, and then a cached normalisation is checked again like any source."""
+def _code_digest(names: tuple[str, ...]) -> str | None:
+    """A digest of the source of the modules ``names``; None when one cannot be read,
+    and then nothing keyed by it is cached."""
     import importlib.util
 
     h = hashlib.sha256()
-    for name in (
-        "ptah.engines.confine",
-        f"ptah.engines.{engine}.confine",
-        "ptah.engines.splitter",
-    ):
+    for name in names:
         spec = importlib.util.find_spec(name)
         if spec is None or spec.origin is None:
             return None
@@ -58,26 +54,62 @@ def _confinement_digest(engine: str) -> str | None:
     return h.hexdigest()
 
 
+def _confinement_digest(engine: str) -> str | None:
+    """A digest of the confinement code that judges ``engine``'s sources (the shared rules,
+    the engine's own, the splitter they read statements with); None when it cannot be
+    read, and then a cached normalisation is checked again like any source."""
+    return _code_digest(
+        ("ptah.engines.confine", f"ptah.engines.{engine}.confine", "ptah.engines.splitter")
+    )
+
+
+def _inspection_digest(ops: Any) -> str | None:
+    """A digest of the code a cached inspection came from (the engine's inspector and
+    the fingerprint), so a changed inspector never reuses what the old one read."""
+    modules = tuple(getattr(ops, "inspect_modules", ()))
+    return _code_digest((*modules, "ptah.engines.model")) if modules else None
+
+
 def _cache_path(cache_dir: str, key: str) -> Path:
     return Path(cache_dir) / f"desired-{key}.json"
 
 
-def _load_cache(path: Path) -> tuple[Schema, list[str]] | None:
+def _load_cache(path: Path) -> tuple[Schema, list[str], str | None] | None:
     try:
         raw = json.loads(path.read_text())
-        return raw["schema"], list(raw.get("warnings", []))
-    except (OSError, ValueError, KeyError, TypeError):
+        fp = raw.get("fingerprint")
+        return raw["schema"], list(raw.get("warnings", [])), fp if isinstance(fp, str) else None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def _store_cache(path: Path, schema: Schema, warnings: list[str]) -> None:
+def _store_cache(path: Path, schema: Schema, warnings: list[str], fp: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"schema": schema, "warnings": warnings}))
+        tmp.write_text(json.dumps({"schema": schema, "warnings": warnings, "fingerprint": fp}))
         tmp.replace(path)
     except OSError:
         pass  # a cache that cannot be written only costs time
+
+
+@dataclass
+class _Side:
+    """One side of a plan: the schema, its fingerprint when a cache already had it, and
+    where to keep both when it was not cached (None: nothing to store)."""
+
+    schema: Schema
+    fingerprint: str | None = None
+    store: Path | None = None
+    warnings: list[str] = field(default_factory=list)
+    cached: bool = False
+
+    def settle(self) -> str:
+        """The fingerprint; a side read afresh is stored with it."""
+        fp = self.fingerprint or fingerprint(self.schema)
+        if self.store is not None:
+            _store_cache(self.store, self.schema, self.warnings, fp)
+        return fp
 
 
 def plan(
@@ -97,63 +129,116 @@ def plan(
     of tokenizing the whole file again; any other cache key is checked first.
     """
     ops = ops_for(target)
+    settle = getattr(ops, "settle", lambda: None)
+    try:
+        plan = _plan(ops, target, desired_sql, dev_url, cache_dir, policy or SchemaPolicy())
+    except BaseException:
+        with contextlib.suppress(Exception):  # the plan's own failure is the one to report
+            settle()
+        raise
+    # A scratch the engine drops behind the plan is gone before the plan is returned.
+    t0 = time.perf_counter()
+    settle()
+    plan.timings["waitScratchDrop"] = time.perf_counter() - t0
+    return plan
+
+
+def _plan(
+    ops: Any,
+    target: Target,
+    desired_sql: str,
+    dev_url: DbUrl | None,
+    cache_dir: str | None,
+    policy: SchemaPolicy,
+) -> Plan:
     timings: dict[str, float] = {}
     # Reading the target runs nothing of the source, so an engine whose target reading
     # uses its own connection reads it while the source is checked and normalised.
     pool = ThreadPoolExecutor(1) if getattr(ops, "concurrent_inspect", False) else None
-    reading = pool.submit(_timed_inspect, ops, target) if pool is not None else None
+    reading = pool.submit(_read_target, ops, target, cache_dir) if pool is not None else None
     try:
         t0 = time.perf_counter()
-        desired, warnings = _desired(
-            ops, target, desired_sql, dev_url, cache_dir, timings, policy or SchemaPolicy()
-        )
+        desired = _desired(ops, target, desired_sql, dev_url, cache_dir, timings, policy)
         t1 = time.perf_counter()
-        current, inspect_seconds = (
-            reading.result() if reading is not None else _timed_inspect(ops, target)
+        current, inspect_seconds, reused = (
+            reading.result() if reading is not None else _read_target(ops, target, cache_dir)
         )
         t2 = time.perf_counter()
     finally:
         if pool is not None:
             pool.shutdown(wait=True)
     timings.update(normalise=t1 - t0, inspect=inspect_seconds, waitInspect=t2 - t1)
+    if reused:
+        timings["inspectionReused"] = 1.0
     t2 = time.perf_counter()
-    online = (policy or SchemaPolicy()).online
-    statements = ops.diff(current, desired, online)
+    online = policy.online
+    statements = ops.diff(current.schema, desired.schema, online)
     timings["diff"] = time.perf_counter() - t2
+    warnings = list(desired.warnings)
     refine = getattr(ops, "refine", None)
     if refine is not None and statements:
         # An engine that asks its server how each change runs (MariaDB's algorithms).
         t3 = time.perf_counter()
-        statements, probed = refine(target, current, statements, online, dev_url)
-        warnings = list(warnings) + probed
+        statements, probed = refine(target, current.schema, statements, online, dev_url)
+        warnings += probed
         timings["probe"] = time.perf_counter() - t3
     # The census (what inspection did not take in): on the target it is reported, and the
     # plan leaves those objects alone; on the desired side the engine refused them already.
-    census = [s.get("_meta", {}) for s in (current, desired)]
-    timings["census"] = sum(float(m.get("censusSeconds", 0.0)) for m in census)
-    warnings = list(warnings) + [
+    census = [s.schema.get("_meta", {}) for s in (current, desired)]
+    timings["census"] = sum(
+        float(m.get("censusSeconds", 0.0))
+        for m, side in zip(census, (current, desired), strict=True)
+        if not side.cached  # a cached side's census ran in an earlier plan
+    )
+    warnings += [
         f"not managed by Ptah, left as it is on the target: {item}"
         for item in census[0].get("unmanaged", [])
     ]
     warnings += [
         f"index {name} is INVALID on the target (a concurrent build that failed or still"
         " runs): it serves no query and enforces nothing, so the plan builds it again"
-        for name, index in sorted(current.get("index", {}).items())
+        for name, index in sorted(current.schema.get("index", {}).items())
         if index.get("invalid")
     ]
+    t3 = time.perf_counter()
+    before, after = current.settle(), desired.settle()
+    timings["fingerprints"] = time.perf_counter() - t3
     return Plan(
         statements=statements,
-        fingerprint_before=fingerprint(current),
-        fingerprint_after=fingerprint(desired),
+        fingerprint_before=before,
+        fingerprint_after=after,
         warnings=warnings,
         timings=timings,
     )
 
 
-def _timed_inspect(ops: Any, target: Target) -> tuple[Schema, float]:
+def _read_target(ops: Any, target: Target, cache_dir: str | None) -> tuple[_Side, float, bool]:
+    """The target's schema, timed. With a cache and an engine that can say cheaply whether
+    its catalogs moved (``probed_inspect``), the inspection read under the same digest
+    is reused instead of read again; a digest never seen is read and then kept."""
     t0 = time.perf_counter()
-    schema = ops.inspect(target)
-    return schema, time.perf_counter() - t0
+    probed = getattr(ops, "probed_inspect", None)
+    code = _inspection_digest(ops) if cache_dir and probed is not None else None
+    if code is None or cache_dir is None or probed is None:
+        return _Side(ops.inspect(target)), time.perf_counter() - t0, False
+    found: dict[str, Any] = {}
+
+    def reuse(digest: str) -> Schema | None:
+        key = hashlib.sha256(
+            f"{INSPECTOR_VERSION}:{ops.version_key(target)}:{code}:{digest}".encode()
+        ).hexdigest()[:40]
+        found["path"] = Path(cache_dir) / f"current-{key}.json"
+        cached = _load_cache(found["path"])
+        if cached is None or cached[2] is None:
+            return None
+        found["fingerprint"] = cached[2]
+        return cached[0]
+
+    schema, _digest = probed(target, reuse)
+    reused = "fingerprint" in found
+    side = _Side(schema, found.get("fingerprint"), None if reused else found.get("path"))
+    side.cached = reused
+    return side, time.perf_counter() - t0, reused
 
 
 def _desired(
@@ -164,29 +249,30 @@ def _desired(
     cache_dir: str | None,
     timings: dict[str, float],
     policy: SchemaPolicy,
-) -> tuple[Schema, list[str]]:
+) -> _Side:
     """The normalised desired schema, from the cache (source digest, server version,
-    policy, confinement code) or, once the source is confined, by loading it into a
-    scratch."""
+    policy, confinement code, inspection code) or, once the source is confined, by
+    loading it into a scratch."""
     cache_file: Path | None = None
     rules = _confinement_digest(target.engine) if cache_dir else None
     if cache_dir and rules is not None:
         digest = hashlib.sha256(desired_sql.encode()).hexdigest()
+        code = _inspection_digest(ops) or ""
         key = hashlib.sha256(
-            f"{INSPECTOR_VERSION}:{ops.version_key(target)}:{policy.key()}:{rules}:{digest}".encode()
+            f"{INSPECTOR_VERSION}:{ops.version_key(target)}:{policy.key()}:{rules}:{code}:"
+            f"{digest}".encode()
         ).hexdigest()[:40]
         cache_file = _cache_path(cache_dir, key)
         cached = _load_cache(cache_file)
         if cached is not None:
             timings["cacheHit"] = 1.0
-            return cached
+            store = None if cached[2] else cache_file
+            return _Side(cached[0], cached[2], store, cached[1], cached=True)
     tc = time.perf_counter()
     confine.check(desired_sql, target.engine)
     timings["confine"] = time.perf_counter() - tc
     desired, warnings = ops.normalise(target, desired_sql, dev_url, policy)
-    if cache_file is not None:
-        _store_cache(cache_file, desired, warnings)
-    return desired, warnings
+    return _Side(desired, None, cache_file, list(warnings))
 
 
 def current_fingerprint(target: Target) -> str:

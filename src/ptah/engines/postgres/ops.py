@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import psycopg
@@ -21,6 +22,7 @@ from ptah.engines.ops import ONLINE, DriftedError, Progress, Timeouts
 from ptah.engines.postgres import diff as pgdiff
 from ptah.engines.postgres import inspect as pginspect
 from ptah.engines.postgres import online as pgonline
+from ptah.engines.postgres import probe as pgprobe
 from ptah.engines.postgres import scratch
 from ptah.engines.urls import DbUrl
 
@@ -32,11 +34,30 @@ class PostgresOps:
     def version_key(self, target: Target) -> str:
         return f"postgres-{target.connection.info.server_version}"
 
+    # The code a reused inspection must have come from (the planner digests it).
+    inspect_modules = (
+        "ptah.engines.postgres.inspect",
+        "ptah.engines.postgres.graph",
+        "ptah.engines.postgres.probe",
+    )
+
     def inspect(self, target: Target) -> Schema:
+        return self.probed_inspect(target, None)[0]
+
+    def probed_inspect(
+        self, target: Target, reuse: Callable[[str], Schema | None] | None
+    ) -> tuple[Schema, str | None]:
+        """The target's schema and the digest it was read under (:mod:`.probe`); with
+        ``reuse``, the digest is read first, in the same snapshot, and what ``reuse``
+        gives for it is returned instead of reading the schema again."""
         conn = target.connection
         with conn.transaction(force_rollback=True):
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            return pginspect.inspect(conn)
+            if reuse is None:
+                return pginspect.inspect(conn), None
+            digest = pgprobe.probe(conn)
+            cached = reuse(digest)
+            return (cached if cached is not None else pginspect.inspect(conn)), digest
 
     def normalise(
         self,
@@ -46,6 +67,10 @@ class PostgresOps:
         policy: SchemaPolicy = DEFAULT_POLICY,
     ) -> tuple[Schema, list[str]]:
         return scratch.normalise(target.url, desired_sql, dev_url, policy.ownership, policy.ignore)
+
+    def settle(self) -> None:
+        """Wait for the scratch databases still being dropped behind the plan."""
+        scratch.settle()
 
     def diff(self, current: Schema, desired: Schema, online: Online = ONLINE) -> list[Statement]:
         return pgdiff.diff(current, desired, online)

@@ -10,11 +10,12 @@ that may create databases. The whole desired source goes to the server in
 one simple-protocol round trip; only when it fails without a position is it
 replayed statement by statement (rolled back) to name the line.
 
-A temporary database is dropped afterwards, so nothing needs rolling back there; a
-large file (more than ``BATCH`` statements) is loaded into it in committed batches,
-because one transaction holds a lock on every relation it creates until it ends, and
-ten thousand tables with their indexes outgrow the server's lock table
-(``max_locks_per_transaction``). A dev database keeps the single rolled-back
+A temporary database is dropped afterwards (on a thread of its own, beside the
+plan's diff: the planner waits for it, through :func:`settle`, before it returns), so
+nothing needs rolling back there; a large file (more than ``BATCH`` statements) is
+loaded into it in committed batches, because one transaction holds a lock on every
+relation it creates until it ends, and ten thousand tables with their indexes outgrow
+the server's lock table (``max_locks_per_transaction``). A dev database keeps the single rolled-back
 transaction (it must be left as found).
 
 After the load, the census of the scratch (:mod:`ptah.engines.postgres.graph`)
@@ -25,6 +26,7 @@ must be empty: an object the planner does not manage stops the plan
 from __future__ import annotations
 
 import secrets
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -171,7 +173,8 @@ def normalise(
 
 def _temporary_database(url: DbUrl, load: prepare.Load, seconds: dict[str, float]) -> Schema:
     name = "ptah_scratch_" + secrets.token_hex(6)
-    with connect(url, autocommit=True) as admin:
+    admin = connect(url, autocommit=True)
+    try:
         row = admin.execute(
             "SELECT rolcreatedb OR rolsuper, current_user FROM pg_roles"
             " WHERE rolname = current_user"
@@ -185,13 +188,60 @@ def _temporary_database(url: DbUrl, load: prepare.Load, seconds: dict[str, float
         t0 = time.perf_counter()
         admin.execute(f'CREATE DATABASE "{name}" TEMPLATE template0')
         seconds["create"] = time.perf_counter() - t0
+    except BaseException:
+        admin.close()
+        raise
+    try:
+        if len(load.statements) > BATCH:
+            with connect(url, database=name, autocommit=True) as conn:
+                return _load_batches(conn, load, seconds)
+        with connect(url, database=name) as conn:
+            return _load_and_inspect(conn, load, False, seconds)
+    finally:
+        _drop_behind(admin, name, seconds)
+
+
+# Scratch databases being dropped behind the plan (see :func:`settle`).
+_dropping: list[threading.Thread] = []
+_failed_drops: list[ScratchUnavailable] = []
+_dropping_lock = threading.Lock()
+
+
+def _drop_behind(admin: Any, name: str, seconds: dict[str, float]) -> None:
+    """Drop the scratch on its own thread: dropping a database waits for a checkpoint
+    (and, at 10,000 tables, for tens of thousands of files to go), which the plan need
+    not wait for while it still diffs and fingerprints. :func:`settle` joins it."""
+
+    def drop() -> None:
+        t0 = time.perf_counter()
         try:
-            if len(load.statements) > BATCH:
-                with connect(url, database=name, autocommit=True) as conn:
-                    return _load_batches(conn, load, seconds)
-            with connect(url, database=name) as conn:
-                return _load_and_inspect(conn, load, False, seconds)
-        finally:
-            t0 = time.perf_counter()
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        except psycopg.Error as exc:
+            with _dropping_lock:
+                _failed_drops.append(
+                    ScratchUnavailable(f"the scratch database {name} was not dropped: {exc}")
+                )
+        finally:
             seconds["drop"] = time.perf_counter() - t0
+            admin.close()
+
+    thread = threading.Thread(target=drop, name=f"drop-{name}")  # not a daemon: it finishes
+    with _dropping_lock:
+        _dropping.append(thread)
+    thread.start()
+
+
+def settle() -> None:
+    """Wait until every scratch database this process made is dropped; a drop that failed
+    raises here, as the drop did before it moved off the plan's path."""
+    with _dropping_lock:
+        threads = list(_dropping)
+    for thread in threads:
+        thread.join()
+        with _dropping_lock:
+            if thread in _dropping:
+                _dropping.remove(thread)
+    with _dropping_lock:
+        failed, _failed_drops[:] = list(_failed_drops), []
+    if failed:
+        raise failed[0]
