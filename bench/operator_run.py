@@ -19,11 +19,13 @@ Then ``--converged M`` (default 1000; 0 skips) PtahSchemas converge under one op
 which is then left alone for ``--idle-seconds`` (default 60): its RSS (and peak), the
 requests of the idle minute by verb and resource, passes, and the writes to the
 resources (their resourceVersions must not move). Drift checks are set to one hour so
-that none falls due in the idle window; reads are then only watch renewals, the leader
-Lease and any periodic resync.
+that none falls due in the idle window, and that operator resyncs every
+``--resync-seconds`` (default 20, so the idle minute holds periodic resyncs): reads are
+then only watch renewals, the leader Lease, and what a periodic resync reads again
+(nothing, for a fleet at rest: reads are bounded by the drift interval).
 
     .venv/bin/python bench/operator_run.py [--schemas 10,50,200] [--converged 1000]
-        [--state-dir DIR]
+        [--resync-seconds 20] [--state-dir DIR]
 
 (Not bench/operator.py: a script there would shadow the standard library's operator.)
 """
@@ -193,7 +195,9 @@ class Bench:
         )
         return ns
 
-    def operator(self, ns: str, log_name: str) -> tuple[subprocess.Popen[bytes], int]:
+    def operator(
+        self, ns: str, log_name: str, resync: float | None = None
+    ) -> tuple[subprocess.Popen[bytes], int]:
         metrics_port, health_port = _port(), _port()
         ptah = Path(sys.executable).parent / "ptah"
         argv = [
@@ -211,6 +215,8 @@ class Bench:
             argv.append(f"--workers={self.workers}")
         if self.poll_seconds is not None:
             argv.append(f"--poll-seconds={self.poll_seconds}")
+        if resync is not None:
+            argv.append(f"--resync-seconds={resync}")
         log = (self.tmp / log_name).open("wb")
         proc = subprocess.Popen(argv, stdout=log, stderr=log)
         deadline = time.monotonic() + 120
@@ -248,10 +254,12 @@ class Bench:
                 spec["driftCheckIntervalSeconds"] = drift
             kube.create(SCHEMA, {"metadata": {"name": f"s{i}", "namespace": ns}, "spec": spec})
 
-    def converge(self, n: int, drift: int | None = None, idle: float = 0.0) -> dict[str, Any]:
+    def converge(
+        self, n: int, drift: int | None = None, idle: float = 0.0, resync: float | None = None
+    ) -> dict[str, Any]:
         """N schemas from creation to all Ready under a fresh operator; figures."""
         ns = self.namespace()
-        proc, port = self.operator(ns, f"operator-{ns}.log")
+        proc, port = self.operator(ns, f"operator-{ns}.log", resync)
         line = Timeline(expected=n)
         stop = threading.Event()
         try:
@@ -281,6 +289,7 @@ class Bench:
                 }
                 if idle:
                     result["idle"] = self.idle(kube, ns, proc.pid, port, idle)
+                    result["idle"]["resync"] = resync
                 return result
         finally:
             stop.set()
@@ -385,6 +394,8 @@ def report_idle(r: dict[str, Any]) -> None:
         f"converged={i['resources']}: operator RSS {i['rss']:.0f} MB (peak {i['peak']:.0f} MB; "
         f"target <= 200 MB)"
     )
+    if i.get("resync"):
+        print(f"  periodic resync every {i['resync']:.0f} s during the idle window")
     print(
         f"  idle minute: {sum(i['requests'].values()) * per_minute:.0f} requests ({reqs}); "
         f"writes {writes * per_minute:.0f} (the leader's Lease {lease_writes * per_minute:.0f}); "
@@ -401,6 +412,7 @@ def main() -> int:
     ap.add_argument("--state-dir", default=None, help="reuse this dev cluster")
     ap.add_argument("--workers", type=int, default=None, help="default: the operator's")
     ap.add_argument("--poll-seconds", type=float, default=None, help="default: the operator's")
+    ap.add_argument("--resync-seconds", type=float, default=20.0, help="the idle fleet's")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="ptah-bench-op-"))
@@ -420,7 +432,11 @@ def main() -> int:
         for n in (int(x) for x in args.schemas.split(",") if x.strip()):
             report(bench.converge(n), single)
         if args.converged:
-            report_idle(bench.converge(args.converged, drift=3600, idle=args.idle_seconds))
+            fleet = bench.converge(
+                args.converged, drift=3600, idle=args.idle_seconds, resync=args.resync_seconds
+            )
+            report(fleet, single)  # its convergence is one more scale
+            report_idle(fleet)
     finally:
         if not args.state_dir:
             devcluster.down(state)
