@@ -170,6 +170,7 @@ class Bench:
     tmp: Path
     workers: int | None
     poll_seconds: float | None
+    seconds_per_schema: float = 6.0  # the time allowed to all Ready, per schema
 
     def component_pids(self) -> dict[str, int]:
         procs = devcluster.procs(self.state)
@@ -276,7 +277,7 @@ class Bench:
                 m0, c0 = metrics(port), self.cpu_snapshot(proc.pid)
                 t0 = time.monotonic()
                 self.schemas(kube, ns, n, drift)
-                if not line.all_ready.wait(max(600.0, n * 6.0)):
+                if not line.all_ready.wait(max(600.0, n * self.seconds_per_schema)):
                     raise SystemExit(f"{len(line.ready)}/{n} Ready after the timeout ({ns})")
                 elapsed = time.monotonic() - t0
                 m1, c1 = metrics(port), self.cpu_snapshot(proc.pid)
@@ -413,6 +414,9 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=None, help="default: the operator's")
     ap.add_argument("--poll-seconds", type=float, default=None, help="default: the operator's")
     ap.add_argument("--resync-seconds", type=float, default=20.0, help="the idle fleet's")
+    ap.add_argument(
+        "--timeout-per-schema", type=float, default=6.0, help="seconds allowed per schema"
+    )
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="ptah-bench-op-"))
@@ -424,7 +428,7 @@ def main() -> int:
         check=True,
         capture_output=True,
     )
-    bench = Bench(kc, kubectl, state, tmp, args.workers, args.poll_seconds)
+    bench = Bench(kc, kubectl, state, tmp, args.workers, args.poll_seconds, args.timeout_per_schema)
     try:
         one = bench.converge(1)
         single = one["elapsed"]
