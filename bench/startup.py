@@ -174,13 +174,14 @@ def importtime(code: str, env: dict[str, str]) -> tuple[list[tuple[int, str]], l
 
 PROBE = """
 import sys
+import ptah.engines.connect as c
 import ptah.runner.main as m
 seen = []
-real = m.open_url
+real = c.open_url
 def probe(url):
     seen.extend(sorted({n.split(".")[0] for n in sys.modules} & set(HEAVY)))
     return real(url)
-m.open_url = probe
+c.open_url = probe  # the runner looks it up when it opens the target
 code = m.main(["identify"])
 sys.stderr.write("HEAVY-AT-CONNECT " + ",".join(seen) + "\\n")
 """
