@@ -18,7 +18,7 @@ from ptah.families.schema import SchemaFamily
 from ptah.kube.clock import SimClock
 from ptah.kube.kinds import CONFIGMAP, SECRET
 from ptah.lifecycle.context import Env
-from ptah.lifecycle.family import Family
+from ptah.lifecycle.family import AnyFamily
 from ptah.lifecycle.reconcile import reconcile
 from ptah.testing.memory import MemoryCluster
 from ptah.testing.sim.database import Databases
@@ -44,7 +44,12 @@ def _world() -> tuple[MemoryCluster, SimClock, Kubelet, Env]:
 
 
 def _converge(
-    cluster: MemoryCluster, clock: SimClock, kubelet: Kubelet, env: Env, family: Family, name: str
+    cluster: MemoryCluster,
+    clock: SimClock,
+    kubelet: Kubelet,
+    env: Env,
+    family: AnyFamily,
+    name: str,
 ) -> int:
     for passes in range(1, 501):
         result = reconcile(env, family, NS, name)
@@ -58,7 +63,7 @@ def _converge(
     raise SystemExit(f"{name} did not converge: {status}")
 
 
-def _measure(family: Family, spec: dict[str, Any], extra: list[dict[str, Any]]) -> None:
+def _measure(family: AnyFamily, spec: dict[str, Any], extra: list[dict[str, Any]]) -> None:
     cluster, clock, kubelet, env = _world()
     for obj in extra:
         cluster.system.create(CONFIGMAP, obj)

@@ -8,14 +8,14 @@ import random
 from typing import Any
 
 from ptah.kube.clock import SimClock
-from ptah.lifecycle.family import Family
+from ptah.lifecycle.family import AnyFamily
 from ptah.testing.memory import MemoryCluster
 from ptah.testing.sim.database import Databases
 from ptah.testing.sim.invariants import Invariants
 from ptah.testing.sim.kubelet import NS, OTHER_DATABASE, Kubelet
 from ptah.testing.sim.world import World
 
-Resource = tuple[Family, str, str, str]  # family, name, URL template, database
+Resource = tuple[AnyFamily, str, str, str]  # family, name, URL template, database
 
 
 def hand_world(resources: list[Resource], seed: int = 11) -> tuple[World, Invariants]:

@@ -1,7 +1,12 @@
-"""The import graph points one way: api <- lifecycle <- families <- operator/cli, and the
-in-Pod code (runner -> engines, the versioned engine among them) never reaches the
-operator's side; the engines never import the runner. ``ptah.failures`` is a leaf both
-sides share: it imports nothing of Ptah."""
+"""The import graph points one way: api <- kube <- lifecycle <- families <- operator/cli,
+and the in-Pod code (runner -> engines, the versioned engine among them) never reaches
+the operator's side; the engines never import the runner. ``ptah.failures`` is a leaf
+both sides share: it imports nothing of Ptah.
+
+Inside the operator, only the composition root (``ptah.operator.main``) names the
+families: the controller, mapping, metrics and runnables read what a family declares
+(``Family``: its kind, label, watches, references) and what a pass reports
+(``ptah.lifecycle.report``), never a family's module or kinds."""
 
 from __future__ import annotations
 
@@ -63,3 +68,22 @@ def test_no_runtime_package_imports_the_test_machinery(package: str) -> None:
 
 def test_failures_is_a_leaf() -> None:
     assert _imports(SRC / "failures.py") == set()
+
+
+FAMILY_NEUTRAL = ("controller.py", "mapping.py", "metrics.py", "runnables.py", "queue.py")
+FAMILY_KINDS = {"SCHEMA", "MIGRATION", "ROLLOUT"}
+
+
+@pytest.mark.parametrize("module", FAMILY_NEUTRAL)
+def test_the_operator_knows_no_family(module: str) -> None:
+    tree = ast.parse((SRC / "operator" / module).read_text())
+    offending = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module.startswith("ptah.families"):
+                offending.append(node.module)
+            if node.module == "ptah.kube.kinds":
+                offending += sorted({a.name for a in node.names} & FAMILY_KINDS)
+        elif isinstance(node, ast.Import):
+            offending += [a.name for a in node.names if a.name.startswith("ptah.families")]
+    assert offending == []

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ptah.operator.main import families
 from ptah.operator.mapping import Index, Key, keys_for
 
 NS = "apps"
 LOCK = "ptah-system"
+FAMILIES = families()
 
 
 def primary(
@@ -71,43 +73,43 @@ def meta(name: str, ns: str = NS, **extra: Any) -> dict[str, Any]:
 def test_owned_objects_by_owner_reference_and_by_label() -> None:
     idx = index()
     job = meta("j", ownerReferences=[{"kind": "PtahSchema", "name": "a", "uid": "uid-a"}])
-    assert keys_for("Job", job, idx, LOCK) == {A}
+    assert keys_for("Job", job, idx, LOCK, FAMILIES) == {A}
     pod = meta(
         "p", labels={"ptah.io/owner-uid": "uid-m"}, ownerReferences=[{"kind": "Job", "name": "j"}]
     )
-    assert keys_for("Pod", pod, idx, LOCK) == {M}
+    assert keys_for("Pod", pod, idx, LOCK, FAMILIES) == {M}
     plan = meta("plan", ownerReferences=[{"kind": "PtahSchema", "name": "b", "uid": "uid-b"}])
-    assert keys_for("PtahPlan", plan, idx, LOCK) == {B}
-    assert keys_for("Pod", meta("stranger"), idx, LOCK) == set()
+    assert keys_for("PtahPlan", plan, idx, LOCK, FAMILIES) == {B}
+    assert keys_for("Pod", meta("stranger"), idx, LOCK, FAMILIES) == set()
 
 
 def test_approvals_by_resource_ref() -> None:
     approval = {**meta("ap"), "spec": {"resourceRef": {"kind": "PtahSchema", "name": "b"}}}
-    assert keys_for("PtahApproval", approval, index(), LOCK) == {B}
+    assert keys_for("PtahApproval", approval, index(), LOCK, FAMILIES) == {B}
 
 
 def test_leases_wake_only_waiters_in_the_lock_namespace() -> None:
     idx = index()
-    assert keys_for("Lease", meta("ptah-realm-x", LOCK), idx, LOCK) == {A}
-    assert keys_for("Lease", meta("ptah-realm-y", LOCK), idx, LOCK) == set()  # b holds it
-    assert keys_for("Lease", meta("ptah-realm-x", NS), idx, LOCK) == set()
-    assert keys_for("Lease", meta("ptah-operator-leader", LOCK), idx, LOCK) == set()
+    assert keys_for("Lease", meta("ptah-realm-x", LOCK), idx, LOCK, FAMILIES) == {A}
+    assert keys_for("Lease", meta("ptah-realm-y", LOCK), idx, LOCK, FAMILIES) == set()  # b holds it
+    assert keys_for("Lease", meta("ptah-realm-x", NS), idx, LOCK, FAMILIES) == set()
+    assert keys_for("Lease", meta("ptah-operator-leader", LOCK), idx, LOCK, FAMILIES) == set()
 
 
 def test_configmaps_and_secrets_by_reference() -> None:
     idx = index()
-    assert keys_for("Secret", meta("db-a"), idx, LOCK) == {A, M}
-    assert keys_for("Secret", meta("dev"), idx, LOCK) == {B}
-    assert keys_for("Secret", meta("db-a", "elsewhere"), idx, LOCK) == set()
-    assert keys_for("ConfigMap", meta("schema-a"), idx, LOCK) == {A}
-    assert keys_for("ConfigMap", meta("m2"), idx, LOCK) == {M}
-    assert keys_for("ConfigMap", meta("strict"), idx, LOCK) == {B}
+    assert keys_for("Secret", meta("db-a"), idx, LOCK, FAMILIES) == {A, M}
+    assert keys_for("Secret", meta("dev"), idx, LOCK, FAMILIES) == {B}
+    assert keys_for("Secret", meta("db-a", "elsewhere"), idx, LOCK, FAMILIES) == set()
+    assert keys_for("ConfigMap", meta("schema-a"), idx, LOCK, FAMILIES) == {A}
+    assert keys_for("ConfigMap", meta("m2"), idx, LOCK, FAMILIES) == {M}
+    assert keys_for("ConfigMap", meta("strict"), idx, LOCK, FAMILIES) == {B}
     # Every resource without an explicit policy reads the default one.
-    assert keys_for("ConfigMap", meta("ptah-verification-policy"), idx, LOCK) == {A, M}
+    assert keys_for("ConfigMap", meta("ptah-verification-policy"), idx, LOCK, FAMILIES) == {A, M}
 
 
 def test_primary_events_and_removal() -> None:
     idx = index()
-    assert keys_for("PtahSchema", primary("a", "uid-a", {}), idx, LOCK) == {A}
+    assert keys_for("PtahSchema", primary("a", "uid-a", {}), idx, LOCK, FAMILIES) == {A}
     idx.remove(primary("a", "uid-a", {}))
     assert idx.by_uid("uid-a") is None and A not in idx.all_keys()

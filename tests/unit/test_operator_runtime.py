@@ -1,5 +1,6 @@
 """The operator runtime without a cluster: watch (list, bookmarks, 410 relist, resume),
-leader election over the in-memory API, the kill hook's parsing, outcome metrics."""
+leader election over the in-memory API, the kill hook's parsing, a pass's report (the
+operation it names, the outcome metrics read from it), the runnables' order."""
 
 from __future__ import annotations
 
@@ -11,12 +12,16 @@ from typing import Any
 
 import httpx
 
+from ptah.api.resources import SchemaStatus
 from ptah.kube import kinds
 from ptah.kube.real import RealCluster
 from ptah.kube.watch import Watcher, WatchEvent
-from ptah.operator.controller import KillAt, Recorder
+from ptah.lifecycle.report import Ended, OperationRef, PassReport
+from ptah.operator.controller import KillAt
 from ptah.operator.leader import LeaderElector
-from ptah.operator.metrics import operation_outcome
+from ptah.operator.mapping import Key
+from ptah.operator.metrics import Metrics
+from ptah.operator.runnables import Manager, Runnable
 from ptah.testing.memory import MemoryCluster
 
 
@@ -187,24 +192,93 @@ def test_kill_hook_dies_also_as_pid_1_of_a_namespace() -> None:
     assert init.returncode == 137, init
 
 
-def test_recorder_attributes_a_staged_release_to_its_operation() -> None:
-    cluster = MemoryCluster()
-    rec = Recorder(cluster, lambda k: k == kinds.SCHEMA)
-    rec._seen(kinds.SCHEMA, {"status": {"pendingLockRelease": {"operationId": "apply-abc"}}})
-    assert rec.op_type == "Apply" and rec.op_id == "apply-abc"
-    rec._seen(kinds.SCHEMA, {"status": {"activeOperation": {"type": "Plan", "operationId": "p"}}})
-    assert rec.op_type == "Plan"
+def test_report_attributes_a_staged_release_to_its_operation() -> None:
+    report = PassReport()
+    staged = {
+        "pendingLockRelease": {
+            "operationId": "apply-abc",
+            "type": "Apply",
+            "leaseName": "l",
+            "holder": "h",
+            "stagedAt": "t",
+        }
+    }
+    report.saw({"status": staged}, SchemaStatus.model_validate(staged))
+    assert report.operation_type == "Apply" and report.operation_id == "apply-abc"
+    claim = {
+        "activeOperation": {
+            "type": "Plan",
+            "operationId": "p",
+            "mutating": False,
+            "jobName": "j",
+            "inputFingerprint": "f",
+            "bindingEpoch": 0,
+            "claimedAt": "t",
+        }
+    }
+    report.saw({"status": claim}, SchemaStatus.model_validate(claim))
+    assert report.operation_type == "Plan"
 
 
-def test_operation_outcomes_from_status_before_and_after() -> None:
-    op = {"type": "Apply", "mutating": True, "operationId": "apply-1"}
-    before = {"status": {"activeOperation": op}}
-    after = {"status": {"lastMutation": {"operationId": "apply-1", "outcome": "Succeeded"}}}
-    assert operation_outcome(before, after) == ("Apply", "Succeeded")
-    assert operation_outcome(before, before) is None
-    reading = {"status": {"activeOperation": {"type": "Plan", "mutating": False}}}
-    assert operation_outcome(reading, {"status": {"readingFailures": 1}}) == ("Plan", "Failed")
-    assert operation_outcome(reading, {"status": {}}) == ("Plan", "Succeeded")
+def _counted(metrics: Metrics, type_: str, outcome: str) -> float:
+    value = metrics.registry.get_sample_value(
+        "ptah_operations_total", {"family": "schema", "type": type_, "outcome": outcome}
+    )
+    return value or 0.0
+
+
+def test_operation_outcomes_are_counted_from_the_report() -> None:
+    metrics = Metrics()
+    key = Key("PtahSchema", "ns", "s")
+    obj = {"metadata": {"name": "s"}, "status": {}}
+    ended = PassReport(first=obj, last=obj)
+    ended.ended = Ended(OperationRef("apply-1", "Apply"), "Succeeded")
+    metrics.observe_pass(key, "schema", ended, 0.1, "ok")
+    assert _counted(metrics, "Apply", "Succeeded") == 1
+    metrics.observe_pass(key, "schema", PassReport(first=obj, last=obj), 0.1, "ok")
+    assert _counted(metrics, "Apply", "Succeeded") == 1  # no operation ended: nothing counted
+    failed = PassReport(first=obj, last=obj)
+    failed.ended = Ended(OperationRef("plan-1", "Plan"), "Failed")
+    metrics.observe_pass(key, "schema", failed, 0.1, "ok")
+    assert _counted(metrics, "Plan", "Failed") == 1
+
+
+def test_runnables_start_in_order_and_stop_in_reverse() -> None:
+    seen: list[str] = []
+
+    def part(name: str, fail: bool = False) -> Runnable:
+        def start() -> None:
+            if fail:
+                raise RuntimeError(name)
+            seen.append(f"start {name}")
+
+        return Runnable(name, start, lambda: seen.append(f"stop {name}"))
+
+    import threading
+
+    stop = threading.Event()
+    stop.set()
+    Manager([part("probes"), part("election"), part("workers"), part("watchers")]).run(stop)
+    assert seen == [
+        "start probes",
+        "start election",
+        "start workers",
+        "start watchers",
+        "stop watchers",
+        "stop workers",
+        "stop election",
+        "stop probes",
+    ]
+    seen.clear()
+    manager = Manager([part("probes"), part("election"), part("workers", fail=True)])
+    try:
+        manager.start()
+    except RuntimeError:
+        pass
+    else:
+        raise AssertionError("a runnable that fails to start fails the start")
+    # What had started is stopped, in reverse; what never started is not stopped.
+    assert seen == ["start probes", "start election", "stop election", "stop probes"]
 
 
 def _schema_event(type_: str, ns: str, generation: int, phase: str) -> WatchEvent:
@@ -240,18 +314,15 @@ def test_a_pass_that_fails_on_the_api_is_retried_with_growing_back_off() -> None
     from ptah.kube.errors import Unavailable
     from ptah.operator.controller import Controller, Settings
     from ptah.operator.main import families
-    from ptah.operator.mapping import Key
 
     class Down(MemoryCluster):
         def get(self, kind: kinds.Kind, namespace: str, name: str) -> dict[str, Any] | None:
             raise Unavailable("apiserver away", uncertain=True)
 
     c = Controller(Down(), families(), Settings())
-    rec = Recorder(c.cluster, lambda k: k == kinds.SCHEMA)
-    env = c._env(rec)
     key = Key("PtahSchema", "ns", "s")
-    c.process(env, rec, key)
-    c.process(env, rec, key)
+    c.process(key)
+    c.process(key)
     assert c.queue.failures(key) == 2
     assert c.queue.get(0) is None  # not hot-looped: it waits for its back-off
 
@@ -280,21 +351,20 @@ def test_the_periodic_resync_rereads_only_what_is_not_at_rest_at_the_version_wat
     ready = cluster.patch(kinds.SCHEMA, "ns", "s", {"status": {"phase": "Ready"}}, "status")
     passes: list[str] = []
 
-    def one_pass(env: Any, family: Any, namespace: str, name: str) -> Result:
+    def one_pass(env: Any, family: Any, namespace: str, name: str, report: Any) -> Result:
         obj = env.cluster.get(family.kind, namespace, name)  # as every pass starts
+        report.saw(obj)
         passes.append(obj["metadata"]["resourceVersion"])
-        return Result(requeue_after=600.0)
+        return Result(requeue_after=600.0, report=report)
 
     monkeypatch.setattr(ctl, "reconcile", one_pass)
     c = ctl.Controller(cluster, families(), ctl.Settings())
     c.handle(WatchEvent("ADDED", kinds.SCHEMA, ready))
-    rec = Recorder(cluster, lambda k: k == kinds.SCHEMA)
-    env = c._env(rec)
 
     def drain() -> int:
         n = 0
         while (key := c.queue.get(0)) is not None:
-            c.process(env, rec, key)
+            c.process(key)
             c.queue.done(key)
             n += 1
         return n

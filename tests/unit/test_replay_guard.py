@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ptah.api.common import NON_BLOCKING_REFUSALS, LastMutation, LifecycleStatus, PlanSummary
-from ptah.families.common import replay_stall
+from ptah.lifecycle.decide import replay_stall
 
 DIGEST = "a" * 40
 

@@ -210,6 +210,9 @@ class LockRelease(Model):
     """A staged, credential-free release request, kept until an idempotent release succeeds."""
 
     operation_id: str
+    type: OperationType | None = Field(
+        default=None, description="The type of the operation whose release this is."
+    )
     lease_name: str
     holder: str
     epoch: int | None = None
@@ -418,3 +421,13 @@ class LifecycleStatus(Model):
     reading_failures: int | None = None
     next_reading_after: str | None = None
     reading_failure: ReadingFailure | None = None
+
+    @property
+    def record(self) -> UncertainRecord | None:
+        """The family's uncertainty record (a PtahSchema's pendingObservation, a
+        PtahMigration's unresolvedRun); each family's status model says which field."""
+        return None
+
+    def record_patch(self, record: UncertainRecord | None) -> dict[str, Any]:
+        """The status fields that write ``record`` (None: clear it)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no uncertainty record")

@@ -53,6 +53,13 @@ class SchemaSpec(SchemaTemplate):
 class SchemaStatus(LifecycleStatus):
     pending_observation: UncertainRecord | None = None
 
+    @property
+    def record(self) -> UncertainRecord | None:
+        return self.pending_observation
+
+    def record_patch(self, record: UncertainRecord | None) -> dict[str, Any]:
+        return {"pendingObservation": None if record is None else record.replacing()}
+
 
 class PtahSchema(Model):
     api_version: Literal["ptah.io/v1alpha1"] = "ptah.io/v1alpha1"
@@ -139,6 +146,13 @@ class MigrationStatus(LifecycleStatus):
     pending_versions: list[str] = Field(default_factory=list)
     pending_repeatables: list[str] = Field(default_factory=list)
     unresolved_run: UncertainRecord | None = None
+
+    @property
+    def record(self) -> UncertainRecord | None:
+        return self.unresolved_run
+
+    def record_patch(self, record: UncertainRecord | None) -> dict[str, Any]:
+        return {"unresolvedRun": None if record is None else record.replacing()}
 
 
 class PtahMigration(Model):

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
-from ptah.api.common import OperationType, UncertainRecord
+from ptah.api.common import OperationType, PlanSummary, UncertainRecord
 from ptah.api.digest import digest
 from ptah.api.resources import (
     HistoryReading,
@@ -23,10 +21,17 @@ from ptah.api.resources import (
     MigrationStatus,
     PlannedStatement,
 )
-from ptah.families.common import approval_gate, invalid_spec, plan_is_stale, replay_stall
 from ptah.kube.kinds import CONFIGMAP, MIGRATION
 from ptah.lifecycle.context import Pass
-from ptah.lifecycle.family import Observe, PlanDraft, Work
+from ptah.lifecycle.family import (
+    MutationInputs,
+    Observe,
+    PlanDraft,
+    ReadAgain,
+    ReadingInputs,
+    References,
+    Watch,
+)
 from ptah.runner.frame import ResultFrame
 from ptah.workload.job import Mount
 
@@ -47,12 +52,20 @@ def _applied_state(reading: HistoryReading) -> list[str]:
 
 class MigrationFamily:
     kind = MIGRATION
+    label = "migration"
     reading_type: OperationType = "History"
     mutation_type: OperationType = "Migrate"
-    record_field = "unresolved_run"
+    watches: tuple[Watch, ...] = (Watch(CONFIGMAP),)  # the directory's ConfigMaps
+
+    def spec_of(self, p: Pass) -> MigrationSpec:
+        return MigrationSpec.model_validate(p.spec)
 
     def status_of(self, obj: dict[str, Any]) -> MigrationStatus:
         return MigrationStatus.model_validate(obj.get("status") or {})
+
+    def references(self, spec: dict[str, Any]) -> References:
+        directory = spec.get("directory") or {}
+        return References(frozenset(str(n) for n in directory.get("configMaps") or []))
 
     def _mounts(self, p: Pass) -> list[Mount]:
         directory = p.spec.get("directory") or {}
@@ -81,7 +94,7 @@ class MigrationFamily:
             parts.append([name, cm["metadata"]["uid"], digest(cm.get("data") or {})])
         return digest(parts)
 
-    def reading_work(self, p: Pass, expected_database: str | None) -> Work | Observe:
+    def reading_inputs(self, p: Pass) -> ReadingInputs | Observe:
         source = self.source_fingerprint(p)
         if source is None:
             return Observe(
@@ -90,15 +103,8 @@ class MigrationFamily:
                 message="a ConfigMap of spec.directory.configMaps does not exist",
                 waiting_for="the migration directory",
             )
-        epoch = p.status.execution_binding.epoch if p.status.execution_binding else 0
-        return Work(
-            type="History",
-            mutating=False,
-            input_fingerprint=digest([source, p.generation, epoch]),
-            args=["history", *self._dir_args(p)],
-            mounts=self._mounts(p),
-            expected_database=expected_database,
-            source=source,
+        return ReadingInputs(
+            source=source, args=["history", *self._dir_args(p)], mounts=self._mounts(p)
         )
 
     def _pending(self, spec: MigrationSpec, reading: HistoryReading) -> list[str]:
@@ -107,17 +113,14 @@ class MigrationFamily:
         limit = _version_key(spec.target_version)
         return [v for v in reading.pending if _version_key(v) <= limit]
 
-    def decide(self, p: Pass) -> Work | Observe:
-        try:
-            spec = MigrationSpec.model_validate(p.spec)
-        except ValidationError as exc:
-            return invalid_spec(exc)
-        status = MigrationStatus.model_validate(p.obj.get("status") or {})
+    def has_reading(self, status: MigrationStatus) -> bool:
+        return status.history is not None
+
+    def blocked(
+        self, p: Pass, spec: MigrationSpec, status: MigrationStatus, plan: PlanSummary
+    ) -> Observe | ReadAgain | None:
         reading = status.history
-        if plan_is_stale(p, status, self.source_fingerprint(p)) or reading is None:
-            return self.reading_work(p, None)
-        plan = status.current_plan
-        assert plan is not None
+        assert reading is not None
         if reading.dirty:
             d = reading.dirty[0]
             return Observe(
@@ -137,31 +140,30 @@ class MigrationFamily:
                 f"found {m.actual[:12]}); nothing was run",
                 waiting_for="the directory restored",
             )
-        if not plan.changes:
-            # The directory's own hash (the runner's, as `ptah migrate hash` prints it), so
-            # a CI step can compute the digest it waits for from the files it ships.
-            return Observe("Ready", ready=True, applied_source=reading.directory_hash or None)
-        stall = replay_stall(status, plan)
-        if stall is not None:
-            return stall
-        gate = approval_gate(p, plan, spec.policy.approval == "Always")
-        if isinstance(gate, Observe):
-            return gate
+        return None
+
+    def ready(
+        self, p: Pass, spec: MigrationSpec, status: MigrationStatus, plan: PlanSummary
+    ) -> Observe | ReadAgain:
+        assert status.history is not None
+        # The directory's own hash (the runner's, as `ptah migrate hash` prints it), so
+        # a CI step can compute the digest it waits for from the files it ships.
+        return Observe("Ready", ready=True, applied_source=status.history.directory_hash or None)
+
+    def approval_required(self, spec: MigrationSpec, plan: PlanSummary) -> bool:
+        return spec.policy.approval == "Always"
+
+    def mutation_inputs(
+        self, p: Pass, spec: MigrationSpec, plan: PlanSummary
+    ) -> MutationInputs | Observe | ReadAgain:
         args = ["migrate", *self._dir_args(p)]
         if spec.target_version:
             args += ["--to", spec.target_version]
         if spec.baseline_version:
             args += ["--baseline", spec.baseline_version]
-        return Work(
-            type="Migrate",
-            mutating=True,
-            input_fingerprint=plan.digest,
+        return MutationInputs(
             args=args,
             mounts=self._mounts(p),
-            plan_name=plan.name,
-            plan_digest=plan.digest,
-            approval_name=gate,
-            expected_database=plan.database,
             expected_after=plan.expected_after,
             source=self.source_fingerprint(p),
         )
@@ -251,7 +253,7 @@ class MigrationFamily:
         return self.settles(record, frame)
 
     def unsettled(self, p: Pass) -> str:
-        reading = MigrationStatus.model_validate(p.obj.get("status") or {}).history
+        reading = self.status_of(p.obj).history
         if reading is None:
             return "no reading yet"
         if reading.dirty:

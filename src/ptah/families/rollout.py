@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -59,7 +59,9 @@ from ptah.kube.merge import merge_diff
 from ptah.kube.port import Cluster, Obj
 from ptah.lifecycle.authorize import plan_digest
 from ptah.lifecycle.context import Env, ObjectPass
+from ptah.lifecycle.family import Watch
 from ptah.lifecycle.reconcile import Result
+from ptah.lifecycle.report import PassReport
 from ptah.workload.names import _label_safe
 
 LABEL_ROLLOUT = "ptah.io/rollout"
@@ -300,6 +302,9 @@ class RolloutController:
     before its statements are trusted, so the cache can only save reads."""
 
     kind = ROLLOUT
+    label = "rollout"
+    # Its children's kinds come with the lifecycle families; Secrets select targets.
+    watches: tuple[Watch, ...] = (Watch(SECRET),)
 
     def __init__(self) -> None:
         self._statements: dict[tuple[str, str, str, str], str] = {}
@@ -337,15 +342,19 @@ class RolloutController:
 
     # -- one pass --
 
-    def reconcile(self, env: Env, namespace: str, name: str) -> Result:
+    def reconcile(
+        self, env: Env, namespace: str, name: str, report: PassReport | None = None
+    ) -> Result:
+        report = PassReport() if report is None else report
         cluster = env.cluster
         obj = cluster.get(ROLLOUT, namespace, name)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
             # Children are owned: the garbage collector deletes them, and each one's own
             # finalizer holds its deletion while it owes anything.
-            return Result()
-        pass_ = _Pass(env, obj, self._statements)
-        return pass_.run()
+            return Result(report=report)
+        report.saw(obj)
+        pass_ = _Pass(env, obj, self._statements, report)
+        return replace(pass_.run(), report=report)
 
 
 @dataclass
@@ -353,6 +362,7 @@ class _Pass(ObjectPass):
     env: Env
     obj: Obj
     cache: dict[tuple[str, str, str, str], str]
+    report: PassReport
 
     # ---------------------------------------------------------------- run
 
@@ -921,3 +931,4 @@ class _Pass(ObjectPass):
             "rollout_write_status",
             lambda: self.cluster.patch(ROLLOUT, self.namespace, self.name, patch, "status"),
         )
+        self.report.saw(self.obj)

@@ -13,30 +13,41 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ptah.api.common import OperationType, UncertainRecord
+from ptah.api.common import OperationType, PlanSummary, UncertainRecord
 from ptah.api.digest import digest
 from ptah.api.resources import PlannedStatement, PlanSpec, SchemaSpec, SchemaStatus
-from ptah.families.common import (
-    approval_gate,
-    invalid_spec,
-    plan_is_stale,
-    replay_stall,
-)
 from ptah.kube.kinds import CONFIGMAP, PLAN, SCHEMA
 from ptah.lifecycle.context import Pass
-from ptah.lifecycle.family import Observe, PlanDraft, Work
+from ptah.lifecycle.family import (
+    READ_AGAIN,
+    MutationInputs,
+    Observe,
+    PlanDraft,
+    ReadAgain,
+    ReadingInputs,
+    References,
+    Watch,
+)
 from ptah.runner.frame import ResultFrame
 from ptah.workload.job import INPUT_MOUNT
 
 
 class SchemaFamily:
     kind = SCHEMA
+    label = "schema"
     reading_type: OperationType = "Plan"
     mutation_type: OperationType = "Apply"
-    record_field = "pending_observation"
+    watches: tuple[Watch, ...] = (Watch(CONFIGMAP),)  # the desired source's ConfigMap
+
+    def spec_of(self, p: Pass) -> SchemaSpec:
+        return SchemaSpec.model_validate(p.spec)
 
     def status_of(self, obj: dict[str, Any]) -> SchemaStatus:
         return SchemaStatus.model_validate(obj.get("status") or {})
+
+    def references(self, spec: dict[str, Any]) -> References:
+        ref = (spec.get("source") or {}).get("configMapKeyRef") or {}
+        return References(frozenset({str(ref["name"])} if ref.get("name") else ()))
 
     # ----------------------------------------------------------- source
 
@@ -71,21 +82,15 @@ class SchemaFamily:
 
     # ----------------------------------------------------------- decisions
 
-    def reading_work(self, p: Pass, expected_database: str | None) -> Work | Observe:
+    def reading_inputs(self, p: Pass) -> ReadingInputs | Observe:
         text, problem = self._source(p)
         if text is None:
             assert problem is not None
             return problem
-        source = digest(text)
-        epoch = p.status.execution_binding.epoch if p.status.execution_binding else 0
-        return Work(
-            type="Plan",
-            mutating=False,
-            input_fingerprint=digest([source, p.generation, epoch]),
+        return ReadingInputs(
+            source=digest(text),
             args=["plan", "--desired", f"{INPUT_MOUNT}/desired.sql", *self._policy_args(p)],
             inputs={"desired.sql": text},
-            expected_database=expected_database,
-            source=source,
         )
 
     @staticmethod
@@ -100,28 +105,12 @@ class SchemaFamily:
             args += ["--ignore", kind]
         return args + policy.online.plan_args()
 
-    def decide(self, p: Pass) -> Work | Observe:
-        try:
-            spec = SchemaSpec.model_validate(p.spec)
-        except ValidationError as exc:
-            return invalid_spec(exc)
-        status = SchemaStatus.model_validate(p.obj.get("status") or {})
-        if plan_is_stale(p, status, self.source_fingerprint(p)):
-            return self.reading_work(p, None)
-        plan = status.current_plan
-        assert plan is not None
-        if not plan.changes:
-            interval = spec.drift_check_interval_seconds
-            since = p.seconds_since(status.last_reading_at)
-            if interval and since is not None and since >= interval:
-                return self.reading_work(p, None)
-            remaining = None if not interval or since is None else interval - since
-            return Observe(
-                "Ready", ready=True, requeue_after=remaining, applied_source=plan.source or None
-            )
-        stall = replay_stall(status, plan)
-        if stall is not None:
-            return stall
+    def has_reading(self, status: SchemaStatus) -> bool:
+        return True  # the plan summary is the reading
+
+    def blocked(
+        self, p: Pass, spec: SchemaSpec, status: SchemaStatus, plan: PlanSummary
+    ) -> Observe | ReadAgain | None:
         if plan.destructive and not spec.policy.allow_destructive:
             return Observe(
                 "Blocked",
@@ -130,15 +119,31 @@ class SchemaFamily:
                 "set spec.policy.allowDestructive to apply it",
                 waiting_for="a spec change",
             )
-        required = spec.policy.approval == "Always" or (
+        return None
+
+    def ready(
+        self, p: Pass, spec: SchemaSpec, status: SchemaStatus, plan: PlanSummary
+    ) -> Observe | ReadAgain:
+        interval = spec.drift_check_interval_seconds
+        since = p.seconds_since(status.last_reading_at)
+        if interval and since is not None and since >= interval:
+            return READ_AGAIN  # a drift reading is due
+        remaining = None if not interval or since is None else interval - since
+        return Observe(
+            "Ready", ready=True, requeue_after=remaining, applied_source=plan.source or None
+        )
+
+    def approval_required(self, spec: SchemaSpec, plan: PlanSummary) -> bool:
+        return spec.policy.approval == "Always" or (
             spec.policy.approval == "Destructive" and plan.destructive
         )
-        gate = approval_gate(p, plan, required)
-        if isinstance(gate, Observe):
-            return gate
+
+    def mutation_inputs(
+        self, p: Pass, spec: SchemaSpec, plan: PlanSummary
+    ) -> MutationInputs | Observe | ReadAgain:
         obj = p.cluster.get(PLAN, p.namespace, plan.name)
         if obj is None:
-            return self.reading_work(p, None)
+            return READ_AGAIN
         planned = PlanSpec.model_validate(obj["spec"])
         online = spec.policy.online
         heavy = planned.lock_heavy()
@@ -159,16 +164,9 @@ class SchemaFamily:
             "statements": [s.wire() for s in planned.statements],
             "fingerprintBefore": planned.computed_under.target_schema,
         }
-        return Work(
-            type="Apply",
-            mutating=True,
-            input_fingerprint=plan.digest,
+        return MutationInputs(
             args=args,
             inputs={"plan.json": json.dumps(body, sort_keys=True)},
-            plan_name=plan.name,
-            plan_digest=plan.digest,
-            approval_name=gate,
-            expected_database=plan.database,
             expected_after=planned.computed_under.expected_after,
             source=planned.computed_under.source,
         )

@@ -38,6 +38,14 @@ class VerificationPolicy:
     allowed_engines: frozenset[str]
 
 
+DEFAULT_POLICY = "ptah-verification-policy"
+
+
+def policy_name(spec: dict[str, Any]) -> str:
+    """The verification-policy ConfigMap a spec names (spec.policy.verificationPolicy)."""
+    return str((spec.get("policy") or {}).get("verificationPolicy") or DEFAULT_POLICY)
+
+
 def _truthy(value: str | None, default: bool) -> bool:
     return default if value is None else value.strip().lower() in {"1", "true", "yes"}
 

@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ptah.api.common import LifecycleStatus
 from ptah.kube.clock import parse_rfc3339, rfc3339
 from ptah.kube.port import Cluster
+from ptah.lifecycle.report import PassReport
 from ptah.targetlock import ExpiryObserver
 
 if TYPE_CHECKING:
-    from ptah.lifecycle.family import Family
+    from ptah.lifecycle.family import AnyFamily
 
 FINALIZER = "ptah.io/mutation-lifecycle"
 ABANDON_ANNOTATION = "ptah.io/abandon-proof"
@@ -87,8 +88,17 @@ class ObjectPass:
 @dataclass
 class Pass(ObjectPass):
     env: Env
-    family: Family
+    family: AnyFamily
     obj: dict[str, Any]
+    report: PassReport = field(default_factory=PassReport)
+
+    def __post_init__(self) -> None:
+        self.report.saw(self.obj, self.status)
+
+    def saw(self, obj: dict[str, Any]) -> None:
+        """The resource as a write of this pass left it."""
+        self.obj = obj
+        self.report.saw(obj, self.status)
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -109,6 +119,12 @@ class Pass(ObjectPass):
             parsed = (self.obj, self.family.status_of(self.obj))
             self._parsed = parsed
         return parsed[1]
+
+    @property
+    def binding_epoch(self) -> int:
+        """The execution-binding epoch the resource is under now (0 before the first)."""
+        binding = self.status.execution_binding
+        return binding.epoch if binding else 0
 
     @property
     def deleting(self) -> bool:

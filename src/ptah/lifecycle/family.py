@@ -1,17 +1,19 @@
 """What a resource family supplies to the lifecycle, and nothing more.
 
-The lifecycle owns every obligation; a family answers only questions whose
-answer differs between PtahSchema and PtahMigration: which operation comes
-next, which runner inputs it needs, how a reading becomes a plan, and which
-reading settles an uncertainty record.
+The lifecycle owns every obligation and the decision's skeleton
+(``ptah.lifecycle.decide``); a family answers only questions whose answer differs
+between PtahSchema and PtahMigration: what blocks it, when it is Ready, whether a
+plan needs approval, the runner inputs of its reading and of its mutation, how a
+reading becomes a plan, which reading settles an uncertainty record, and which
+objects its spec references (so the operator knows whose change wakes it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from ptah.api.common import LifecycleStatus, OperationType, UncertainRecord
+from ptah.api.common import LifecycleStatus, OperationType, PlanSummary, UncertainRecord
 from ptah.api.resources import PlannedStatement
 from ptah.kube.kinds import Kind
 from ptah.runner.frame import ResultFrame
@@ -20,10 +22,13 @@ from ptah.workload.job import Mount
 if TYPE_CHECKING:
     from ptah.lifecycle.context import Pass
 
+SpecT = TypeVar("SpecT")
+StatusT = TypeVar("StatusT", bound=LifecycleStatus)
+
 
 @dataclass(frozen=True)
 class Work:
-    """An operation the family wants claimed."""
+    """An operation the lifecycle claims."""
 
     type: OperationType
     mutating: bool
@@ -53,6 +58,35 @@ class Observe:
 
 
 @dataclass(frozen=True)
+class ReadAgain:
+    """A family's answer that the target must be read again before anything else."""
+
+
+READ_AGAIN = ReadAgain()
+
+
+@dataclass(frozen=True)
+class ReadingInputs:
+    """What a family's read-only reading runs with, and the digest of the source it reads."""
+
+    source: str
+    args: list[str]
+    inputs: dict[str, str] = field(default_factory=dict)
+    mounts: list[Mount] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class MutationInputs:
+    """What a family's mutation of an approved plan runs with."""
+
+    args: list[str]
+    inputs: dict[str, str] = field(default_factory=dict)
+    mounts: list[Mount] = field(default_factory=list)
+    expected_after: str | None = None
+    source: str | None = None
+
+
+@dataclass(frozen=True)
 class PlanDraft:
     """A reading turned into the content of a PtahPlan."""
 
@@ -63,23 +97,75 @@ class PlanDraft:
     expected_after: str
 
 
-class Family(Protocol):
+@dataclass(frozen=True)
+class References:
+    """Objects (in the resource's namespace) a spec reads, by name."""
+
+    configmaps: frozenset[str] = frozenset()
+    secrets: frozenset[str] = frozenset()
+
+    def __or__(self, other: References) -> References:
+        return References(self.configmaps | other.configmaps, self.secrets | other.secrets)
+
+
+@dataclass(frozen=True)
+class Watch:
+    """A kind the operator watches for a family; ``metadata_only`` when name, labels and
+    owners are all that mapping an event needs."""
+
     kind: Kind
+    metadata_only: bool = True
+
+
+class Family(Protocol[SpecT, StatusT]):
+    kind: Kind
+    label: str  # the family's name in metrics ("schema", "migration")
     reading_type: OperationType
     mutation_type: OperationType
-    record_field: str
+    watches: tuple[Watch, ...]  # kinds its spec reads beyond the lifecycle's own
 
-    def status_of(self, obj: dict[str, Any]) -> LifecycleStatus:
+    def spec_of(self, p: Pass) -> SpecT:
+        """The typed spec; raises ``pydantic.ValidationError`` for a malformed one."""
+
+    def status_of(self, obj: dict[str, Any]) -> StatusT:
         """The typed status of ``obj``."""
 
-    def decide(self, p: Pass) -> Work | Observe:
-        """The next step for a resource that owes nothing and holds no claim."""
+    def references(self, spec: dict[str, Any]) -> References:
+        """Objects the family's own part of ``spec`` reads (the target Secret and the
+        verification policy are the lifecycle's: ``ptah.lifecycle.decide.referenced``)."""
 
-    def reading_work(self, p: Pass, expected_database: str | None) -> Work | Observe:
-        """A read-only reading of the target (also the proof of an uncertain run)."""
+    # ----------------------------------------------------------- the decision
 
     def source_fingerprint(self, p: Pass) -> str | None:
         """The current desired source, re-read uncached; None when it cannot be read."""
+
+    def has_reading(self, status: StatusT) -> bool:
+        """Whether the status holds the reading the family decides from."""
+
+    def blocked(
+        self, p: Pass, spec: SpecT, status: StatusT, plan: PlanSummary
+    ) -> Observe | ReadAgain | None:
+        """What holds a current plan back until a person acts, if anything (or that the
+        target must be read again to see whether it still does)."""
+
+    def ready(
+        self, p: Pass, spec: SpecT, status: StatusT, plan: PlanSummary
+    ) -> Observe | ReadAgain:
+        """The Ready observation for a plan with no changes, or that a reading is due."""
+
+    def approval_required(self, spec: SpecT, plan: PlanSummary) -> bool:
+        """Whether ``plan`` needs a PtahApproval before it runs."""
+
+    def reading_inputs(self, p: Pass) -> ReadingInputs | Observe:
+        """The reading's runner inputs, or why it cannot be read."""
+
+    def mutation_inputs(
+        self, p: Pass, spec: SpecT, plan: PlanSummary
+    ) -> MutationInputs | Observe | ReadAgain:
+        """The mutation's runner inputs, what holds the plan back once its content is read,
+        or that the plan must be read again (its object is gone)."""
+
+    # ----------------------------------------------------------- readings
 
     def plan_from_reading(self, p: Pass, frame: ResultFrame) -> PlanDraft:
         """The plan a successful reading computed."""
@@ -96,3 +182,6 @@ class Family(Protocol):
 
     def unsettled(self, p: Pass) -> str:
         """What the last reading showed that kept the record open, for a person."""
+
+
+AnyFamily = Family[Any, Any]

@@ -15,7 +15,7 @@ The steps run in a fixed priority, and the order is itself part of the contract:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
@@ -46,11 +46,14 @@ from ptah.lifecycle.authorize import (
     authorize,
     current_binding,
     plan_digest,
+    policy_name,
     verification_policy,
 )
 from ptah.lifecycle.conditions import differs, observation
 from ptah.lifecycle.context import ABANDON_ANNOTATION, FINALIZER, Env, Pass
-from ptah.lifecycle.family import Family, Observe, Work
+from ptah.lifecycle.decide import decide, reading_work
+from ptah.lifecycle.family import AnyFamily, Observe, Work
+from ptah.lifecycle.report import PassReport
 from ptah.runner.frame import ResultFrame
 from ptah.runner.wire import DETERMINISTIC_REASONS, one_line
 from ptah.targetlock import expected_epoch
@@ -60,19 +63,26 @@ from ptah.workload.job import LABEL_OPERATION, JobRequest, Mount, Owner, build_j
 
 @dataclass(frozen=True)
 class Result:
-    """When to run the next pass: now (0), after a delay, or on the next event (None)."""
+    """When to run the next pass: now (0), after a delay, or on the next event (None);
+    and what the pass did (``report``, for telemetry only)."""
 
     requeue_after: float | None = None
+    report: PassReport = field(default_factory=PassReport, compare=False)
 
 
 AGAIN = Result(0.0)
 
 
-def reconcile(env: Env, family: Family, namespace: str, name: str) -> Result:
+def reconcile(
+    env: Env, family: AnyFamily, namespace: str, name: str, report: PassReport | None = None
+) -> Result:
+    """One pass over the resource; ``report`` (filled as the pass goes, so a caller
+    still has it when the pass raises) comes back with the result."""
+    report = PassReport() if report is None else report
     obj = env.cluster.get(family.kind, namespace, name)
     if obj is None:
-        return Result()
-    p = Pass(env, family, obj)
+        return Result(report=report)
+    p = Pass(env, family, obj, report)
     steps: tuple[Callable[[Pass], Result | None], ...] = (
         _release_step,
         _orphan_finalizer_step,
@@ -86,8 +96,8 @@ def reconcile(env: Env, family: Family, namespace: str, name: str) -> Result:
     for step in steps:
         result = step(p)
         if result is not None:
-            return result
-    return Result()
+            return replace(result, report=report)
+    return Result(report=report)
 
 
 # ------------------------------------------------------------------ release
@@ -133,7 +143,7 @@ def _release_step(p: Pass) -> Result | None:
             # Keep the tenure while the executor may write; nobody else may take it.
             if staged.epoch is not None:
                 writes.renew_lease(p, staged.lease_name, staged.holder, staged.epoch)
-            if getattr(p.status, p.family.record_field) is not None:
+            if p.status.record is not None:
                 # The proof is prioritised and read-only: it needs no Lease, so a withheld
                 # release does not hold it back (the Lease stays ours meanwhile). Only the
                 # supervise and prove steps can run while a record is owed.
@@ -164,7 +174,7 @@ def _release_step(p: Pass) -> Result | None:
 
 def _owes_nothing(p: Pass) -> bool:
     s = p.status
-    record = getattr(s, p.family.record_field)
+    record = s.record
     return s.active_operation is None and record is None and s.pending_lock_release is None
 
 
@@ -287,7 +297,9 @@ def _dispatch(p: Pass, op: ActiveOperation) -> Result:
             # moved back to those a deterministic failure holds on since the claim.
             assert failure is not None
             extra = {"nextAttempt": _next_attempt(p), **observation(p, _stalled(failure))}
-            writes.write_outcome(p, record=None, settle=False, release=None, extra=extra)
+            writes.write_outcome(
+                p, op, "Dropped", record=None, settle=False, release=None, extra=extra
+            )
             return Result()
     if approval is not None:
         writes.consume_approval(p, approval, op.operation_id)
@@ -365,6 +377,7 @@ def _staged_release(
         hold_until = rfc3339(started + timedelta(seconds=runner.active_deadline_seconds + 60))
     return LockRelease(
         operation_id=op.operation_id,
+        type=op.type,
         lease_name=op.lease.lease_name,
         holder=op.lease.holder,
         epoch=op.lease.epoch,
@@ -416,7 +429,7 @@ def _lost(
         ),
     }
     writes.write_outcome(
-        p, record=record, settle=False, release=_staged_release(p, op), extra=extra
+        p, op, "Uncertain", record=record, settle=False, release=_staged_release(p, op), extra=extra
     )
     writes.emit_event(
         p, "OutcomeUncertain", f"{op.type} {op.operation_id}: {reason}. {detail}", True
@@ -471,7 +484,10 @@ def _drop(
     if discard_plan:
         extra["currentPlan"] = None
     extra.update(observation(p, obs))
-    writes.write_outcome(p, record=None, settle=False, release=_staged_release(p, op), extra=extra)
+    ended = "Failed" if failure is not None else "Dropped"
+    writes.write_outcome(
+        p, op, ended, record=None, settle=False, release=_staged_release(p, op), extra=extra
+    )
     writes.emit_event(p, reason if failure is None else "ReadingFailed", text, warning=True)
     if failure is not None and not failure.retry:
         return Result()
@@ -500,7 +516,7 @@ def _reading_inputs(p: Pass, input_fingerprint: str) -> str:
     until this changes."""
     binding = current_binding(p)
     secret = binding.reason if isinstance(binding, Refusal) else binding.secret_resource_version
-    policy = verification_policy(p, _policy_name(p)).fingerprint
+    policy = verification_policy(p, policy_name(p.spec)).fingerprint
     return digest([input_fingerprint, secret, policy])
 
 
@@ -571,14 +587,14 @@ def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result
     if frame.outcome != "succeeded":
         said = f"{said}: {why}"
     release = _staged_release(p, op, executor_stopped=True)
-    writes.write_outcome(p, record=None, settle=False, release=release, extra=extra)
+    writes.write_outcome(p, op, outcome, record=None, settle=False, release=release, extra=extra)
     # A fenced run met a second writer: the Lease alone did not keep the database to one.
     writes.emit_event(p, f"{op.type}{outcome}", said, warning=frame.outcome == "fenced")
     return AGAIN
 
 
 def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
-    record: UncertainRecord | None = getattr(p.status, p.family.record_field)
+    record = p.status.record
     if frame.outcome != "succeeded" or frame.database is None:
         reason = frame.reason or frame.outcome
         detail = str(frame.data.get("message") or "")
@@ -593,7 +609,7 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
         and not operation_running(p, record.operation_id)
     )
     draft = p.family.plan_from_reading(p, frame)
-    policy = verification_policy(p, _policy_name(p))
+    policy = verification_policy(p, policy_name(p.spec))
     spec = PlanSpec(
         owner_kind=p.family.kind.kind,
         owner_name=p.name,
@@ -680,7 +696,9 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
         # The reading proved the run's own work complete, so its executor has nothing
         # left to write: the withheld release may proceed.
         release = staged.model_copy(update={"executor_stopped": True})
-    writes.write_outcome(p, record=None, settle=settle, release=release, extra=extra)
+    writes.write_outcome(
+        p, op, "Succeeded", record=None, settle=settle, release=release, extra=extra
+    )
     if settle:
         assert record is not None
         writes.emit_event(
@@ -702,7 +720,7 @@ def _identity_summary(frame: ResultFrame) -> str:
 
 
 def _prove_step(p: Pass) -> Result | None:
-    record: UncertainRecord | None = getattr(p.status, p.family.record_field)
+    record = p.status.record
     if record is None:
         return None
     if p.annotations.get(ABANDON_ANNOTATION) == record.operation_id:
@@ -745,7 +763,7 @@ def _prove_step(p: Pass) -> Result | None:
                 requeue_after=p.env.proof_retry_seconds - waited,
             ),
         )
-    work = p.family.reading_work(p, record.database)
+    work = reading_work(p, record.database)
     if isinstance(work, Observe):
         return _observe(p, work)
     return _claim(p, work)
@@ -791,7 +809,7 @@ def _suspend_step(p: Pass) -> Result | None:
 
 
 def _decide_step(p: Pass) -> Result | None:
-    decision = p.family.decide(p)
+    decision = decide(p)
     if isinstance(decision, Observe):
         return _observe(p, decision)
     return _claim(p, decision)
@@ -807,30 +825,17 @@ def _authorize(
         plan_name=what.plan_name,
         expected_digest=what.plan_digest,
         approval_name=what.approval_name,
-        policy_name=_policy_name(p),
+        policy_name=policy_name(p.spec),
     )
-
-
-def _policy_name(p: Pass) -> str:
-    return str((p.spec.get("policy") or {}).get("verificationPolicy", "ptah-verification-policy"))
 
 
 def _claim(p: Pass, work: Work) -> Result:
     """Persist the claim: the finalizer, then the claim naming the Job to be."""
     s = p.status
     if work.mutating:
-        if getattr(s, p.family.record_field) is not None:
+        if s.record is not None:
             return _observe(
                 p, Observe("ProofOwed", message="a mutating claim is refused while proof is owed")
-            )
-        if s.last_mutation is not None and s.last_mutation.blocks(work.plan_digest):
-            return _observe(
-                p,
-                Observe(
-                    "Blocked",
-                    stalled_reason="ReplayRefused",
-                    message=f"plan {work.plan_digest} failed once; change the spec to plan again",
-                ),
             )
         assert work.expected_database
         verdict = _authorize(p, work)
@@ -881,8 +886,7 @@ def _claim(p: Pass, work: Work) -> Result:
             )
     attempt = s.next_attempt or 1
     op_id = names.operation_id(p.uid, work.type, work.input_fingerprint, attempt)
-    binding = s.execution_binding
-    epoch = binding.epoch if binding else 0
+    epoch = p.binding_epoch
     lease: LeaseClaim | None = None
     if work.mutating:
         assert work.expected_database

@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from pydantic.alias_generators import to_camel
-
 from ptah.api.common import (
     ActiveOperation,
     AdmissionSnapshot,
@@ -30,7 +28,9 @@ from ptah.kube.events import record_event
 from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, PLAN, Kind
 from ptah.lifecycle import takeover
 from ptah.lifecycle.context import FINALIZER, Pass
+from ptah.lifecycle.report import Ended, JobCreation, OperationRef
 from ptah.targetlock import Outcome, acquire, release, renew
+from ptah.workload.job import LABEL_OPERATION, LABEL_OPERATION_TYPE
 
 T = TypeVar("T")
 
@@ -64,20 +64,21 @@ def _commit(p: Pass, name: str, write: Callable[[], T]) -> T:
     return p.commit(name, write)
 
 
+def _commit_obj(p: Pass, name: str, write: Callable[[], dict[str, Any]]) -> None:
+    """A write of the resource itself: the pass's copy (and its report) follow the write
+    before the hook after it runs."""
+    _commit(p, name, lambda: p.saw(write()))
+
+
 def _status(p: Pass, name: str, fields: dict[str, Any]) -> None:
     """A status patch with the resourceVersion precondition; updates the pass's copy."""
     patch = {
         "metadata": {"resourceVersion": p.obj["metadata"]["resourceVersion"]},
         "status": fields,
     }
-    p.obj = _commit(
+    _commit_obj(
         p, name, lambda: p.cluster.patch(p.family.kind, p.namespace, p.name, patch, "status")
     )
-
-
-def _record_key(p: Pass) -> str:
-    """The uncertainty record's wire name: pendingObservation or unresolvedRun."""
-    return to_camel(p.family.record_field)
 
 
 def _claim_fields(op: ActiveOperation) -> dict[str, Any]:
@@ -95,7 +96,7 @@ def add_finalizer(p: Pass) -> None:
             "finalizers": [*p.finalizers, FINALIZER],
         }
     }
-    p.obj = _commit(
+    _commit_obj(
         p, "add_finalizer", lambda: p.cluster.patch(p.family.kind, p.namespace, p.name, patch)
     )
 
@@ -109,7 +110,7 @@ def remove_finalizer(p: Pass) -> None:
             "finalizers": [f for f in p.finalizers if f != FINALIZER] or None,
         }
     }
-    p.obj = _commit(
+    _commit_obj(
         p, "remove_finalizer", lambda: p.cluster.patch(p.family.kind, p.namespace, p.name, patch)
     )
 
@@ -227,8 +228,32 @@ def write_dispatch_started(p: Pass, op: ActiveOperation) -> ActiveOperation:
 
 
 def create_job(p: Pass, job: dict[str, Any]) -> dict[str, Any]:
-    """The one create a claim is allowed. Its caller treats any error as uncertain."""
-    return _commit(p, "create_job", lambda: p.cluster.create(JOB, job))
+    """The one create a claim is allowed. Its caller treats any error as uncertain. The
+    pass's report notes the create (the operator logs each one before the hook after it
+    runs, so an audit of the log shows one create per claim across restarts)."""
+    meta = job["metadata"]
+    labels = meta.get("labels") or {}
+
+    def noted(uid: str | None = None, error: str | None = None) -> JobCreation:
+        return JobCreation(
+            name=str(meta["name"]),
+            namespace=str(meta["namespace"]),
+            operation_id=str(labels.get(LABEL_OPERATION)),
+            type=str(labels.get(LABEL_OPERATION_TYPE)),
+            uid=uid,
+            error=error,
+        )
+
+    def create() -> dict[str, Any]:
+        try:
+            created = p.cluster.create(JOB, job)
+        except errors.ApiError as exc:
+            p.report.jobs.append(noted(error=exc.reason))
+            raise
+        p.report.jobs.append(noted(uid=str(created["metadata"]["uid"])))
+        return created
+
+    return _commit(p, "create_job", create)
 
 
 def write_job_uid(p: Pass, op: ActiveOperation, uid: str) -> ActiveOperation:
@@ -272,6 +297,8 @@ def create_plan(p: Pass, plan: dict[str, Any]) -> None:
 
 def write_outcome(
     p: Pass,
+    op: ActiveOperation,
+    outcome: str,
     *,
     record: UncertainRecord | None,
     settle: bool,
@@ -283,11 +310,12 @@ def write_outcome(
     on either side leaves a live claim or a retained record, never both or neither."""
     fields: dict[str, Any] = {"activeOperation": None, **extra}
     if record is not None:
-        fields[_record_key(p)] = record.replacing()
+        fields.update(p.status.record_patch(record))
     elif settle:
-        fields[_record_key(p)] = None
+        fields.update(p.status.record_patch(None))
     if release is not None:
         fields["pendingLockRelease"] = release.replacing()
+    p.report.ended = Ended(OperationRef(op.operation_id, op.type), outcome)
     _status(p, "write_outcome", fields)
 
 
@@ -320,7 +348,7 @@ def abandon_proof(p: Pass, record: UncertainRecord) -> None:
     _status(
         p,
         "abandon_proof",
-        {_record_key(p): None, "abandonedProofs": abandoned},
+        {**p.status.record_patch(None), "abandonedProofs": abandoned},
     )
 
 

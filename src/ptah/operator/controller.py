@@ -1,11 +1,12 @@
 """Workers that turn queued keys into lifecycle passes.
 
 A pass is ``ptah.lifecycle.reconcile.reconcile``: it reads fresh state, takes one
-step and returns when to look again. This module adds only what a running
-process needs around it: which family a key belongs to, back-off on API errors,
-leadership checked before every pass and before every durable write, metrics
-and logs per pass, and an Event whenever the published phase changes (so a
-person sees every transition and the next step they can take).
+step and returns when to look again, with a report of what it did
+(``ptah.lifecycle.report.PassReport``). This module adds only what a running process
+needs around it: which family a key belongs to, back-off on API errors, leadership
+checked before every pass and before every durable write, and, read from the
+report alone, metrics and logs per pass and an Event whenever the published phase
+changes (so a person sees every transition and the next step they can take).
 
 A pass whose step ended in a durable write and asks to run again at once runs again
 at once, in the same worker, up to ``CHAIN`` passes: a resource goes through its
@@ -22,162 +23,34 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 import structlog
 
 from ptah.kube import errors
 from ptah.kube.events import record_event
-from ptah.kube.kinds import JOB, Kind
-from ptah.kube.port import Cluster, Obj, ObjList, Subresource
+from ptah.kube.port import Cluster, Obj
 from ptah.kube.watch import WatchEvent
 from ptah.lifecycle.context import Env
-from ptah.lifecycle.family import Family
+from ptah.lifecycle.family import AnyFamily
 from ptah.lifecycle.reconcile import reconcile
-from ptah.operator.mapping import (
-    PRIMARY_KINDS,
-    Driver,
-    Index,
-    Key,
-    driver_keys,
-    keys_for,
-    only_status_changed,
-)
+from ptah.lifecycle.report import PassReport
+from ptah.operator.mapping import Driver, Index, Key, driver_keys, keys_for, only_status_changed
 from ptah.operator.metrics import Metrics
 from ptah.operator.queue import ShutDown, WorkQueue
 from ptah.targetlock import ExpiryObserver
-from ptah.workload.job import LABEL_OPERATION, LABEL_OPERATION_TYPE
 
 log = structlog.get_logger("ptah.operator")
 
 KILL_ENV = "PTAH_TEST_KILL_AT"
 # Passes one worker runs back to back for a key that asks to run again at once.
 CHAIN = 16
-# operation IDs are "<type in lower case>-<digest>" (ptah.workload.names.operation_id)
-_OP_TYPES = {"plan": "Plan", "apply": "Apply", "history": "History", "migrate": "Migrate"}
 
 
 class LeadershipLost(Exception):
     """Raised before a durable write once this replica is no longer the leader."""
-
-
-# ------------------------------------------------------------ one pass's view
-
-
-class Recorder:
-    """The ``Cluster`` port for one worker, passing every call through and noting
-    what the pass saw of its own resource: the object as read first and as last
-    written, the operation type last claimed, and each Job created (logged, so an
-    audit of the log can show one create per claim across restarts)."""
-
-    def __init__(
-        self,
-        inner: Cluster,
-        primary: Callable[[Kind], bool],
-        on_job_created: Callable[[str], None] = lambda _type: None,
-        on_request: Callable[[str, str], None] = lambda _verb, _kind: None,
-    ) -> None:
-        self.inner = inner
-        self._primary = primary
-        self._on_job_created = on_job_created
-        self._on_request = on_request
-        self.reset()
-
-    def reset(self, kind: str | None = None) -> None:
-        """A new pass, over a resource of ``kind`` (None: whatever ``primary`` admits)."""
-        self.kind = kind
-        self.first: Obj | None = None
-        self.last: Obj | None = None
-        self.op_type: str | None = None
-        self.op_id: str | None = None
-
-    def _seen(self, kind: Kind, obj: Obj | None) -> None:
-        if obj is None or not self._primary(kind) or self.kind not in (None, kind.kind):
-            return
-        if self.first is None:
-            self.first = obj
-        self.last = obj
-        status = obj.get("status") or {}
-        op = status.get("activeOperation")
-        if op:
-            self.op_type, self.op_id = op.get("type"), op.get("operationId")
-            return
-        # No claim: a staged release still belongs to the operation that staged it.
-        staged = status.get("pendingLockRelease") or {}
-        if staged.get("operationId"):
-            self.op_id = str(staged["operationId"])
-            self.op_type = _OP_TYPES.get(self.op_id.split("-", 1)[0], self.op_type)
-
-    def get(self, kind: Kind, namespace: str, name: str) -> Obj | None:
-        self._on_request("get", kind.kind)
-        obj = self.inner.get(kind, namespace, name)
-        self._seen(kind, obj)
-        return obj
-
-    def get_metadata(self, kind: Kind, namespace: str, name: str) -> Obj | None:
-        self._on_request("get", kind.kind)
-        return self.inner.get_metadata(kind, namespace, name)
-
-    def list(self, kind: Kind, namespace: str, labels: dict[str, str] | None = None) -> list[Obj]:
-        self._on_request("list", kind.kind)
-        return self.inner.list(kind, namespace, labels)
-
-    def list_metadata(
-        self, kind: Kind, namespace: str, labels: dict[str, str] | None = None
-    ) -> ObjList:
-        self._on_request("list", kind.kind)
-        return self.inner.list_metadata(kind, namespace, labels)
-
-    def create(self, kind: Kind, obj: Obj) -> Obj:
-        self._on_request("create", kind.kind)
-        if kind != JOB:
-            return self.inner.create(kind, obj)
-        meta = obj.get("metadata") or {}
-        labels = meta.get("labels") or {}
-        fields = {
-            "job": meta.get("name"),
-            "namespace": meta.get("namespace"),
-            "operation": labels.get(LABEL_OPERATION),
-            "type": labels.get(LABEL_OPERATION_TYPE),
-        }
-        try:
-            created = self.inner.create(kind, obj)
-        except errors.ApiError as exc:
-            log.warning("job_create_failed", reason=exc.reason, **fields)
-            raise
-        log.info("job_created", uid=created["metadata"]["uid"], **fields)
-        self._on_job_created(str(fields["type"]))
-        return created
-
-    def patch(
-        self, kind: Kind, namespace: str, name: str, patch: Obj, subresource: Subresource = None
-    ) -> Obj:
-        self._on_request("patch", kind.kind)
-        obj = self.inner.patch(kind, namespace, name, patch, subresource)
-        self._seen(kind, obj)
-        return obj
-
-    def delete(
-        self,
-        kind: Kind,
-        namespace: str,
-        name: str,
-        *,
-        uid: str | None = None,
-        propagation: Literal["Background", "Foreground", "Orphan"] = "Background",
-    ) -> None:
-        self._on_request("delete", kind.kind)
-        self.inner.delete(kind, namespace, name, uid=uid, propagation=propagation)
-
-    def read_log(self, namespace: str, pod: str, container: str) -> str:
-        self._on_request("get", "Pod/log")
-        return self.inner.read_log(namespace, pod, container)
-
-    def now(self) -> datetime:
-        return self.inner.now()
 
 
 # ------------------------------------------------------------ the test hook
@@ -247,7 +120,7 @@ class Controller:
     def __init__(
         self,
         cluster: Cluster,
-        families: dict[str, Family],
+        families: Mapping[str, AnyFamily],
         settings: Settings,
         *,
         metrics: Metrics | None = None,
@@ -255,9 +128,9 @@ class Controller:
         drivers: Sequence[Driver] = (),
     ) -> None:
         self.cluster = cluster
-        self.families = families
+        self.families = dict(families)
         self.drivers = {d.kind.kind: d for d in drivers}
-        self.primary_kinds = frozenset((*PRIMARY_KINDS, *self.drivers))
+        self.primary_kinds = frozenset((*self.families, *self.drivers))
         self.settings = settings
         self.metrics = metrics or Metrics()
         self.is_leader = is_leader
@@ -272,6 +145,11 @@ class Controller:
         # key -> the resourceVersion its last pass left it at, while that pass left it at
         # rest (see ``at_rest``): what the periodic resync need not read again.
         self._rested: dict[Key, str] = {}
+
+    def label(self, kind: str) -> str:
+        """The family (or driver) name metrics carry for resources of ``kind``."""
+        owner = self.families.get(kind) or self.drivers.get(kind)
+        return owner.label if owner is not None else kind.lower()
 
     # -- events in --
 
@@ -293,13 +171,17 @@ class Controller:
             if event.type == "DELETED":
                 key = self.index.remove(obj)
                 self._rested.pop(key, None)
-                self.metrics.observe_status(key, None)
+                self.metrics.forget(key, self.label(key.kind))
             else:
                 key, previous = self.index.upsert(obj)
                 echo = event.type == "MODIFIED" and only_status_changed(previous, obj)
         # The echo of a status write wakes nobody but a driver watching it (a rollout
         # follows its children's status).
-        keys = set() if echo else keys_for(kind, obj, self.index, self.settings.lock_namespace)
+        keys = (
+            set()
+            if echo
+            else keys_for(kind, obj, self.index, self.settings.lock_namespace, self.families)
+        )
         if kind in self.drivers and not echo:
             meta = obj.get("metadata") or {}
             keys.add(Key(kind, str(meta.get("namespace") or ""), str(meta.get("name") or "")))
@@ -355,41 +237,7 @@ class Controller:
         with self._busy_lock:
             return self._busy
 
-    def _env(self, recorder: Recorder) -> Env:
-        s = self.settings
-
-        def hook(when: str, write: str) -> None:
-            if when == "before" and not self.is_leader():
-                raise LeadershipLost(write)
-            if s.kill_at is not None and s.kill_at.matches(when, write, recorder.op_type):
-                log.warning("test_kill", at=f"{when}:{write}", operation=recorder.op_id)
-                die_now()
-
-        return Env(
-            cluster=recorder,
-            lock_namespace=s.lock_namespace,
-            controller=s.identity,
-            observer=self.observer,
-            hook=hook,
-            lease_duration=s.lease_duration,
-            poll_seconds=s.poll_seconds,
-            proof_retry_seconds=s.proof_retry_seconds,
-            retry_ceiling_seconds=s.retry_ceiling_seconds,
-            runner_defaults=s.runner_defaults,
-        )
-
     def _work(self, _: int) -> None:
-        def job_created(op_type: str) -> None:
-            family = "schema" if op_type in ("Plan", "Apply") else "migration"
-            self.metrics.jobs_created.labels(family, op_type).inc()
-
-        def request(verb: str, kind: str) -> None:
-            self.metrics.api_requests.labels(verb, kind).inc()
-
-        recorder = Recorder(
-            self.cluster, lambda k: k.kind in self.primary_kinds, job_created, request
-        )
-        env = self._env(recorder)
         while True:
             try:
                 key = self.queue.get()
@@ -403,14 +251,14 @@ class Controller:
                 passes = 0
                 while self.is_leader() and not self.stop.is_set():
                     passes += 1
-                    if not self.process(env, recorder, key, chain=passes < CHAIN):
+                    if not self.process(key, chain=passes < CHAIN):
                         break
             finally:
                 with self._busy_lock:
                     self._busy -= 1
                 self.queue.done(key)
 
-    def process(self, env: Env, recorder: Recorder, key: Key, *, chain: bool = False) -> bool:
+    def process(self, key: Key, *, chain: bool = False) -> bool:
         """One pass over ``key``. With ``chain``, a pass asking to run again at once is
         not queued: True tells the caller to run the next pass itself."""
         family = self.families.get(key.kind)
@@ -419,16 +267,19 @@ class Controller:
             return False
         if self.settings.label_selector and not self.index.has(key):
             return False
-        recorder.reset(key.kind)
+        report = PassReport()
+        jobs = _JobLog(self, key)
+        env = self._pass_env(report, jobs)
         started = time.monotonic()
         outcome = "ok"
         again = False
         try:
-            if family is not None:
-                result = reconcile(env, family, key.namespace, key.name)
-            else:
-                assert driver is not None
-                result = driver.reconcile(env, key.namespace, key.name)
+            with self.metrics.in_pass():
+                if family is not None:
+                    result = reconcile(env, family, key.namespace, key.name, report)
+                else:
+                    assert driver is not None
+                    result = driver.reconcile(env, key.namespace, key.name, report)
         except LeadershipLost as exc:
             log.warning("leadership_lost_mid_pass", resource=str(key), before=str(exc))
             outcome = "lost"
@@ -439,7 +290,7 @@ class Controller:
             log.info(
                 "pass_retry",
                 resource=str(key),
-                operation=recorder.op_id,
+                operation=report.operation_id,
                 reason=exc.reason,
                 message=str(exc)[:300],
                 retry_in=round(delay, 2),
@@ -450,25 +301,24 @@ class Controller:
             log.exception(
                 "pass_failed",
                 resource=str(key),
-                operation=recorder.op_id,
+                operation=report.operation_id,
                 error=type(exc).__name__,
                 retry_in=round(delay, 2),
             )
         else:
             self.queue.forget(key)
-            self._note_rest(key, recorder.last or recorder.first, result.requeue_after)
+            self._note_rest(key, report.last, result.requeue_after)
             if chain and result.requeue_after == 0:
                 again = True
             elif result.requeue_after is not None:
                 self.queue.add_after(key, result.requeue_after)
         finally:
             self.last_pass = time.monotonic()
-            after = recorder.last
-            self.metrics.observe_pass(
-                key, recorder.first, after, time.monotonic() - started, outcome
-            )
-            if outcome in ("ok", "conflict", "api_error") and recorder.first is not None:
-                self._announce(key, recorder.first, after)
+            jobs.flush(report)
+            label = self.label(key.kind)
+            self.metrics.observe_pass(key, label, report, time.monotonic() - started, outcome)
+            if outcome in ("ok", "conflict", "api_error"):
+                self._announce(key, report)
         return again
 
     def _note_rest(self, key: Key, obj: Obj | None, requeue_after: float | None) -> None:
@@ -478,36 +328,57 @@ class Controller:
         else:
             self._rested.pop(key, None)
 
+    def _pass_env(self, report: PassReport, jobs: _JobLog) -> Env:
+        """The environment of one pass: its write hook checks leadership before every
+        durable write, logs each Job create as soon as it is made (before the hook after
+        it, where a test may kill the process), and runs the test kill hook, matched
+        against the operation the pass's report names."""
+        s = self.settings
+
+        def hook(when: str, write: str) -> None:
+            if when == "before" and not self.is_leader():
+                raise LeadershipLost(write)
+            if when == "after" and write == "create_job":
+                jobs.flush(report)
+            if s.kill_at is not None and s.kill_at.matches(when, write, report.operation_type):
+                log.warning("test_kill", at=f"{when}:{write}", operation=report.operation_id)
+                die_now()
+
+        return Env(
+            cluster=self.cluster,
+            lock_namespace=s.lock_namespace,
+            controller=s.identity,
+            observer=self.observer,
+            hook=hook,
+            lease_duration=s.lease_duration,
+            poll_seconds=s.poll_seconds,
+            proof_retry_seconds=s.proof_retry_seconds,
+            retry_ceiling_seconds=s.retry_ceiling_seconds,
+            runner_defaults=s.runner_defaults,
+        )
+
     # -- telemetry --
 
-    def _announce(self, key: Key, before: Obj, after: Obj | None) -> None:
+    def _announce(self, key: Key, report: PassReport) -> None:
         """Log the pass; on a phase change, an Event naming the next step."""
-        status = (after or before).get("status") or {}
-        old = (before.get("status") or {}).get("phase")
-        phase = status.get("phase")
-        if after is before or phase == old:
+        change = report.phase_change()
+        if change is None or report.last is None:
             return
-        message = _next_step(status)
         log.info(
             "transition",
             resource=str(key),
-            phase=phase,
-            previous=old,
-            operation=(status.get("activeOperation") or {}).get("operationId"),
-            plan=(status.get("currentPlan") or {}).get("name"),
-            waiting_for=status.get("waitingFor"),
-        )
-        assert after is not None
-        stalled = any(
-            c.get("type") == "Stalled" and c.get("status") == "True"
-            for c in status.get("conditions") or []
+            phase=change.phase,
+            previous=change.previous,
+            operation=change.operation,
+            plan=change.plan,
+            waiting_for=change.waiting_for,
         )
         record_event(
             self.cluster,
-            after,
-            str(phase or "Unknown"),
-            message,
-            warning=stalled,
+            report.last,
+            str(change.phase or "Unknown"),
+            change.message,
+            warning=change.warning,
             component=self.settings.identity,
         )
 
@@ -524,19 +395,25 @@ def at_rest(obj: Obj) -> bool:
     )
 
 
-def _next_step(status: dict[str, Any]) -> str:
-    phase = status.get("phase")
-    conds = {c.get("type"): c for c in status.get("conditions") or []}
-    ready = conds.get("Ready") or {}
-    detail = ""
-    for name in ("Stalled", "Reconciling"):
-        c = conds.get(name) or {}
-        if c.get("status") == "True" and c.get("message"):
-            detail = str(c["message"])
-            break
-    if not detail and ready.get("status") == "True":
-        detail = "up to date"
-    waiting = status.get("waitingFor")
-    text = f"{phase}: {detail}" if detail else str(phase)
-    return f"{text} (waiting for {waiting})" if waiting else text
+@dataclass
+class _JobLog:
+    """Logs and counts the Job creates a pass's report lists, each once."""
 
+    controller: Controller
+    key: Key
+    done: int = 0
+
+    def flush(self, report: PassReport) -> None:
+        for job in report.jobs[self.done :]:
+            fields = {
+                "job": job.name,
+                "namespace": job.namespace,
+                "operation": job.operation_id,
+                "type": job.type,
+            }
+            if job.error is not None:
+                log.warning("job_create_failed", reason=job.error, **fields)
+            else:
+                log.info("job_created", uid=job.uid, **fields)
+                self.controller.metrics.observe_job(self.controller.label(self.key.kind), job.type)
+        self.done = len(report.jobs)

@@ -1,9 +1,11 @@
 """``ptah operator run``: wire the cluster, watches, queue, workers, leader election,
-health and metrics together, and shut down gracefully on SIGTERM.
+health and metrics together as runnables (``ptah.operator.runnables``), and shut down
+gracefully on SIGTERM.
 
 Shutdown order matters: stop taking keys, let the passes in flight finish (each
 is one short step ending in a durable write or nothing), then hand the leader
-Lease over so a standby takes over at once instead of after expiry.
+Lease over so a standby takes over at once instead of after expiry. What is
+watched is what the families and drivers declare, plus the lifecycle's own kinds.
 """
 
 from __future__ import annotations
@@ -27,45 +29,21 @@ from ptah.api.common import RunnerSpec
 from ptah.families.migration import MigrationFamily
 from ptah.families.rollout import RolloutController
 from ptah.families.schema import SchemaFamily
-from ptah.kube.kinds import (
-    APPROVAL,
-    CONFIGMAP,
-    JOB,
-    LEASE,
-    MIGRATION,
-    PLAN,
-    POD,
-    ROLLOUT,
-    SCHEMA,
-    SECRET,
-    Kind,
-)
+from ptah.kube.kinds import LEASE, Kind
 from ptah.kube.real import RealCluster
 from ptah.kube.watch import Watcher
-from ptah.lifecycle.family import Family
+from ptah.lifecycle.family import AnyFamily, Watch
+from ptah.lifecycle.watches import LIFECYCLE_WATCHES, merge_watches
 from ptah.operator import health
 from ptah.operator.controller import KILL_ENV, Controller, KillAt, Settings
 from ptah.operator.leader import LeaderElector
 from ptah.operator.mapping import Driver
 from ptah.operator.metrics import Metrics
+from ptah.operator.runnables import Manager, Runnable
 
 log = structlog.get_logger("ptah.operator")
 
 SA_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
-
-# (kind, metadata only): the primaries and approvals are read whole (mapping needs
-# their spec and status); everything else only for its name, labels and owners.
-WATCHED: tuple[tuple[Kind, bool], ...] = (
-    (SCHEMA, False),
-    (MIGRATION, False),
-    (ROLLOUT, False),
-    (APPROVAL, False),
-    (PLAN, True),
-    (JOB, True),
-    (POD, True),
-    (CONFIGMAP, True),
-    (SECRET, True),
-)
 
 
 def configure_logging(level: str = "info") -> None:
@@ -116,8 +94,10 @@ def runner_defaults(path: str) -> dict[str, Any]:
     return {k: v for k, v in data.items() if v not in (None, {}, [])}
 
 
-def families() -> dict[str, Family]:
-    return {SCHEMA.kind: SchemaFamily(), MIGRATION.kind: MigrationFamily()}
+def families() -> dict[str, AnyFamily]:
+    """The lifecycle families, by the kind each drives."""
+    found: list[AnyFamily] = [SchemaFamily(), MigrationFamily()]
+    return {f.kind.kind: f for f in found}
 
 
 def drivers() -> list[Driver]:
@@ -126,13 +106,22 @@ def drivers() -> list[Driver]:
     return [RolloutController()]
 
 
-def run(args: argparse.Namespace) -> int:
-    configure_logging(args.log_level)
+def watched(families: dict[str, AnyFamily], drivers: list[Driver]) -> tuple[Watch, ...]:
+    """What the operator watches in each scoped namespace: each family's and driver's own
+    kind whole (mapping reads their spec and status), the lifecycle's kinds, and what
+    each family and driver declares it reads."""
+    own = [Watch(f.kind, metadata_only=False) for f in families.values()]
+    own += [Watch(d.kind, metadata_only=False) for d in drivers]
+    declared = [w for f in families.values() for w in f.watches]
+    declared += [w for d in drivers for w in d.watches]
+    return merge_watches(own, LIFECYCLE_WATCHES, declared)
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
     identity = (
         args.identity or os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
     )
-    kill_at = KillAt.parse(os.environ.get(KILL_ENV, ""))
-    settings = Settings(
+    return Settings(
         lock_namespace=args.lock_namespace,
         identity=identity,
         workers=args.workers,
@@ -141,129 +130,185 @@ def run(args: argparse.Namespace) -> int:
         proof_retry_seconds=args.proof_retry_seconds,
         retry_ceiling_seconds=args.retry_ceiling_seconds,
         resync_seconds=args.resync_seconds,
-        kill_at=kill_at,
+        kill_at=KillAt.parse(os.environ.get(KILL_ENV, "")),
         namespaces=list(args.namespace_scope or []),
         label_selector=dict(args.label_selector or {}),
         runner_defaults=runner_defaults(os.environ.get(RUNNER_DEFAULTS_ENV, "")),
     )
-    cluster = connect(args.kubeconfig, args.context)
-    metrics = Metrics()
-    cluster.observe_requests(lambda v, r: metrics.kube_requests.labels(v, r).inc())
-    stop = threading.Event()
-    lost = threading.Event()
 
-    elector: LeaderElector | None = None
-    if args.leader_elect:
 
+class Process:
+    """The parts of one operator process, and the runnables that start and stop them."""
+
+    def __init__(self, args: argparse.Namespace, cluster: RealCluster, settings: Settings):
+        self.args, self.cluster, self.settings = args, cluster, settings
+        self.metrics = Metrics()
+        cluster.observe_requests(self.metrics.count_request)
+        self.stop = threading.Event()
+        self.lost = threading.Event()
+        self.elector = self._elector() if args.leader_elect else None
+        is_leader = self.elector.is_leader if self.elector is not None else (lambda: True)
+        fams, drvs = families(), drivers()
+        self.controller = Controller(
+            cluster, fams, settings, metrics=self.metrics, is_leader=is_leader, drivers=drvs
+        )
+        self.watch_stop = threading.Event()
+        self.selector = ",".join(f"{k}={v}" for k, v in sorted(settings.label_selector.items()))
+        self.watchers = self._watchers(watched(fams, drvs))
+
+    def _elector(self) -> LeaderElector:
         def on_lost() -> None:
-            log.error("leadership_lost", identity=identity)
-            metrics.leader.set(0)
-            lost.set()
-            stop.set()
+            log.error("leadership_lost", identity=self.settings.identity)
+            self.metrics.leader.set(0)
+            self.lost.set()
+            self.stop.set()
 
-        elector = LeaderElector(
-            cluster,
-            namespace=settings.lock_namespace,
-            identity=identity,
-            lease_duration=args.leader_lease_duration,
-            renew_deadline=args.leader_lease_duration * 2 / 3,
-            retry_period=max(0.5, args.leader_lease_duration / 7),
+        duration = self.args.leader_lease_duration
+        return LeaderElector(
+            self.cluster,
+            namespace=self.settings.lock_namespace,
+            identity=self.settings.identity,
+            lease_duration=duration,
+            renew_deadline=duration * 2 / 3,
+            retry_period=max(0.5, duration / 7),
             on_lost=on_lost,
         )
-    is_leader = elector.is_leader if elector is not None else (lambda: True)
-    controller = Controller(
-        cluster, families(), settings, metrics=metrics, is_leader=is_leader, drivers=drivers()
-    )
 
-    watch_stop = threading.Event()
+    def _watchers(self, watches: tuple[Watch, ...]) -> list[Watcher]:
+        s = self.settings
+        primaries, selector = self.controller.primary_kinds, self.selector
 
-    def watch_error(kind: Kind, exc: Exception) -> None:
-        log.warning("watch_error", kind=kind.kind, error=type(exc).__name__, message=str(exc)[:200])
+        def watch_error(kind: Kind, exc: Exception) -> None:
+            log.warning(
+                "watch_error", kind=kind.kind, error=type(exc).__name__, message=str(exc)[:200]
+            )
 
-    scopes = settings.namespaces or [""]
-    selector = ",".join(f"{k}={v}" for k, v in sorted(settings.label_selector.items()))
-    watchers = [
-        Watcher(
-            cluster,
-            kind,
-            controller.handle,
-            namespace=ns,
-            metadata_only=meta,
-            label_selector=selector if kind in (SCHEMA, MIGRATION, ROLLOUT) else "",
-            stop=watch_stop,
-            on_error=watch_error,
+        def watcher(w: Watch, namespace: str) -> Watcher:
+            return Watcher(
+                self.cluster,
+                w.kind,
+                self.controller.handle,
+                namespace=namespace,
+                metadata_only=w.metadata_only,
+                label_selector=selector if w.kind.kind in primaries else "",
+                stop=self.watch_stop,
+                on_error=watch_error,
+            )
+
+        found = [watcher(w, ns) for w in watches for ns in s.namespaces or [""]]
+        # The realm Leases (they wake the claims waiting for them) live in one namespace.
+        return [*found, watcher(Watch(LEASE), s.lock_namespace)]
+
+    # -- probes --
+
+    def ready(self) -> tuple[bool, dict[str, object]]:
+        synced = all(w.synced.is_set() for w in self.watchers)
+        leader = self.controller.is_leader()
+        return synced and not self.stop.is_set(), {"synced": synced, "leader": leader}
+
+    def healthy(self) -> tuple[bool, dict[str, object]]:
+        detail: dict[str, object] = {
+            "queue": len(self.controller.queue),
+            "busy": self.controller.busy(),
+        }
+        return not self.lost.is_set(), detail
+
+    # -- the runnables, in start order --
+
+    def runnables(self) -> list[Runnable]:
+        args, metrics = self.args, self.metrics
+        parts: list[Runnable] = []
+        if args.metrics_port:
+            parts.append(
+                Runnable(
+                    "metrics", lambda: metrics.serve(args.metrics_port, addr=args.bind_address)
+                )
+            )
+        if args.health_port:
+            servers: list[Any] = []
+
+            def probes() -> None:
+                servers.append(
+                    health.serve(args.health_port, self.healthy, self.ready, addr=args.bind_address)
+                )
+
+            def stop_probes() -> None:
+                for server in servers:
+                    server.shutdown()
+
+            parts.append(Runnable("probes", probes, stop_probes))
+        parts.append(self._election())
+        parts.append(
+            Runnable(
+                "workers",
+                self.controller.start,
+                lambda: self.controller.shutdown(timeout=args.shutdown_timeout),
+            )
         )
-        for kind, meta in WATCHED
-        for ns in scopes
-    ]
-    watchers.append(
-        Watcher(
-            cluster,
-            LEASE,
-            controller.handle,
-            namespace=settings.lock_namespace,
-            metadata_only=True,
-            stop=watch_stop,
-            on_error=watch_error,
-        )
-    )
+        parts.append(Runnable("watchers", self._start_watchers, self.watch_stop.set))
+        return parts
 
-    def ready() -> tuple[bool, dict[str, object]]:
-        synced = all(w.synced.is_set() for w in watchers)
-        return synced and not stop.is_set(), {"synced": synced, "leader": is_leader()}
+    def _start_watchers(self) -> None:
+        for w in self.watchers:
+            w.start()
 
-    def healthy() -> tuple[bool, dict[str, object]]:
-        return not lost.is_set(), {"queue": len(controller.queue), "busy": controller.busy()}
+    def _election(self) -> Runnable:
+        elector = self.elector
+        if elector is None:
 
-    servers = []
-    if args.health_port:
-        servers.append(health.serve(args.health_port, healthy, ready, addr=args.bind_address))
-    if args.metrics_port:
-        metrics.serve(args.metrics_port, addr=args.bind_address)
+            def lead() -> None:
+                self.metrics.leader.set(1)
+                self.controller.resync()
+
+            return Runnable("leader", lead)
+        threads: list[threading.Thread] = []
+
+        def campaign() -> None:
+            threads.append(elector.start())
+            threading.Thread(
+                target=_on_elected,
+                args=(elector, self.controller, self.metrics, self.stop),
+                daemon=True,
+            ).start()
+
+        def step_down() -> None:
+            # Its loop hands the Lease over on the way out (unless leadership was lost).
+            elector.stop.set()
+            for t in threads:
+                t.join(10.0)
+
+        return Runnable("leader-election", campaign, step_down)
+
+
+def run(args: argparse.Namespace) -> int:
+    configure_logging(args.log_level)
+    settings = settings_from(args)
+    cluster = connect(args.kubeconfig, args.context)
+    proc = Process(args, cluster, settings)
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         log.info("shutdown_requested", signal=signal.Signals(signum).name)
-        stop.set()
+        proc.stop.set()
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-
     log.info(
         "operator_starting",
-        identity=identity,
+        identity=settings.identity,
         lock_namespace=settings.lock_namespace,
-        leader_elect=bool(elector),
-        namespaces=scopes,
-        label_selector=selector or None,
+        leader_elect=proc.elector is not None,
+        namespaces=settings.namespaces or [""],
+        label_selector=proc.selector or None,
         test_kill_at=os.environ.get(KILL_ENV),
     )
-    for w in watchers:
-        w.start()
-    controller.start()
-    if elector is not None:
-        elector_thread = elector.start()
-        threading.Thread(
-            target=_on_elected, args=(elector, controller, metrics, stop), daemon=True
-        ).start()
-    else:
-        metrics.leader.set(1)
-        controller.resync()
-
-    while not stop.wait(1.0):
-        pass
-
-    log.info("shutting_down", identity=identity)
-    watch_stop.set()
-    controller.shutdown(timeout=args.shutdown_timeout)
-    if elector is not None:
-        # Its loop hands the Lease over on the way out (unless leadership was lost).
-        elector.stop.set()
-        elector_thread.join(10.0)
-    for server in servers:
-        server.shutdown()
-    cluster.close()
-    log.info("stopped", identity=identity, lost_leadership=lost.is_set())
-    return 1 if lost.is_set() else 0
+    manager = Manager(proc.runnables())
+    try:
+        manager.run(proc.stop)
+        log.info("shutting_down", identity=settings.identity)
+    finally:
+        cluster.close()
+    log.info("stopped", identity=settings.identity, lost_leadership=proc.lost.is_set())
+    return 1 if proc.lost.is_set() else 0
 
 
 def _on_elected(

@@ -6,47 +6,47 @@ nothing) but must never miss a resource whose next step the change unblocks:
 its Job or Pod moved, its plan appeared, an approval arrived, a Lease it waits
 on was released, or a ConfigMap or Secret it reads changed.
 
-The index of primaries is built from the PtahSchema and PtahMigration watches;
-it is used for mapping only, never for a decision.
+The index of primaries is built from the watches of the families' own kinds (and
+the drivers'); it is used for mapping only, never for a decision. Which ConfigMaps
+and Secrets a primary reads is the lifecycle's and its family's to say
+(``ptah.lifecycle.watches.referenced``); this module knows no family.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from ptah.kube.kinds import (
-    APPROVAL,
-    CONFIGMAP,
-    JOB,
-    LEASE,
-    MIGRATION,
-    PLAN,
-    POD,
-    SCHEMA,
-    SECRET,
-)
+from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, LEASE, PLAN, POD, SECRET
+from ptah.lifecycle.family import AnyFamily
+from ptah.lifecycle.watches import referenced
 from ptah.workload.job import LABEL_OWNER_UID
 
 if TYPE_CHECKING:
     from ptah.kube.kinds import Kind
     from ptah.lifecycle.context import Env
+    from ptah.lifecycle.family import Watch
     from ptah.lifecycle.reconcile import Result
+    from ptah.lifecycle.report import PassReport
 
-PRIMARY_KINDS = (SCHEMA.kind, MIGRATION.kind)
 REALM_PREFIX = "ptah-realm-"
-DEFAULT_POLICY = "ptah-verification-policy"
+Families = Mapping[str, AnyFamily]  # by kind name
 
 
 class Driver(Protocol):
     """A kind the operator drives by something other than the mutation lifecycle (a
-    PtahRollout): its own pass, and which events concern which of its objects."""
+    PtahRollout): its own pass, what it watches, and which events concern which of its
+    objects."""
 
     kind: Kind
+    label: str
+    watches: tuple[Watch, ...]
 
-    def reconcile(self, env: Env, namespace: str, name: str) -> Result:
-        """One pass over the object; when to look again."""
+    def reconcile(
+        self, env: Env, namespace: str, name: str, report: PassReport | None = None
+    ) -> Result:
+        """One pass over the object; when to look again, and what the pass did."""
 
     def concerns(
         self, kind: str, obj: dict[str, Any], objects: Iterable[dict[str, Any]]
@@ -68,27 +68,6 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata") or {}
     assert isinstance(meta, dict)
     return meta
-
-
-def referenced_names(obj: dict[str, Any]) -> tuple[set[str], set[str]]:
-    """(ConfigMap names, Secret names) a primary's spec reads."""
-    spec = obj.get("spec") or {}
-    target = spec.get("target") or {}
-    secrets = {
-        str(ref["name"])
-        for ref in (target.get("secretRef"), target.get("devSecretRef"))
-        if isinstance(ref, dict) and ref.get("name")
-    }
-    configmaps: set[str] = set()
-    source = spec.get("source") or {}
-    ref = source.get("configMapKeyRef") or {}
-    if ref.get("name"):
-        configmaps.add(str(ref["name"]))
-    directory = spec.get("directory") or {}
-    configmaps.update(str(n) for n in directory.get("configMaps") or [])
-    policy = spec.get("policy") or {}
-    configmaps.add(str(policy.get("verificationPolicy") or DEFAULT_POLICY))
-    return configmaps, secrets
 
 
 def realm_leases(obj: dict[str, Any]) -> set[str]:
@@ -169,18 +148,20 @@ def only_status_changed(previous: dict[str, Any] | None, obj: dict[str, Any]) ->
     return all(before.get(k) == after.get(k) for k in _WATCHED_META)
 
 
-def keys_for(kind: str, obj: dict[str, Any], index: Index, lock_namespace: str) -> set[Key]:
-    """The primaries an event on ``obj`` (of ``kind``) concerns."""
+def keys_for(
+    kind: str, obj: dict[str, Any], index: Index, lock_namespace: str, families: Families
+) -> set[Key]:
+    """The primaries (resources of ``families``) an event on ``obj`` (of ``kind``) concerns."""
     meta = _meta(obj)
     namespace = str(meta.get("namespace") or "")
     name = str(meta.get("name") or "")
-    if kind in PRIMARY_KINDS:
+    if kind in families:
         return {Key(kind, namespace, name)}
     if kind in (JOB.kind, POD.kind, PLAN.kind):
-        return _owned(obj, index, namespace)
+        return _owned(obj, index, namespace, families)
     if kind == APPROVAL.kind:
         ref = (obj.get("spec") or {}).get("resourceRef") or {}
-        if ref.get("kind") in PRIMARY_KINDS and ref.get("name"):
+        if ref.get("kind") in families and ref.get("name"):
             return {Key(str(ref["kind"]), namespace, str(ref["name"]))}
         return set()
     if kind == LEASE.kind:
@@ -188,22 +169,25 @@ def keys_for(kind: str, obj: dict[str, Any], index: Index, lock_namespace: str) 
             return set()
         return {key for key, o in index.objects() if name in realm_leases(o)}
     if kind in (CONFIGMAP.kind, SECRET.kind):
-        found = _owned(obj, index, namespace)
-        which = 0 if kind == CONFIGMAP.kind else 1
+        found = _owned(obj, index, namespace, families)
         for key, o in index.objects():
-            if key.namespace == namespace and name in referenced_names(o)[which]:
+            family = families.get(key.kind)
+            if family is None or key.namespace != namespace:
+                continue
+            refs = referenced(family, o)
+            if name in (refs.configmaps if kind == CONFIGMAP.kind else refs.secrets):
                 found.add(key)
         return found
     return set()
 
 
-def _owned(obj: dict[str, Any], index: Index, namespace: str) -> set[Key]:
+def _owned(obj: dict[str, Any], index: Index, namespace: str, families: Families) -> set[Key]:
     """Owner references naming a primary, else the owner-uid label (a Pod's owner is
     its Job; it carries the Job template's labels, ``ptah.io/owner-uid`` among them)."""
     meta = _meta(obj)
     found: set[Key] = set()
     for ref in meta.get("ownerReferences") or []:
-        if ref.get("kind") in PRIMARY_KINDS and ref.get("name"):
+        if ref.get("kind") in families and ref.get("name"):
             found.add(Key(str(ref["kind"]), namespace, str(ref["name"])))
     if not found:
         uid = (meta.get("labels") or {}).get(LABEL_OWNER_UID)

@@ -1,31 +1,27 @@
 """Prometheus metrics.
 
-Counters count what passes did; the gauges that describe safety state (open
-uncertainty records, proofs owed, Lease waits, approvals waiting) are computed
-from each resource's status as its pass last left it, so they can never drift
-from what the API says: a restarted operator rebuilds them on its first passes.
+Counters count what passes did, as each pass's report says
+(``ptah.lifecycle.report.PassReport``); the gauges that describe safety state (open
+uncertainty records, proofs owed, Lease waits, approvals waiting) are computed from
+each resource's standing as its pass last left it, so they can never drift from
+what the API says: a restarted operator rebuilds them on its first passes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
+from ptah.lifecycle.report import PassReport
 from ptah.operator.mapping import Key
 
-# status fields -> the gauge they feed
-RECORD_FIELDS = ("pendingObservation", "unresolvedRun")
-
-
-FAMILY_LABELS = {"PtahSchema": "schema", "PtahMigration": "migration", "PtahRollout": "rollout"}
+ROLLOUT = "rollout"
 ROLLOUT_PHASES = ("ready", "applying", "waitingForApproval", "uncertain", "failed", "pending")
-
-
-def _family(kind: str) -> str:
-    return FAMILY_LABELS.get(kind, kind.lower())
+PROVING_PHASES = ("ProofOwed", "ProofNotSettled", "Reading")
 
 
 class Metrics:
@@ -82,8 +78,9 @@ class Metrics:
         )
         self.api_requests = Counter(
             "ptah_api_requests_total",
-            "API requests made by passes (not the watches), by verb and kind",
-            ["verb", "kind"],
+            "API requests made by passes (not the watches), by the apiserver's verb and "
+            "the resource",
+            ["verb", "resource"],
             registry=r,
         )
         self.kube_requests = Counter(
@@ -110,37 +107,71 @@ class Metrics:
             registry=r,
         )
         self._lock = threading.Lock()
-        self._state: dict[Key, tuple[bool, bool, bool, bool]] = {}
+        self._state: dict[Key, tuple[str, tuple[bool, bool, bool, bool]]] = {}
+        self._labels: set[str] = set()
+        self._local = threading.local()
 
     def serve(self, port: int, addr: str = "0.0.0.0") -> None:
         start_http_server(port, addr=addr, registry=self.registry)
 
-    def observe_status(self, key: Key, obj: dict[str, Any] | None) -> None:
-        """Recompute the safety gauges from ``obj`` (None: the resource is gone)."""
-        if key.kind == "PtahRollout":
-            self._observe_rollout(key, obj)
+    def count_request(self, verb: str, resource: str) -> None:
+        """Every request the process sends; those a pass sends count for passes too."""
+        self.kube_requests.labels(verb, resource).inc()
+        if getattr(self._local, "in_pass", False):
+            self.api_requests.labels(verb, resource).inc()
+
+    @contextlib.contextmanager
+    def in_pass(self) -> Iterator[None]:
+        """Requests this thread sends meanwhile are a pass's."""
+        self._local.in_pass = True
+        try:
+            yield
+        finally:
+            self._local.in_pass = False
+
+    def observe_job(self, label: str, op_type: str) -> None:
+        self.jobs_created.labels(label, op_type).inc()
+
+    def forget(self, key: Key, label: str) -> None:
+        """The resource is gone: its gauges and its pass count go with it."""
+        if label == ROLLOUT:
+            self._observe_rollout(key, None)
             return
         with self._lock:
-            if obj is None:
-                self._state.pop(key, None)
-                with contextlib.suppress(KeyError):
-                    self.passes.remove(key.kind, key.namespace, key.name)
-            else:
-                status = obj.get("status") or {}
-                phase = status.get("phase")
-                record = any(status.get(f) for f in RECORD_FIELDS)
-                self._state[key] = (
+            self._state.pop(key, None)
+            with contextlib.suppress(KeyError):
+                self.passes.remove(key.kind, key.namespace, key.name)
+            self._publish()
+
+    def observe_standing(self, key: Key, label: str, report: PassReport) -> None:
+        """Recompute the safety gauges from where the pass left the resource."""
+        if report.last is None:
+            self.forget(key, label)
+            return
+        if label == ROLLOUT:
+            self._observe_rollout(key, report.last)
+            return
+        phase, record = report.phase, report.record_open
+        with self._lock:
+            self._labels.add(label)
+            self._state[key] = (
+                label,
+                (
                     record,
-                    record and phase in ("ProofOwed", "ProofNotSettled", "Reading"),
+                    record and phase in PROVING_PHASES,
                     phase == "WaitingForTarget",
                     phase == "WaitingForApproval",
-                )
-            for family in ("schema", "migration"):
-                rows = [v for k, v in self._state.items() if _family(k.kind) == family]
-                self.uncertain.labels(family).set(sum(r[0] for r in rows))
-                self.proofs_owed.labels(family).set(sum(r[1] for r in rows))
-                self.lease_waits.labels(family).set(sum(r[2] for r in rows))
-                self.approvals_waiting.labels(family).set(sum(r[3] for r in rows))
+                ),
+            )
+            self._publish()
+
+    def _publish(self) -> None:
+        for label in self._labels:
+            rows = [v for lab, v in self._state.values() if lab == label]
+            self.uncertain.labels(label).set(sum(r[0] for r in rows))
+            self.proofs_owed.labels(label).set(sum(r[1] for r in rows))
+            self.lease_waits.labels(label).set(sum(r[2] for r in rows))
+            self.approvals_waiting.labels(label).set(sum(r[3] for r in rows))
 
     def _observe_rollout(self, key: Key, obj: dict[str, Any] | None) -> None:
         labels = (key.namespace, key.name)
@@ -160,39 +191,12 @@ class Metrics:
         self.rollout_stopped.labels(*labels).set(1 if status.get("stopped") else 0)
 
     def observe_pass(
-        self,
-        key: Key,
-        before: dict[str, Any] | None,
-        after: dict[str, Any] | None,
-        seconds: float,
-        result: str,
+        self, key: Key, label: str, report: PassReport, seconds: float, result: str
     ) -> None:
-        family = _family(key.kind)
-        self.reconciles.labels(family, result).inc()
+        self.reconciles.labels(label, result).inc()
         self.passes.labels(key.kind, key.namespace, key.name).inc()
-        self.duration.labels(family).observe(seconds)
-        outcome = operation_outcome(before, after)
-        if outcome is not None:
-            self.operations.labels(family, outcome[0], outcome[1]).inc()
-        self.observe_status(key, after)
-
-
-def operation_outcome(
-    before: dict[str, Any] | None, after: dict[str, Any] | None
-) -> tuple[str, str] | None:
-    """(type, outcome) when a pass ended the operation ``before`` held, else None."""
-    if before is None or after is None:
-        return None
-    s0, s1 = before.get("status") or {}, after.get("status") or {}
-    op = s0.get("activeOperation")
-    if not op or s1.get("activeOperation"):
-        return None
-    type_ = str(op.get("type"))
-    if op.get("mutating"):
-        last = s1.get("lastMutation") or {}
-        if last.get("operationId") == op.get("operationId"):
-            return type_, str(last.get("outcome"))
-        return type_, "Dropped"
-    failures0 = int(s0.get("readingFailures") or 0)
-    failures1 = int(s1.get("readingFailures") or 0)
-    return type_, "Failed" if failures1 > failures0 else "Succeeded"
+        self.duration.labels(label).observe(seconds)
+        if report.ended is not None:
+            ended = report.ended
+            self.operations.labels(label, str(ended.operation.type), ended.outcome).inc()
+        self.observe_standing(key, label, report)

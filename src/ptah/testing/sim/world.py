@@ -15,7 +15,7 @@ from ptah.kube import errors
 from ptah.kube.clock import SimClock
 from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, MIGRATION, PLAN, POD, SCHEMA, SECRET
 from ptah.lifecycle.context import ABANDON_ANNOTATION, Env
-from ptah.lifecycle.family import Family
+from ptah.lifecycle.family import AnyFamily
 from ptah.lifecycle.reconcile import reconcile
 from ptah.testing.memory import MemoryCluster
 from ptah.testing.sim.database import Databases
@@ -79,7 +79,7 @@ class Watcher:
 
 @dataclass
 class SimResource:
-    family: Family
+    family: AnyFamily
     name: str
     secret: str
     db: str
@@ -127,7 +127,7 @@ class World:
         spellings = ["sim://u:{pw}@db1/app", "sim://u:{pw}@DB1:5432/app/"]
         count = self.rng.choice([1, 2, 2, 3])
         for i in range(count):
-            family: Family = SCHEMA_FAMILY if self.rng.random() < 0.55 else MIGRATION_FAMILY
+            family: AnyFamily = SCHEMA_FAMILY if self.rng.random() < 0.55 else MIGRATION_FAMILY
             shared = i > 0 and self.rng.random() < 0.6
             url = (spellings[i % 2] if shared or i == 0 else "sim://u:{pw}@db2/app").replace(
                 "/app", ""
@@ -141,7 +141,7 @@ class World:
                 skew = self.rng.choice([-1, 1]) * self.rng.uniform(150, 400)
             self.replicas.append(self._replica(f"c{i}", skew))
 
-    def _add_resource(self, family: Family, name: str, url_template: str, db: str) -> None:
+    def _add_resource(self, family: AnyFamily, name: str, url_template: str, db: str) -> None:
         api = self.cluster.system
         password = f"pw-{self.seed}-{name}-secret"
         self.secrets[name] = password
