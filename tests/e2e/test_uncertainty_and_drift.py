@@ -119,7 +119,7 @@ def test_apply_pod_killed_mid_run_is_uncertain_until_a_reading_proves_it(
     )
     record = s["pendingObservation"]
     assert record["operationId"] == op_id
-    assert record["reason"] in ("NoPod", "FrameNoFrame", "LogLost"), record
+    assert record["reason"] in ("PodDeletedUnseen", "FrameNoFrame", "LogLost"), record
     assert s["lastMutation"]["outcome"] == "Uncertain"
     # The reading runs first; the database does not match the plan, so it does not settle.
     s = wait_status(

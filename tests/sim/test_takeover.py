@@ -11,7 +11,9 @@ back, finds its tenure gone and records continuity loss instead of an account.
 
 from __future__ import annotations
 
-from ptah.kube.kinds import JOB, LEASE
+import pytest
+
+from ptah.kube.kinds import JOB, LEASE, POD
 from ptah.testing.sim.invariants import Invariants
 from ptah.testing.sim.kubelet import NS
 from ptah.testing.sim.world import MIGRATION_FAMILY, SCHEMA_FAMILY, World
@@ -101,4 +103,71 @@ def test_an_expired_lease_is_not_taken_while_its_holders_job_runs() -> None:
     record = _status(world, apply_)["pendingObservation"]
     assert record["operationId"] == claim["operationId"]
     assert record["reason"] == "ContinuityLost"
+    assert inv.violations == []
+
+
+@pytest.mark.parametrize(
+    ("deleted", "why"),
+    [
+        ("job", "is gone and nothing shows its executor stopped"),
+        ("pod", "the Pod was deleted before it was seen to stop"),
+    ],
+)
+def test_an_expired_lease_is_not_taken_while_a_vanished_pods_process_writes(
+    deleted: str, why: str
+) -> None:
+    """The holder's node is cut off from the API, and meanwhile its Job is deleted (its
+    Pod collected) or its Pod force-deleted (the Job turns Failed): the API shows no Pod,
+    and the process writes on. The holder's controller is silent, so the Lease expires by
+    the Migrate's own observation; neither a vanished Job nor a terminal one whose Pod
+    was never seen to stop hands the database over, as the simulated database's own
+    writer count demands."""
+    world, inv = _world()
+    apply_, migrate = 0, 1
+    for _ in range(60):
+        claim = _status(world, apply_).get("activeOperation") or {}
+        if claim.get("type") == "Apply" and claim.get("jobUid"):
+            break
+        _pass(world, inv, apply_)
+        world.kubelet.step()
+        world.clock.advance(5)
+    else:
+        raise AssertionError(f"no Apply dispatched: {_status(world, apply_)}")
+    world.kubelet.step()  # the Apply's Pod is Running
+    (run,) = world.kubelet.runs.values()
+    run.steps_left = 10**6
+    holder = _lease_holder(world)
+    db = world.dbs.by_name["db1"]
+    assert claim["operationId"] in db.writers
+
+    # The Apply's controller is silent from here on; the Migrate reads and waits.
+    for _ in range(80):
+        if _status(world, migrate).get("phase") == "WaitingForTarget":
+            break
+        _pass(world, inv, migrate)
+        world.kubelet.step()
+        world.clock.advance(5)
+    else:
+        raise AssertionError(f"the Migrate never waited for the Lease: {_status(world, migrate)}")
+
+    # The node loses the API; the Apply's Job is deleted meanwhile (its Pod collected).
+    world.kubelet.partitioned = 10**6
+    if deleted == "job":
+        world.cluster.system.delete(JOB, NS, run.job, propagation="Background")
+    else:
+        world.cluster.system.delete(POD, NS, run.pod)
+    world.kubelet.step()
+    job = world.cluster.system.get(JOB, NS, run.job)
+    assert job is None if deleted == "job" else job["status"]["conditions"][0]["type"] == "Failed"
+    assert world.cluster.system.get(POD, NS, run.pod) is None
+    assert claim["operationId"] in db.writers  # gone from the API, still writing
+    for _ in range(3):
+        world.clock.advance(130)
+        _pass(world, inv, migrate)
+    status = _status(world, migrate)
+    assert status["phase"] == "WaitingForTarget", status
+    message = next(c["message"] for c in status["conditions"] if c["type"] == "Ready")
+    assert why in message, message
+    assert _lease_holder(world) == holder
+    assert claim["operationId"] in db.writers
     assert inv.violations == []

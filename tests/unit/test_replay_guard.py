@@ -30,7 +30,7 @@ def last(outcome: str, reason: str | None = None, digest: str = DIGEST) -> LastM
         ("Refused", "Dirty", False),
         ("Fenced", "RealmBusy", False),
         ("Succeeded", None, False),
-        ("Uncertain", None, False),
+        ("Uncertain", None, True),  # held by its record; after an abandon, by this
         ("Converged", None, False),
     ],
 )

@@ -206,8 +206,21 @@ class UncertainRecord(Model):
     recorded_at: str
 
 
+class PodSeen(Model):
+    """A Pod of a dispatched Job as the operator saw it: ``stopped`` once it was observed
+    terminal with its containers terminated (or provably never started)."""
+
+    name: str
+    uid: str
+    stopped: bool = False
+
+
 class LockRelease(Model):
-    """A staged, credential-free release request, kept until an idempotent release succeeds."""
+    """A staged, credential-free release request, kept until an idempotent release succeeds.
+
+    It is withheld until the executor is stopped on evidence (``ptah.lifecycle.executor``),
+    and it carries that evidence: the Pods seen and whether each was seen to stop, the
+    Job's own count of Pods, and why the release is withheld."""
 
     operation_id: str
     type: OperationType | None = Field(
@@ -227,6 +240,17 @@ class LockRelease(Model):
         "(dispatch plus the Job's active deadline), and afterwards left to expire.",
     )
     staged_at: str
+    pods: list[PodSeen] = Field(
+        default_factory=list, description="Every Pod of the Job seen so far."
+    )
+    job_pods: int | None = Field(
+        default=None, description="The Job's own count of the Pods it ran, once seen terminal."
+    )
+    absent_since: str | None = Field(
+        default=None,
+        description="A Job never seen: since when no Job and no Pod is under its reserved name.",
+    )
+    withheld: str | None = Field(default=None, description="Why the release is withheld.")
 
 
 class ExecutionBinding(Model):
@@ -259,10 +283,14 @@ class LastMutation(Model):
     def blocks(self, plan_digest: str | None) -> bool:
         """A plan whose run failed, or was refused for a reason the same plan reproduces,
         is not dispatched again by itself: it would end the same way, and a loop of
-        mutating Jobs is no retry. (Uncertain runs are held by their record, not by this.)"""
+        mutating Jobs is no retry. A plan whose run is uncertain is held by its record
+        while proof is owed; once the proof is abandoned, this is what refuses the same
+        digest (a plan read after the abandonment folds it in and has another digest)."""
         if self.plan_digest != plan_digest:
             return False
         if self.outcome == "Failed":
+            return True
+        if self.outcome == "Uncertain":
             return True
         return self.outcome == "Refused" and (self.reason or "") not in NON_BLOCKING_REFUSALS
 

@@ -190,6 +190,12 @@ class PlanFingerprints(Model):
     binding_epoch: int
     database: str
     generation: int
+    after_abandoned: str | None = Field(
+        default=None,
+        description="The abandoned proof (operation ID) this plan was computed after: a "
+        "plan read after an abandonment is a new plan with its own digest and approval, "
+        "so the abandoned plan's digest is never dispatched again.",
+    )
 
 
 class PlanSpec(Model):

@@ -24,6 +24,7 @@ from ptah.api.resources import (
 from ptah.kube.kinds import CONFIGMAP, MIGRATION
 from ptah.lifecycle.context import Pass
 from ptah.lifecycle.family import (
+    READ_AGAIN,
     MutationInputs,
     Observe,
     PlanDraft,
@@ -122,14 +123,24 @@ class MigrationFamily:
         reading = status.history
         assert reading is not None
         if reading.dirty:
+            # A repair (``ptah migrate resolve``) happens in the database, where no watch
+            # sees it: the History is read again after a pause, so a repaired migration
+            # goes on by itself.
+            since = p.seconds_since(reading.read_at)
+            interval = p.env.proof_retry_seconds
+            if since is not None and since >= interval:
+                return READ_AGAIN
             d = reading.dirty[0]
             return Observe(
                 "Blocked",
                 stalled_reason="Dirty",
                 message=f"migration {d.version} stopped at statement {d.statement} of {d.total}: "
-                f"{d.error}"[:512]
-                + "; repair the database and its history row by hand",
+                f"{d.error}"[:400]
+                + "; repair the database and its history row by hand (ptah migrate resolve); "
+                "the history is read again every "
+                f"{interval:g} s",
                 waiting_for="a person to resolve the partial migration",
+                requeue_after=interval - since if since is not None else interval,
             )
         if reading.mismatched:
             m = reading.mismatched[0]

@@ -4,7 +4,10 @@ A terminal Job is not an outcome. The account is a result frame parsed out of
 the Pod's own log, bound to the operation ID, read from exactly one Pod that the
 persisted admission envelope accepts, and only from a container that terminated.
 The frame's own report of which database it opened is compared with the claim.
-Anything short of that is an uncertain outcome, with the reason named.
+Anything short of that is an uncertain outcome, with the reason named, and the
+reason says what was seen: the Job's own count of the Pods it ran is compared with
+the Pods still there, so a Pod deleted before it was seen to stop is called that,
+never "0 Pods ran".
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ptah import podintent
-from ptah.api.common import ActiveOperation, PodEvidence
+from ptah.api.common import ActiveOperation, PodEvidence, PodSeen
 from ptah.kube import errors
 from ptah.kube.kinds import POD
 from ptah.lifecycle.context import Pass
+from ptah.lifecycle.executor import pods_ran, seen
 from ptah.runner.frame import ResultFrame, parse_result_for
 from ptah.workload.job import CONTAINER, LABEL_OPERATION
 
@@ -30,6 +34,8 @@ class Account:
     detail: str = ""
     waiting: bool = False
     pods: PodEvidence = field(default_factory=PodEvidence)
+    seen: list[PodSeen] = field(default_factory=list)
+    job_pods: int = 0
 
 
 # How a mutating run's frame outcome is accounted (status.lastMutation.outcome). Every
@@ -49,13 +55,6 @@ def mutation_outcome(frame: ResultFrame) -> str:
     return MUTATION_OUTCOMES[frame.outcome]
 
 
-def job_terminal(job: dict[str, Any]) -> bool:
-    for cond in (job.get("status") or {}).get("conditions", []):
-        if cond.get("type") in {"Complete", "Failed"} and cond.get("status") == "True":
-            return True
-    return False
-
-
 def pods_of(p: Pass, op: ActiveOperation) -> list[dict[str, Any]]:
     pods = p.cluster.list(POD, p.namespace, {LABEL_OPERATION: op.operation_id})
     return [
@@ -73,41 +72,52 @@ def terminated_state(pod: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def pods_started(job: dict[str, Any]) -> int:
-    """How many Pods the Job controller says it ran (active, succeeded, failed). A Pod
-    deleted from the API is still counted there (Job tracking keeps a finalizer on each
-    Pod until it is counted), so this sees a second Pod the list no longer shows."""
-    status = job.get("status") or {}
-    return sum(int(status.get(k) or 0) for k in ("active", "succeeded", "failed"))
+def _missing(ran: int, visible: int) -> tuple[str, str]:
+    """Fewer Pods left than the Job ran: what was seen, in words."""
+    gone = ran - visible
+    if ran == 1:
+        return "PodDeletedUnseen", (
+            "the Pod was deleted before it was seen to stop (the Job counts 1 Pod; "
+            "none is left to read)"
+        )
+    reason = "MoreThanOnePod"
+    return reason, (
+        f"the Job counts {ran} Pods; {visible} still there, {gone} deleted before "
+        "being seen to stop"
+    )
 
 
-def account(p: Pass, op: ActiveOperation, job: dict[str, Any] | None = None) -> Account:
+def account(p: Pass, op: ActiveOperation, job: dict[str, Any]) -> Account:
+    """``job`` is the terminal Job, read in this pass."""
     assert op.admission_snapshot is not None and op.job_uid is not None
     pods = pods_of(p, op)
-    ran = max(len(pods), pods_started(job) if job is not None else 0)
+    ran = max(pods_ran(job), len(pods))
     evidence = PodEvidence(uids=sorted(pod["metadata"]["uid"] for pod in pods), count=ran)
-    if len(pods) != 1 or ran != 1:
-        reason = "NoPod" if not pods else "MoreThanOnePod"
-        return Account(None, reason, f"{ran} Pods ran for the Job", pods=evidence)
+
+    def uncertain(reason: str, detail: str) -> Account:
+        return Account(None, reason, detail, pods=evidence, seen=seen(pods), job_pods=ran)
+
+    if ran > len(pods):
+        return uncertain(*_missing(ran, len(pods)))
+    if not pods:
+        return uncertain("NoPod", "the Job ran no Pod")
+    if len(pods) > 1:
+        return uncertain("MoreThanOnePod", f"{len(pods)} Pods ran for the Job")
     pod = pods[0]
     if not podintent.admits(op.admission_snapshot, pod, op.job_uid):
-        return Account(
-            None, "PodNotAdmitted", "the Pod is outside the admission envelope", pods=evidence
-        )
+        return uncertain("PodNotAdmitted", "the Pod is outside the admission envelope")
     if terminated_state(pod) is None:
         return Account(None, "ContainerRunning", "", waiting=True, pods=evidence)
     try:
         log = p.cluster.read_log(p.namespace, pod["metadata"]["name"], CONTAINER)
     except errors.NotFound:
-        return Account(None, "LogLost", "the Pod's log is gone", pods=evidence)
+        return uncertain("LogLost", "the Pod's log is gone")
     verdict = parse_result_for(log, op.operation_id)
     if verdict.frame is None:
         assert verdict.reason is not None
-        return Account(None, f"Frame{verdict.reason.value}", verdict.detail, pods=evidence)
+        return uncertain(f"Frame{verdict.reason.value}", verdict.detail)
     frame = verdict.frame
     opened = frame.database.digest if frame.database else None
     if op.expected_database and opened != op.expected_database:
-        return Account(
-            None, "WrongDatabase", "the run opened a database other than the claim's", pods=evidence
-        )
-    return Account(frame, pods=evidence)
+        return uncertain("WrongDatabase", "the run opened a database other than the claim's")
+    return Account(frame, pods=evidence, seen=seen(pods), job_pods=ran)

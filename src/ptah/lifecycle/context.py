@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ptah.api.common import LifecycleStatus
@@ -32,9 +33,10 @@ T = TypeVar("T")
 
 @dataclass
 class Env:
-    """What a controller process brings to every pass. ``observer`` is the only
-    state kept between passes, and the seed requires it: a Lease's expiry is
-    measured from this process's own first observation."""
+    """What a controller process brings to every pass. ``observer`` and ``absences``
+    are the only state kept between passes, and both are this process's own first
+    observations, measured on its own clock: a Lease's expiry (the seed requires it),
+    and since when a reserved Job name has shown no Job and no Pod."""
 
     cluster: Cluster
     lock_namespace: str = "ptah-system"
@@ -47,6 +49,8 @@ class Env:
     proof_retry_seconds: float = 300.0
     # A transient reading failure is retried after poll_seconds * 2**n, at most this.
     retry_ceiling_seconds: float = 300.0
+    resync_seconds: float = 300.0
+    absences: dict[str, datetime] = field(default_factory=dict)
 
 
 class ObjectPass:

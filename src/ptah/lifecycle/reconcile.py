@@ -27,6 +27,7 @@ from ptah.api.common import (
     LockRelease,
     PlanSummary,
     PodEvidence,
+    PodSeen,
     ReadingFailure,
     RunnerMount,
     RunnerSpec,
@@ -39,8 +40,8 @@ from ptah.api.resources import PlanFingerprints, PlanSpec
 from ptah.kube import errors
 from ptah.kube.clock import parse_rfc3339, rfc3339
 from ptah.kube.kinds import JOB, POD
-from ptah.lifecycle import writes
-from ptah.lifecycle.account import account, job_terminal, mutation_outcome
+from ptah.lifecycle import executor, writes
+from ptah.lifecycle.account import account, mutation_outcome
 from ptah.lifecycle.authorize import (
     Refusal,
     authorize,
@@ -103,23 +104,13 @@ def reconcile(
 # ------------------------------------------------------------------ release
 
 
-def may_still_write(p: Pass, staged: LockRelease) -> bool:
-    """A Job that is not terminal, a Pod that has not stopped, a Job that vanished before
-    anyone saw it end, and a read that could not say are all "may still be writing"."""
-    if staged.job_name is None or staged.executor_stopped:
-        return False
-    try:
-        job = p.cluster.get(JOB, p.namespace, staged.job_name)
-        pods = p.cluster.list(POD, p.namespace, {LABEL_OPERATION: staged.operation_id})
-    except errors.ApiError:
-        return True
-    if job is None or staged.job_uid not in (None, job["metadata"]["uid"]):
-        return True
-    if not job_terminal(job):
-        return True
-    return any(
-        (pod.get("status") or {}).get("phase") not in {"Succeeded", "Failed"} for pod in pods
-    )
+def may_still_write(p: Pass, staged: LockRelease) -> executor.Verdict:
+    """Whether the executor may still write, and why: stopped only on evidence
+    (:mod:`ptah.lifecycle.executor`). A Job that is not terminal, a Pod that has not
+    stopped, a Pod deleted before it was seen to stop, a Job that vanished before anyone
+    saw it end, a reserved name not yet shown empty across a full resync, and a read that
+    could not say are all "may still be writing"."""
+    return executor.judge(p, staged)
 
 
 def operation_running(p: Pass, operation_id: str) -> bool:
@@ -137,35 +128,47 @@ def _release_step(p: Pass) -> Result | None:
     staged = p.status.pending_lock_release
     if staged is None:
         return None
-    if may_still_write(p, staged):
-        left = _since(p, staged.hold_until, "")
-        if left is None or left < 0:
-            # Keep the tenure while the executor may write; nobody else may take it.
-            if staged.epoch is not None:
-                writes.renew_lease(p, staged.lease_name, staged.holder, staged.epoch)
-            if p.status.record is not None:
-                # The proof is prioritised and read-only: it needs no Lease, so a withheld
-                # release does not hold it back (the Lease stays ours meanwhile). Only the
-                # supervise and prove steps can run while a record is owed.
-                return None
-            return _observe(
-                p,
-                Observe(
-                    "ReleasePending",
-                    message="the executor may still be writing; the Lease is held",
-                    waiting_for="the runner to stop",
-                    requeue_after=p.env.poll_seconds,
-                ),
-            )
-        # Past the Job's deadline and still no word: never hand the database back by a
-        # release; stop renewing and let the Lease expire.
+    verdict = may_still_write(p, staged)
+    if not verdict.writing:
+        writes.release_lease(p, staged)
         writes.clear_lock_release(p)
-        writes.emit_event(
-            p, "LeaseLeftToExpire", f"{staged.lease_name} will expire; the runner never said", True
-        )
+        if staged.withheld:
+            writes.emit_event(p, "LeaseReleased", f"{staged.lease_name} released: {verdict.why}")
         return AGAIN
-    writes.release_lease(p, staged)
+    if verdict.evidence != staged:
+        # What this pass saw is kept, so a Pod seen to stop and then collected still
+        # counts, and the record names why the release is withheld.
+        writes.write_release_evidence(p, verdict.evidence)
+        staged = verdict.evidence
+    left = _since(p, staged.hold_until, "")
+    if left is None or left < 0:
+        # Keep the tenure while the executor may write; nobody else may take it.
+        if staged.epoch is not None:
+            writes.renew_lease(p, staged.lease_name, staged.holder, staged.epoch)
+        if p.status.record is not None:
+            # The proof is prioritised and read-only: it needs no Lease, so a withheld
+            # release does not hold it back (the Lease stays ours meanwhile). Only the
+            # supervise and prove steps can run while a record is owed.
+            return None
+        return _observe(
+            p,
+            Observe(
+                "ReleasePending",
+                message=f"{verdict.why}; the Lease is held",
+                waiting_for="evidence that the runner stopped",
+                requeue_after=p.env.poll_seconds,
+            ),
+        )
+    # Past the Job's deadline and still no evidence: never hand the database back by a
+    # release; stop renewing and let the Lease expire.
     writes.clear_lock_release(p)
+    writes.emit_event(
+        p,
+        "LeaseLeftToExpire",
+        f"{staged.lease_name} will expire, not be released: {verdict.why}, and the "
+        "hold (the Job's deadline + 60 s) has passed",
+        True,
+    )
     return AGAIN
 
 
@@ -340,7 +343,7 @@ def _watch(p: Pass, op: ActiveOperation) -> Result:
             return _lost(
                 p, op, "ContinuityLost", "the Lease epoch changed under a dispatched claim"
             )
-    if not job_terminal(live):
+    if not executor.job_terminal(live):
         phase = "Applying" if op.mutating else "Reading"
         return _observe(
             p,
@@ -353,9 +356,10 @@ def _watch(p: Pass, op: ActiveOperation) -> Result:
         return Result(p.env.poll_seconds)
     runner = runner_spec(p)
     writes.write_job_ttl(p, live, runner.ttl_seconds_after_finished)
+    seen = Seen(acc.seen, acc.job_pods)
     if acc.frame is None:
-        return _lost(p, op, acc.reason, acc.detail, acc.pods)
-    return _finish(p, op, acc.frame, acc.pods)
+        return _lost(p, op, acc.reason, acc.detail, acc.pods, seen)
+    return _finish(p, op, acc.frame, seen)
 
 
 # --------------------------------------------------------------- outcomes
@@ -365,9 +369,15 @@ def _next_attempt(p: Pass) -> int:
     return (p.status.next_attempt or 1) + 1
 
 
-def _staged_release(
-    p: Pass, op: ActiveOperation, executor_stopped: bool = False
-) -> LockRelease | None:
+@dataclass(frozen=True)
+class Seen:
+    """The Pods the account saw for a terminal Job, and the Job's own count of them."""
+
+    pods: list[PodSeen]
+    job_pods: int
+
+
+def _staged_release(p: Pass, op: ActiveOperation, seen: Seen | None = None) -> LockRelease | None:
     if op.lease is None:
         return None
     hold_until = None
@@ -375,6 +385,9 @@ def _staged_release(
         runner = runner_spec(p)
         started = parse_rfc3339(op.dispatch_started)
         hold_until = rfc3339(started + timedelta(seconds=runner.active_deadline_seconds + 60))
+    pods = seen.pods if seen else []
+    job_pods = seen.job_pods if seen else None
+    why = executor.still_writing(pods, {pod.uid for pod in pods}, job_pods) if seen else None
     return LockRelease(
         operation_id=op.operation_id,
         type=op.type,
@@ -383,14 +396,23 @@ def _staged_release(
         epoch=op.lease.epoch,
         job_name=op.job_name if op.dispatch_started else None,
         job_uid=op.job_uid,
-        executor_stopped=executor_stopped,
+        # Stopped on evidence: every Pod the terminal Job ran was seen to stop.
+        executor_stopped=seen is not None and why is None,
         hold_until=hold_until,
         staged_at=p.now_iso(),
+        pods=pods,
+        job_pods=job_pods,
+        withheld=why,
     )
 
 
 def _lost(
-    p: Pass, op: ActiveOperation, reason: str, detail: str, pods: PodEvidence | None = None
+    p: Pass,
+    op: ActiveOperation,
+    reason: str,
+    detail: str,
+    pods: PodEvidence | None = None,
+    seen: Seen | None = None,
 ) -> Result:
     """No account: uncertain for a mutating claim, a retry for a reading."""
     if not op.mutating:
@@ -429,7 +451,13 @@ def _lost(
         ),
     }
     writes.write_outcome(
-        p, op, "Uncertain", record=record, settle=False, release=_staged_release(p, op), extra=extra
+        p,
+        op,
+        "Uncertain",
+        record=record,
+        settle=False,
+        release=_staged_release(p, op, seen),
+        extra=extra,
     )
     writes.emit_event(
         p, "OutcomeUncertain", f"{op.type} {op.operation_id}: {reason}. {detail}", True
@@ -539,13 +567,13 @@ def _stalled(failure: ReadingFailure) -> Observe:
     )
 
 
-def _finish(p: Pass, op: ActiveOperation, frame: ResultFrame, pods: PodEvidence) -> Result:
+def _finish(p: Pass, op: ActiveOperation, frame: ResultFrame, seen: Seen) -> Result:
     if op.mutating:
-        return _finish_mutation(p, op, frame)
+        return _finish_mutation(p, op, frame, seen)
     return _finish_reading(p, op, frame)
 
 
-def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
+def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame, seen: Seen) -> Result:
     outcome = mutation_outcome(frame)
     extra: dict[str, Any] = {
         "lastMutation": LastMutation(
@@ -586,7 +614,7 @@ def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result
     said = f"{op.type} {op.operation_id} {outcome.lower()}"
     if frame.outcome != "succeeded":
         said = f"{said}: {why}"
-    release = _staged_release(p, op, executor_stopped=True)
+    release = _staged_release(p, op, seen)
     writes.write_outcome(p, op, outcome, record=None, settle=False, release=release, extra=extra)
     # A fenced run met a second writer: the Lease alone did not keep the database to one.
     writes.emit_event(p, f"{op.type}{outcome}", said, warning=frame.outcome == "fenced")
@@ -626,6 +654,7 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
             binding_epoch=op.binding_epoch,
             database=frame.database.digest,
             generation=op.generation,
+            after_abandoned=p.status.abandoned_proofs[-1] if p.status.abandoned_proofs else None,
         ),
     )
     digest_ = plan_digest(spec)
@@ -695,7 +724,12 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
     ):
         # The reading proved the run's own work complete, so its executor has nothing
         # left to write: the withheld release may proceed.
-        release = staged.model_copy(update={"executor_stopped": True})
+        release = staged.model_copy(
+            update={
+                "executor_stopped": True,
+                "withheld": "a fresh reading proved the run's own work complete",
+            }
+        )
     writes.write_outcome(
         p, op, "Succeeded", record=None, settle=settle, release=release, extra=extra
     )
@@ -724,11 +758,16 @@ def _prove_step(p: Pass) -> Result | None:
     if record is None:
         return None
     if p.annotations.get(ABANDON_ANNOTATION) == record.operation_id:
+        # The plan read while proving is discarded with the record: the next step is a
+        # fresh reading (at once, not on some unrelated event), and the plan it computes
+        # folds in this abandonment, so it has its own digest and needs its own
+        # authorization; the abandoned plan's digest is never dispatched again.
         writes.abandon_proof(p, record)
         writes.emit_event(
             p,
             "ProofAbandoned",
-            f"proof of {record.operation_id} abandoned by annotation; what it did is unknown",
+            f"proof of {record.operation_id} abandoned by annotation; what it did is unknown; "
+            "reading the database afresh",
             warning=True,
         )
         return AGAIN

@@ -7,7 +7,11 @@ description of its holder (its resource, its operation, the Job that operation
 runs as: ``ptah.targetlock.HOLDER_ANNOTATIONS``) is followed to the executor, and
 the Lease is taken only when that executor is known stopped or never started:
 
-- stopped: the Job is terminal and every Pod of the operation has stopped;
+- stopped: the Job is terminal and every Pod it ran was seen to stop (the evidence
+  rule of :mod:`ptah.lifecycle.executor`, with what the holder's staged release kept:
+  a terminal Job whose Pod was deleted before it was seen to stop may still have a
+  process writing on a node cut off from the API), or the holder's resource no longer
+  holds the Lease;
 - stopped: the Job is gone and the Pods that remain have all stopped, or the
   holder's resource no longer holds the Lease (its claim and staged release for
   that operation are gone: accounted, or left to expire past the Job's deadline);
@@ -22,10 +26,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ptah.api.common import PodSeen
 from ptah.kube import errors
 from ptah.kube.kinds import JOB, MIGRATION, POD, SCHEMA
-from ptah.lifecycle.account import job_terminal
 from ptah.lifecycle.context import Pass
+from ptah.lifecycle.executor import job_terminal, merge, pods_ran, seen, still_writing
 from ptah.targetlock import (
     HOLDER_JOB,
     HOLDER_KIND,
@@ -76,13 +81,37 @@ def holder_running(p: Pass, view: LeaseView) -> str | None:
     if job is not None:
         if not job_terminal(job):
             return f"{who}: its Job {job_name} has not finished"
-        return None
+        if owner is None or not _holds(owner, operation):
+            return None
+        why = _not_seen_stopped(owner, operation, job, pods)
+        return f"{who}: {why}" if why else None
     if pods or owner is None or not _holds(owner, operation):
         return None
     claim = (owner.get("status") or {}).get("activeOperation") or {}
     if claim.get("operationId") == operation and not claim.get("dispatchStarted"):
         return None
     return f"{who}: its Job {job_name} is gone and nothing shows its executor stopped"
+
+
+def _not_seen_stopped(
+    owner: dict[str, Any], operation: str, job: dict[str, Any], pods: list[dict[str, Any]]
+) -> str | None:
+    """Why a terminal Job's executor may still write: a Pod it ran that nobody saw stop
+    (the holder's staged release keeps what its controller saw before going quiet)."""
+    staged = (owner.get("status") or {}).get("pendingLockRelease") or {}
+    known: list[PodSeen] = []
+    if staged.get("operationId") == operation:
+        if staged.get("executorStopped"):
+            return None
+        known = [PodSeen.model_validate(pod) for pod in staged.get("pods") or []]
+    uid = job["metadata"]["uid"]
+    own = [
+        pod
+        for pod in pods
+        if any(r.get("uid") == uid for r in pod["metadata"].get("ownerReferences", []))
+    ]
+    listed = {pod["metadata"]["uid"] for pod in own}
+    return still_writing(merge(known, seen(own)), listed, pods_ran(job))
 
 
 def _holds(owner: dict[str, Any], operation: str) -> bool:

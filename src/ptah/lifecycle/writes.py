@@ -57,6 +57,7 @@ DURABLE_WRITES = (
     "write_execution_binding",
     "write_observation",
     "abandon_proof",
+    "write_release_evidence",
 )
 
 
@@ -319,6 +320,13 @@ def write_outcome(
     _status(p, "write_outcome", fields)
 
 
+def write_release_evidence(p: Pass, staged: LockRelease) -> None:
+    """What a pass saw of a withheld release's executor (its Pods, whether each was seen
+    to stop, the Job's count, why it is withheld): kept, because a Pod seen to stop and
+    then collected must still count, and the record must name why."""
+    _status(p, "write_release_evidence", {"pendingLockRelease": staged.replacing()})
+
+
 def release_lease(p: Pass, staged: LockRelease) -> None:
     _commit(
         p,
@@ -343,12 +351,19 @@ def write_observation(p: Pass, fields: dict[str, Any]) -> None:
 
 
 def abandon_proof(p: Pass, record: UncertainRecord) -> None:
-    """The audited escape hatch: a person chose to stop proving ``record``."""
+    """The audited escape hatch: a person chose to stop proving ``record``. The plan of
+    the last (unsettling) reading goes with it, so a fresh reading follows at once."""
     abandoned = [*p.status.abandoned_proofs, record.operation_id][-20:]
     _status(
         p,
         "abandon_proof",
-        {**p.status.record_patch(None), "abandonedProofs": abandoned},
+        {
+            **p.status.record_patch(None),
+            "abandonedProofs": abandoned,
+            "currentPlan": None,
+            "nextReadingAfter": None,
+            "readingFailures": None,
+        },
     )
 
 

@@ -354,6 +354,7 @@ class Controller:
             poll_seconds=s.poll_seconds,
             proof_retry_seconds=s.proof_retry_seconds,
             retry_ceiling_seconds=s.retry_ceiling_seconds,
+            resync_seconds=s.resync_seconds,
             runner_defaults=s.runner_defaults,
         )
 

@@ -41,6 +41,9 @@ RULES: dict[str, str] = {
     "instant (the database's own count)",
     "lease-while-executor": "Release coordination only when owed: a Lease is never free, or "
     "held by another, while a mutating executor that may still write exists",
+    "release-under-writer": "Release coordination on evidence: a Lease is never released, "
+    "nor taken by another, while the database itself still counts its holder's executor as "
+    "a writer (a force-deleted Pod on a node cut off from the API still writes)",
     "release-after-outcome": "Release coordination: release follows the durable outcome "
     "patch, never leads it (no release while the claim is live)",
     "release-first": "pendingLockRelease: the next pass releases it before anything else "
@@ -72,6 +75,8 @@ RULES: dict[str, str] = {
     "no-replay-while-owed": "Prove or refuse: no mutation is dispatched while its resource "
     "owes proof of an earlier one",
     "failed-not-replayed": "Claim: a plan whose run failed is not dispatched again",
+    "abandoned-not-replayed": "Abandon never replays: a plan whose uncertain run's proof was "
+    "abandoned is never dispatched again; a new plan comes from a fresh reading",
     "adopt-own-job": "Create, confirm, record / Supervise: a claim adopts and accounts only a "
     "Job owned by exactly its resource, carrying its operation",
     "renew-every-pass": "Supervise: every pass over a dispatched mutating claim renews its "
@@ -131,6 +136,7 @@ class Invariants(Watcher):
     plans: dict[str, tuple[dict[str, Any], Bindings]] = field(default_factory=dict)
     readings: dict[str, Bindings] = field(default_factory=dict)
     failed: set[tuple[str, str]] = field(default_factory=set)
+    abandoned: set[tuple[str, str]] = field(default_factory=set)  # (owner uid, plan digest)
     passes: list[PassRecord] = field(default_factory=list)
     faults: Counter[str] = field(default_factory=Counter)
     reported: set[str] = field(default_factory=set)
@@ -349,6 +355,11 @@ class Invariants(Watcher):
                 "failed-not-replayed",
                 f"{res.name}: plan {digest_[:12]} dispatched again after its run failed",
             )
+        if (key[0], digest_) in self.abandoned:
+            self.fail(
+                "abandoned-not-replayed",
+                f"{res.name}: plan {digest_[:12]} dispatched again after its proof was abandoned",
+            )
         lease = claim.get("lease") or {}
         holder, epoch = self._lease_holder(lease.get("leaseName", ""))
         if holder != lease.get("holder") or epoch != lease.get("epoch"):
@@ -435,7 +446,10 @@ class Invariants(Watcher):
         stored = self.world.cluster.system.peek(LEASE, LOCK_NS, lease)
         version = (stored or {}).get("metadata", {}).get("resourceVersion")
         last = self.lease_touched.get(lease)
-        if holder is None or holder == taker or last is None or last[0] == version:
+        if holder is None or holder == taker:
+            return
+        self._no_writer_under(lease, holder, f"taken by {taker}")
+        if last is None or last[0] == version:
             return
         touched = last[1]
         duration = int(
@@ -466,6 +480,19 @@ class Invariants(Watcher):
                 )
         if op in self._may_write():
             self.fail("lease-while-executor", f"Lease {lease} released while {op} may still write")
+        self._no_writer_under(lease, holder, "released")
+
+    def _no_writer_under(self, lease: str, holder: str, what: str) -> None:
+        """By the simulated database's own writer count, not by the API or the kubelet's
+        reports: a Pod gone from the API may still have a process that writes."""
+        op = holder.partition("/")[2]
+        for db in self.world.dbs.by_name.values():
+            if lease_name(db.identity.digest) == lease and op in db.writers:
+                self.fail(
+                    "release-under-writer",
+                    f"Lease {lease} {what} while {op} still writes to {db.name} "
+                    f"({len(db.writers)} writer(s) by its own count)",
+                )
 
     # --- the world's executors
 
@@ -741,6 +768,8 @@ class Invariants(Watcher):
                     f"{res.name}: record {old['operationId']} abandoned, but the annotation "
                     f"names {named}",
                 )
+            if old.get("planDigest"):
+                self.abandoned.add((str(obj["metadata"]["uid"]), str(old["planDigest"])))
             return
         for truth in self.world.kubelet.truth.values():
             if truth.operation_id == old["operationId"] and truth.alive:

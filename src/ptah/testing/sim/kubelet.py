@@ -15,7 +15,17 @@ controller:
 - a Pod whose image an admission webhook rewrote (outside the envelope);
 - kubelet lag both ways: a container that printed its frame but has not exited
   yet, a Job marked terminal before its Pods stop, or only some steps after;
-- the Job's active deadline, enforced as the Job controller does.
+- the Job's active deadline, enforced as the Job controller does;
+- the node cut off from the API (a partition) while its containers keep running and
+  writing: nothing they do reaches the API (no status, no log) until it reconnects, and
+  meanwhile a running Pod may be force-deleted (``kubectl delete --force``): its object
+  goes at once, its process does not. The Job controller, which is not cut off, counts
+  a Pod deleted before it was counted as failed and, with ``backoffLimit: 0``, fails the
+  Job; the process is killed only once the kubelet reconnects and finds its Pod gone.
+
+The Job controller keeps the bookkeeping a real one keeps and the operator reads
+(``status.active``, ``succeeded``, ``failed``), from what the API shows, never from the
+processes themselves.
 
 Beside the API objects the kubelet keeps the world's truth about each Pod
 (:class:`PodTruth`): which database it really opened, whether it was admitted,
@@ -98,6 +108,7 @@ class PodRun:
     exit_code: int = 0
     exit_reason: str = "Completed"
     grace: int = 0  # kubelet steps a process outlives its deleted Pod
+    started: bool = False  # the node started its container
 
 
 @dataclass
@@ -111,8 +122,14 @@ class Kubelet:
     truth: dict[str, PodTruth] = field(default_factory=dict)  # by Pod name
     job_lag: dict[str, tuple[str, int]] = field(default_factory=dict)  # by Job uid
     events: dict[str, int] = field(default_factory=dict)
-    _exit_codes: dict[str, int] = field(default_factory=dict)
     _executed: set[str] = field(default_factory=set)  # Jobs whose work was counted
+    # The node cut off from the API for this many more kubelet steps (0: connected).
+    partitioned: int = 0
+    # What the node could not report while cut off, sent on reconnect, by Pod name.
+    _unsent_logs: dict[str, tuple[str, str | None, int]] = field(default_factory=dict)
+    _unsent_exits: dict[str, PodRun] = field(default_factory=dict)
+    # The Job controller's count of each Pod it has finished with (Succeeded/Failed).
+    _counted: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def api(self) -> Any:
@@ -120,7 +137,11 @@ class Kubelet:
 
     def step(self) -> None:
         self._start_pods()
-        self._run_pods()
+        if self.partitioned:
+            self._run_offline()
+        else:
+            self._run_pods()
+            self._maybe_partition()
         self._finish_jobs()
         self._ttl()
 
@@ -270,6 +291,7 @@ class Kubelet:
                 continue
             if _phase(pod) == "Pending":
                 self.api.patch(POD, NS, name, {"status": _running()}, "status")
+                run.started = True
                 if run.mutating and run.db is not None:
                     run.db.writers.add(run.operation_id)
                     run.db.max_concurrent_writers = max(
@@ -345,6 +367,10 @@ class Kubelet:
         self._log(run, log, printed.operation_id, frames)
 
     def _log(self, run: PodRun, text: str, op: str | None, frames: int) -> None:
+        if self.partitioned:
+            # The log is on the node; the API cannot fetch it until the node is back.
+            self._unsent_logs[run.pod] = (text, op, frames)
+            return
         if self.api.peek(POD, NS, run.pod) is None:
             return
         self.cluster.set_log(NS, run.pod, CONTAINER, text)
@@ -358,6 +384,12 @@ class Kubelet:
             run.truth.alive = False
         if run.mutating:
             self._stop_writing(run)
+        if self.partitioned:
+            self._unsent_exits[run.pod] = run  # reported once the node is back
+            return
+        self._report_exit(run)
+
+    def _report_exit(self, run: PodRun) -> None:
         phase = "Succeeded" if run.exit_code == 0 else "Failed"
         state = {"terminated": {"exitCode": run.exit_code, "reason": run.exit_reason}}
         status = {
@@ -369,7 +401,62 @@ class Kubelet:
         self.api.patch(POD, NS, run.pod, {"status": status}, "status")
         if run.truth is not None:
             run.truth.terminated = True
-            self._exit_codes[run.pod] = run.exit_code
+
+    # --- the node cut off from the API
+
+    def _maybe_partition(self) -> None:
+        """Now and then, while a mutation's container runs, the node loses the API."""
+        running = [r for r in self.runs.values() if r.mutating and r.started and not r.done]
+        if running and self._fault("partition") and self.rng.random() < 0.5:
+            self._count("fault:partition")
+            # Long enough, now and then, for a Lease to expire meanwhile.
+            self.partitioned = self.rng.randint(2, 30)
+
+    def _run_offline(self) -> None:
+        """Containers already started keep running and writing; nothing reaches the API,
+        and the kubelet does not learn of a deleted Pod. Meanwhile a running Pod may be
+        force-deleted, or its Job deleted (its Pods collected): the objects go, the
+        process writes on (until the node is back and kills it) after its Job failed or
+        vanished."""
+        started = [r for r in self.runs.values() if r.started and not r.done]
+        if started and self.faults_on and self.rng.random() < 0.5:
+            run = self.rng.choice(started)
+            if self.api.peek(POD, NS, run.pod) is not None:
+                if self.rng.random() < 0.3 and self.api.peek(JOB, NS, run.job) is not None:
+                    self._count("fault:job-deleted-offline")
+                    self.api.delete(JOB, NS, run.job, propagation="Background")
+                else:
+                    self._count("fault:force-deleted")
+                    self.api.delete(POD, NS, run.pod)
+                run.steps_left += self.rng.randint(2, 30)
+        for run in list(self.runs.values()):
+            if not run.started:
+                continue  # the node cannot start what it has not heard of
+            if run.done:
+                run.exit_lag -= 1
+                if run.exit_lag <= 0:
+                    self._exit(run)
+                continue
+            run.steps_left -= 1
+            if run.steps_left <= 0:
+                self._complete(run)
+                if run.exit_lag <= 0:
+                    self._exit(run)
+        self.partitioned -= 1
+        if self.partitioned == 0:
+            self._reconnect()
+
+    def _reconnect(self) -> None:
+        """Back in touch: what exited meanwhile is reported (where its Pod still exists);
+        a process whose Pod is gone is found by the next kubelet step and killed."""
+        for name, (text, op, frames) in list(self._unsent_logs.items()):
+            run = self._unsent_exits.get(name) or self.runs.get(name)
+            if run is not None:
+                self._log(run, text, op, frames)
+        self._unsent_logs.clear()
+        for run in list(self._unsent_exits.values()):
+            self._report_exit(run)
+        self._unsent_exits.clear()
 
     def _execute(self, run: PodRun) -> ResultFrame:
         db = run.db
@@ -474,18 +561,23 @@ class Kubelet:
                 continue
             uid = job["metadata"]["uid"]
             name = job["metadata"]["name"]
+            pods = [p for p in self.api.peek_list(POD, NS) if _owned_by(p, uid)]
             if self._deadline_passed(job, now):
                 self._terminal(name, "Failed", stamp, "DeadlineExceeded")
-                for t in self.pods_of_job(name):
-                    if t.alive:
-                        self.api.delete(POD, NS, t.pod)
+                for pod in pods:
+                    if _phase(pod) in {"Pending", "Running"}:
+                        self.api.delete(POD, NS, pod["metadata"]["name"])
                 continue
-            pods = [p for p in self.api.peek_list(POD, NS) if _owned_by(p, uid)]
-            if not pods:
-                continue
+            counted = [self._counted.get((uid, t.pod)) for t in self._created(uid)]
+            if not counted:
+                continue  # its Pods are not created yet
             runs = [r for r in self.runs.values() if r.job == name]
             lag, steps = self.job_lag.get(uid, ("at", 0))
-            if lag == "early":
+            if not pods:
+                # Every Pod it created was deleted before it was counted: failed, and with
+                # backoffLimit 0 the Job fails (no replacement).
+                ok = "Succeeded" in counted
+            elif lag == "early" and not self.partitioned:
                 # Marked terminal once every Pod's work is over, before the exits.
                 if any(not r.done for r in runs):
                     continue
@@ -498,20 +590,38 @@ class Kubelet:
                 if lag == "late" and steps > 0:
                     self.job_lag[uid] = (lag, steps - 1)
                     continue
-                ok = any(_phase(p) == "Succeeded" for p in pods)
+                ok = "Succeeded" in counted or any(_phase(p) == "Succeeded" for p in pods)
             self._terminal(name, "Complete" if ok else "Failed", stamp, "")
 
+    def _created(self, job_uid: str) -> list[PodTruth]:
+        """The Pods the Job controller created for a Job (its own record, as the tracking
+        finalizer keeps it)."""
+        return [t for t in self.truth.values() if t.job_uid == job_uid]
+
     def _count_pods(self, job: dict[str, Any]) -> None:
-        """The Job's own count of the Pods it ran, as Job tracking keeps it: a Pod
-        deleted before it finished counts as failed."""
-        pods = self.pods_of_job(job["metadata"]["name"])
-        counts = {
-            "active": sum(t.alive for t in pods),
-            "succeeded": sum(
-                not t.alive and t.terminated and self._exit_codes.get(t.pod) == 0 for t in pods
-            ),
+        """The Job's own count of the Pods it ran, as Job tracking keeps it, from what
+        the API shows: a Pod is counted once seen terminal, and a Pod deleted before it
+        was counted counts as failed (whatever its process still does)."""
+        uid = job["metadata"]["uid"]
+        listed = {
+            p["metadata"]["name"]: p for p in self.api.peek_list(POD, NS) if _owned_by(p, uid)
         }
-        counts["failed"] = len(pods) - counts["active"] - counts["succeeded"]
+        created = self._created(uid)
+        for t in created:
+            key = (uid, t.pod)
+            if key in self._counted:
+                continue
+            pod = listed.get(t.pod)
+            if pod is None:
+                self._counted[key] = "Failed"
+            elif _phase(pod) in {"Succeeded", "Failed"}:
+                self._counted[key] = _phase(pod)
+        outcomes = [self._counted.get((uid, t.pod)) for t in created]
+        counts = {
+            "active": outcomes.count(None),
+            "succeeded": outcomes.count("Succeeded"),
+            "failed": outcomes.count("Failed"),
+        }
         status = job.get("status") or {}
         if any(int(status.get(k) or 0) != v for k, v in counts.items()):
             self.api.patch(JOB, NS, job["metadata"]["name"], {"status": counts}, "status")

@@ -1,0 +1,224 @@
+"""Whether a dispatched executor has stopped: on evidence only.
+
+The Lease is handed back only once nothing can still write under it, and that is a
+statement about processes on a node, which the API knows only from what the node
+reported. So "stopped" needs evidence, and absence is not evidence:
+
+* a Pod **stopped** when it was observed in a terminal phase with every container
+  terminated (the node reported the exit), or it **provably never started**: no node
+  was ever bound to it and it was being deleted or terminal, or the node reported it
+  terminal with no container ever having run;
+* a Pod deleted (or gone) without such an observation **may still be writing**: a
+  force delete removes an object, not the process on a node that cannot report;
+* a Job's own count of the Pods it ran (``active + succeeded + failed``, read once it
+  is terminal) says how many Pods must have been seen to stop; a Job that was never
+  seen terminal may have run Pods nobody saw;
+* a Job that was never seen at all (the claim died between ``dispatchStarted`` and the
+  create) stopped only once its proof is settled or abandoned (the claim given up) and
+  the API then shows no Job and no Pod under the reserved name across a full resync.
+
+What was seen is kept in the staged release (:class:`ptah.api.common.LockRelease`), so
+a Pod seen to stop and then collected still counts, and the record says why a release
+is withheld. One rule, one home: the account (:mod:`ptah.lifecycle.account`) and the
+release step both ask here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ptah.api.common import LockRelease, PodSeen
+from ptah.kube import errors
+from ptah.kube.kinds import JOB, POD
+from ptah.lifecycle.context import Pass
+from ptah.workload.job import LABEL_OPERATION
+
+TERMINAL = frozenset({"Succeeded", "Failed"})
+
+
+def job_terminal(job: dict[str, Any]) -> bool:
+    for cond in (job.get("status") or {}).get("conditions", []):
+        if cond.get("type") in {"Complete", "Failed"} and cond.get("status") == "True":
+            return True
+    return False
+
+
+def pods_ran(job: dict[str, Any]) -> int:
+    """How many Pods the Job itself says it ran: active, succeeded, failed, and those
+    terminated but not yet counted."""
+    status = job.get("status") or {}
+    uncounted = status.get("uncountedTerminatedPods") or {}
+    return (
+        int(status.get("active") or 0)
+        + int(status.get("succeeded") or 0)
+        + int(status.get("failed") or 0)
+        + len(uncounted.get("succeeded") or [])
+        + len(uncounted.get("failed") or [])
+    )
+
+
+def _never_ran(status: dict[str, Any]) -> bool:
+    """A container the node reports waiting, having never run."""
+    state = status.get("state") or {}
+    last = status.get("lastState") or {}
+    return "waiting" in state and not last and not status.get("started")
+
+
+def pod_stopped(pod: dict[str, Any]) -> bool:
+    """Evidence that nothing of ``pod`` runs: see the module docstring."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    status = pod.get("status") or {}
+    phase = status.get("phase")
+    if not spec.get("nodeName"):
+        # No node was ever bound to it; deleted or terminal, none ever will be.
+        return bool(meta.get("deletionTimestamp")) or phase in TERMINAL
+    if phase not in TERMINAL:
+        return False
+    containers = [
+        *(status.get("initContainerStatuses") or []),
+        *(status.get("containerStatuses") or []),
+    ]
+    if not status.get("containerStatuses"):
+        return False  # the node never reported its containers
+    return all("terminated" in (cs.get("state") or {}) or _never_ran(cs) for cs in containers)
+
+
+def seen(pods: list[dict[str, Any]]) -> list[PodSeen]:
+    return [
+        PodSeen(name=pod["metadata"]["name"], uid=pod["metadata"]["uid"], stopped=pod_stopped(pod))
+        for pod in pods
+    ]
+
+
+def merge(known: list[PodSeen], now: list[PodSeen]) -> list[PodSeen]:
+    """What was seen before, updated by what is seen now: a Pod once seen to stop stays
+    stopped, a Pod once seen stays known."""
+    by_uid = {p.uid: p for p in known}
+    for pod in now:
+        old = by_uid.get(pod.uid)
+        by_uid[pod.uid] = pod if old is None or not old.stopped else old
+    return sorted(by_uid.values(), key=lambda p: (p.name, p.uid))
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def still_writing(known: list[PodSeen], listed: set[str], job_pods: int | None) -> str | None:
+    """Why the executor may still write, from Pod evidence alone; None when every Pod the
+    Job ran was seen to stop. ``listed`` are the UIDs visible in the API right now."""
+    running = [p.name for p in known if not p.stopped and p.uid in listed]
+    if running:
+        return f"the Pod {running[0]} has not stopped"
+    unseen = [p.name for p in known if not p.stopped]
+    if unseen:
+        return f"the Pod {unseen[0]} was deleted before it was seen to stop"
+    if job_pods is not None and job_pods > len(known):
+        missing = job_pods - len(known)
+        if missing == 1 and not known:
+            return "the Pod was deleted before it was seen to stop"
+        return (
+            f"the Job ran {_plural(job_pods, 'Pod')}; {_plural(missing, 'Pod')} "
+            "deleted before being seen to stop"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``writing`` False means stopped on evidence (``why`` says which); otherwise ``why``
+    says what keeps the release withheld. ``evidence`` is the staged release updated with
+    what this pass saw (written back when it changed)."""
+
+    writing: bool
+    why: str
+    evidence: LockRelease
+
+
+def judge(p: Pass, staged: LockRelease) -> Verdict:
+    if staged.job_name is None:
+        return Verdict(False, "nothing was dispatched", staged)
+    if staged.executor_stopped:
+        return Verdict(False, staged.withheld or "the runner was seen to stop", staged)
+    try:
+        job = p.cluster.get(JOB, p.namespace, staged.job_name)
+        pods = p.cluster.list(POD, p.namespace, {LABEL_OPERATION: staged.operation_id})
+    except errors.ApiError as exc:
+        return Verdict(True, f"the API could not say ({exc.reason})", staged)
+    if staged.job_uid is None and job is None and not pods and not staged.pods:
+        return _never_created(p, staged)
+    p.env.absences.pop(_absence_key(p, staged), None)
+    job_uid = staged.job_uid or (job["metadata"]["uid"] if job is not None else None)
+    if job is not None and job["metadata"]["uid"] != job_uid:
+        job = None  # another Job under the name says nothing about ours
+    if job_uid is not None:
+        pods = [
+            pod
+            for pod in pods
+            if any(r.get("uid") == job_uid for r in pod["metadata"].get("ownerReferences", []))
+        ]
+    known = merge(staged.pods, seen(pods))
+    job_pods = staged.job_pods
+    why: str | None = None
+    if job is not None and job_terminal(job):
+        job_pods = max(job_pods or 0, pods_ran(job))
+    elif job is not None:
+        why = f"the Job {staged.job_name} has not finished"
+    elif job_pods is None:
+        why = f"the Job {staged.job_name} was deleted before it was seen to end"
+    why = still_writing(known, {pod["metadata"]["uid"] for pod in pods}, job_pods) or why
+    evidence = staged.model_copy(
+        update={
+            "job_uid": job_uid,
+            "pods": known,
+            "job_pods": job_pods,
+            "absent_since": None,
+            "withheld": why or staged.withheld,
+        }
+    )
+    if why is None:
+        if not known:
+            return Verdict(False, f"the Job {staged.job_name} ran no Pod", evidence)
+        return Verdict(False, "every Pod of the Job was seen to stop", evidence)
+    return Verdict(True, why, evidence)
+
+
+def _never_created(p: Pass, staged: LockRelease) -> Verdict:
+    """The reserved name was never seen as a Job. The claim is cleared, so no pass creates
+    it; once the API has shown neither a Job nor a Pod under that name across a full
+    resync, nothing was ever started. The resync is measured from this process's own
+    first sighting of the absence, on its own clock (a restarted process starts over);
+    ``absentSince`` in the record only says since when anyone saw it."""
+    resync = p.env.resync_seconds
+    record = p.status.record
+    if record is not None and record.operation_id == staged.operation_id:
+        # While its proof is owed the claim is not given up: the Lease stays, and the
+        # resync is counted only once the proof is settled or abandoned.
+        p.env.absences.pop(_absence_key(p, staged), None)
+        why = (
+            f"no Job and no Pod under the reserved name {staged.job_name}; the proof of "
+            f"{staged.operation_id} is owed, then a full resync ({resync:g} s) must pass"
+        )
+        return Verdict(True, why, staged.model_copy(update={"withheld": why}))
+    now = p.cluster.now()
+    first = p.env.absences.setdefault(_absence_key(p, staged), now)
+    if (now - first).total_seconds() >= resync:
+        return Verdict(
+            False,
+            f"the Job {staged.job_name} was never created: no Job and no Pod under that "
+            f"name across a full resync ({resync:g} s)",
+            staged,
+        )
+    absent_since = staged.absent_since or p.now_iso()
+    why = (
+        f"no Job and no Pod under the reserved name {staged.job_name} since {absent_since}; "
+        f"held until that holds across a full resync ({resync:g} s)"
+    )
+    evidence = staged.model_copy(update={"absent_since": absent_since, "withheld": why})
+    return Verdict(True, why, evidence)
+
+
+def _absence_key(p: Pass, staged: LockRelease) -> str:
+    return f"{p.namespace}/{staged.job_name}/{staged.operation_id}"

@@ -1,0 +1,315 @@
+"""After an abandoned proof: no replay, a fresh reading at once, and a release on evidence.
+
+* the abandoned plan's digest is never dispatched again: the fresh reading's plan folds
+  in the abandonment, has its own digest and needs its own approval;
+* an abandon (and a repair recorded in a migration's history) leads to a fresh reading
+  by itself, so a repaired migration reaches Ready without an unrelated event: the
+  loops here pass only when the previous pass asked to be requeued;
+* a claim that never created its Job releases once the API has shown no Job and no Pod
+  under the reserved name across a full resync, long before the Job's deadline hold.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from ptah.kube.clock import SimClock
+from ptah.kube.kinds import CONFIGMAP, EVENT, JOB, MIGRATION, SCHEMA, SECRET
+from ptah.lifecycle.context import ABANDON_ANNOTATION, Env
+from ptah.lifecycle.reconcile import Result, reconcile
+from ptah.testing.memory import PROCEED, MemoryCluster
+from ptah.testing.sim.database import Databases
+from ptah.testing.sim.kubelet import NS, Kubelet
+from ptah.testing.sim.world import MIGRATION_FAMILY, ControllerStopped, _migrations_cm
+from support.lifecycle_harness import NAME, MemoryHarness
+
+
+def _events(cluster: Any) -> list[tuple[str, str]]:
+    return [(e["reason"], e["message"]) for e in cluster.list(EVENT, NS)]
+
+
+def _abandon(h: MemoryHarness, kind: Any, name: str, operation_id: str) -> None:
+    h.admin.patch(kind, NS, name, {"metadata": {"annotations": {ABANDON_ANNOTATION: operation_id}}})
+
+
+def _uncertain_apply_that_never_ran(h: MemoryHarness) -> dict[str, Any]:
+    """The controller stops right after ``dispatchStarted``: no Job is ever created; the
+    proving reading finds the database unchanged and does not settle."""
+    h.run(lambda: (h.claim() or {}).get("type") == "Apply")
+    h.run_to_stop("after", "write_dispatch_started")
+    claim = h.claim()
+    assert claim is not None and claim["type"] == "Apply" and claim["dispatchStarted"]
+    h.run(lambda: h.phase() == "ProofNotSettled")
+    record = h.status()["pendingObservation"]
+    assert record["reason"] == "JobMissing"
+    return dict(record)
+
+
+def _apply_digests(h: MemoryHarness) -> list[str]:
+    return [
+        j["metadata"]["labels"].get("ptah.io/input-fingerprint", "")
+        or j["spec"]["template"]["metadata"]["annotations"].get("ptah.io/input-fingerprint", "")
+        for j in h.jobs()
+        if j["metadata"]["labels"].get("ptah.io/operation-type") == "Apply"
+    ]
+
+
+def test_abandon_never_replays_the_plan_and_the_new_one_needs_its_own_approval() -> None:
+    h = MemoryHarness()
+    h.create_schema(approval="Always")
+    h.run(lambda: h.phase() == "WaitingForApproval")
+    abandoned_digest = h.status()["currentPlan"]["digest"]
+    h.approve(abandoned_digest, "first")
+    record = _uncertain_apply_that_never_ran(h)
+    assert record["planDigest"] == abandoned_digest
+    # The proving reading found the same database, so it planned the same digest.
+    assert h.status()["currentPlan"]["digest"] == abandoned_digest
+
+    _abandon(h, SCHEMA, NAME, record["operationId"])
+    h.run(lambda: h.phase() == "WaitingForApproval")
+    s = h.status()
+    new_digest = s["currentPlan"]["digest"]
+    assert new_digest != abandoned_digest
+    assert record["operationId"] in s["abandonedProofs"]
+    # A person approving the abandoned digest again authorizes nothing.
+    h.approve(abandoned_digest, "again")
+    for _ in range(20):
+        h.one_pass()
+        h.wait(Result())
+    assert h.phase() == "WaitingForApproval"
+    assert h.claim() is None and h.job_creates == 0
+    h.approve(new_digest, "new")
+    h.run(lambda: h.phase() == "Ready" and not h.status().get("pendingLockRelease"), passes=400)
+    assert h.job_creates == 1
+    assert h.status()["lastMutation"]["planDigest"] == new_digest
+    assert h.tables() == h.desired_tables()
+
+
+def test_abandon_with_no_approval_needed_dispatches_only_a_new_digest() -> None:
+    h = MemoryHarness()
+    h.create_schema(approval="Never")
+    record = _uncertain_apply_that_never_ran(h)
+    claimed: list[str] = []
+
+    def until() -> bool:
+        claim = h.claim()
+        if claim is not None and claim["type"] == "Apply":
+            claimed.append(claim["planDigest"])
+        return h.phase() == "Ready" and not h.status().get("pendingLockRelease")
+
+    _abandon(h, SCHEMA, NAME, record["operationId"])
+    h.run(until, passes=400)
+    assert claimed and record["planDigest"] not in claimed, claimed
+    assert h.job_creates == 1
+
+
+def test_a_claim_that_never_created_its_job_releases_after_a_full_resync() -> None:
+    h = MemoryHarness()
+    h.create_schema()
+    record = _uncertain_apply_that_never_ran(h)
+    dispatched = h.clock.now()
+    lease = h.lease()
+    assert lease is not None and lease["spec"]["holderIdentity"]
+    _abandon(h, SCHEMA, NAME, record["operationId"])
+    h.patch_schema({"spec": {"suspend": True}})  # nothing new is claimed meanwhile
+    h.run(lambda: h.phase() == "ReleasePending")
+    s = h.status()
+    message = next(c["message"] for c in s["conditions"] if c["type"] == "Reconciling")
+    assert f"no Job and no Pod under the reserved name {record['jobName']}" in message, message
+    assert "across a full resync (300 s)" in message, message
+    assert "may still be writing" not in message and "never said" not in message
+    assert s["pendingLockRelease"]["absentSince"]
+    h.run(lambda: not h.status().get("pendingLockRelease"), passes=400)
+    released_after = (h.clock.now() - dispatched).total_seconds()
+    assert released_after < 900, released_after  # the hold would be 960 s
+    lease = h.lease()
+    assert lease is not None and not lease["spec"].get("holderIdentity")
+    events = _events(h.admin)
+    released = [m for r, m in events if r == "LeaseReleased"]
+    assert released, events
+    assert f"the Job {record['jobName']} was never created" in released[0]
+    assert "no Job and no Pod under that name across a full resync" in released[0]
+    assert not [m for r, m in events if r == "LeaseLeftToExpire" or "never said" in m]
+    assert h.admin.get(JOB, NS, record["jobName"]) is None
+
+
+def test_a_job_appearing_under_the_reserved_name_keeps_the_release_withheld() -> None:
+    h = MemoryHarness()
+    h.create_schema()
+    record = _uncertain_apply_that_never_ran(h)
+    _abandon(h, SCHEMA, NAME, record["operationId"])
+    h.patch_schema({"spec": {"suspend": True}})
+    h.run(lambda: bool((h.status().get("pendingLockRelease") or {}).get("absentSince")))
+    # A create that was in flight lands late: a Job (and its running Pod) appear.
+    h.admin.create(
+        JOB,
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": record["jobName"],
+                "namespace": NS,
+                "labels": {"ptah.io/operation-id": record["operationId"]},
+            },
+            "spec": {"template": {"metadata": {"labels": {}}, "spec": {"containers": []}}},
+        },
+    )
+    h.clock.advance(400)
+    for _ in range(5):
+        h.one_pass()
+    s = h.status()
+    assert s["pendingLockRelease"]["withheld"] == f"the Job {record['jobName']} has not finished"
+    lease = h.lease()
+    assert lease is not None and lease["spec"]["holderIdentity"]
+
+
+# ---------------------------------------------------------------- migrations
+
+
+class MigrationRig:
+    """One PtahMigration on the in-memory API; the loop honours the pass's own requeue
+    and nothing else, so progress never depends on an unrelated event."""
+
+    def __init__(self, files: int = 3) -> None:
+        self.clock = SimClock()
+        self.cluster = MemoryCluster(clock=self.clock, seed=11)
+        self.cluster.faults = lambda req: PROCEED
+        self.dbs = Databases()
+        self.db = self.dbs.add("db1")
+        self.kubelet = Kubelet(self.cluster, self.dbs, random.Random(11), faults_on=False)
+        self.api = self.cluster.system
+        self.stop_at: tuple[str, str] | None = None
+        self.env = self.fresh_env()
+        self.api.create(
+            SECRET,
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": "mig-db", "namespace": NS},
+                "stringData": {"url": "sim://u:pw@db1"},
+            },
+        )
+        self.api.create(CONFIGMAP, _migrations_cm("mig-dir", files))
+        self.api.create(
+            MIGRATION,
+            {
+                "apiVersion": "ptah.io/v1alpha1",
+                "kind": "PtahMigration",
+                "metadata": {"name": "mig", "namespace": NS},
+                "spec": {
+                    "target": {"engine": "postgres", "secretRef": {"name": "mig-db"}},
+                    "directory": {"configMaps": ["mig-dir"]},
+                },
+            },
+        )
+
+    def _hook(self, when: str, name: str) -> None:
+        if self.stop_at == (when, name):
+            self.stop_at = None
+            raise ControllerStopped(name)
+
+    def fresh_env(self) -> Env:
+        return Env(cluster=self.cluster, hook=self._hook, poll_seconds=2.0)
+
+    def status(self) -> dict[str, Any]:
+        obj = self.api.get(MIGRATION, NS, "mig")
+        assert obj is not None
+        return dict(obj.get("status") or {})
+
+    def history_jobs(self) -> int:
+        return sum(
+            j["metadata"]["labels"].get("ptah.io/operation-type") == "History"
+            for j in self.api.list(JOB, NS)
+        )
+
+    def drive(self, until: Callable[[], bool], passes: int = 200) -> bool:
+        if until():
+            return True
+        for _ in range(passes):
+            try:
+                result = reconcile(self.env, MIGRATION_FAMILY, NS, "mig")
+            except ControllerStopped:
+                self.env = self.fresh_env()
+                return until()
+            if until():
+                return True
+            if result.requeue_after is None:
+                return False  # it would wait for an unrelated event
+            self.kubelet.step()
+            self.clock.advance(max(result.requeue_after, 0.5))
+        return until()
+
+
+def _ready(rig: MigrationRig, versions: list[str]) -> Callable[[], bool]:
+    def pred() -> bool:
+        s = rig.status()
+        return (
+            s.get("phase") == "Ready"
+            and (s.get("history") or {}).get("applied") == versions
+            and not s.get("activeOperation")
+        )
+
+    return pred
+
+
+def test_resolve_and_abandon_lead_to_a_fresh_reading_and_ready() -> None:
+    """The Migrate Pod killed mid-file 2 (partial, dirty); the proof's reading shows it
+    dirty; a person resolves the row as applied and abandons right away: a fresh History
+    reading follows at once and the migration reaches Ready by itself."""
+    rig = MigrationRig()
+    rig.stop_at = ("after", "write_job_uid")
+    for _ in range(3):
+        rig.drive(lambda: False, passes=50)
+        claim = rig.status().get("activeOperation") or {}
+        if claim.get("type") == "Migrate":
+            break
+        rig.stop_at = ("after", "write_job_uid")
+    assert claim.get("type") == "Migrate"
+    rig.kubelet.step()  # the Pod starts
+    (run,) = list(rig.kubelet.runs.values())
+    # Killed in the middle of file 2: the container exits 137 without a frame, having
+    # recorded file 1 and left file 2 dirty.
+    run.fault, run.steps_left, run.exit_lag = "killed", 1, 0
+    rig.kubelet.step()
+    assert run.operation_id not in rig.db.writers
+    rig.db.history[:] = ["1"]
+    rig.db.dirty = "2"
+    assert rig.drive(lambda: rig.status().get("phase") == "ProofNotSettled")
+    s = rig.status()
+    record = s["unresolvedRun"]
+    assert s["history"]["dirty"][0]["version"] == "2"
+    readings = rig.history_jobs()
+
+    rig.db.dirty = None  # ptah migrate resolve --as applied
+    rig.db.history.append("2")
+    rig.api.patch(
+        MIGRATION,
+        NS,
+        "mig",
+        {"metadata": {"annotations": {ABANDON_ANNOTATION: record["operationId"]}}},
+    )
+    started = rig.clock.now()
+    assert rig.drive(_ready(rig, ["1", "2", "3"])), rig.status()
+    assert rig.history_jobs() > readings
+    waited = (rig.clock.now() - started).total_seconds()
+    assert waited < rig.env.proof_retry_seconds, waited
+    assert rig.db.history == ["1", "2", "3"]
+    assert rig.status()["lastMutation"]["planDigest"] != record["planDigest"]
+
+
+def test_a_dirty_migration_reads_again_by_itself_after_a_resolve() -> None:
+    """Dirty found by an ordinary reading (no uncertain run): Blocked, and the History is
+    read again after a pause, so a repair done in the database alone is noticed."""
+    rig = MigrationRig(files=2)
+    rig.db.history[:] = []
+    rig.db.dirty = "1"
+    assert rig.drive(lambda: rig.status().get("phase") == "Blocked")
+    s = rig.status()
+    stalled = next(c for c in s["conditions"] if c["type"] == "Stalled")
+    assert stalled["reason"] == "Dirty" and "read again every 300 s" in stalled["message"]
+    rig.db.dirty = None  # ptah migrate resolve --as applied
+    rig.db.history.append("1")
+    assert rig.drive(_ready(rig, ["1", "2"])), rig.status()
+    assert rig.history_jobs() >= 2

@@ -1,0 +1,224 @@
+"""A force-deleted runner Pod on a node cut off from the API is not a stopped runner.
+
+The simulated kubelet is partitioned while the Apply's container runs; the Pod is
+force-deleted; the Job controller (not cut off) counts it failed and fails the Job.
+The container keeps writing. The Lease must stay held for as long as the simulated
+database counts that executor as a writer, the record must say what was seen (the
+Pod was deleted before it was seen to stop), and the release must come only on
+evidence: a reading that proves the run's own work complete, or the hold passing
+(then the Lease is left to expire, never released).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ptah.kube.kinds import EVENT, JOB, POD
+from ptah.lifecycle import reconcile as lifecycle
+from ptah.lifecycle.executor import Verdict
+from ptah.testing.sim.kubelet import NS, PodRun
+from ptah.testing.sim.schedule import run_schedule
+from support.lifecycle_harness import MemoryHarness
+
+
+def _running_apply(h: MemoryHarness) -> PodRun:
+    h.create_schema()
+    for _ in range(3):  # the Plan's Job, then the Apply's
+        h.run_to_stop("after", "write_job_uid")  # the controller stops; a fresh one follows
+        claim = h.claim()
+        if claim is not None and claim["type"] == "Apply":
+            break
+    assert claim is not None and claim["type"] == "Apply"
+    h.kubelet.step()  # the Job controller creates the Pod; the kubelet starts it
+    (run,) = [r for r in h.kubelet.runs.values() if r.op == "apply"]
+    assert run.started and run.operation_id in h.db.writers
+    return run
+
+
+def _partition_and_force_delete(h: MemoryHarness, run: PodRun) -> None:
+    h.kubelet.partitioned = 10**6
+    run.steps_left = 10**6  # still writing, long after the Job fails
+    h.admin.delete(POD, NS, run.pod)
+    h.kubelet.step()  # the Job controller counts the deleted Pod failed
+
+
+def _holder(h: MemoryHarness) -> str | None:
+    lease = h.lease()
+    assert lease is not None
+    return lease["spec"].get("holderIdentity")
+
+
+def _events(h: MemoryHarness) -> list[tuple[str, str]]:
+    return [(e["reason"], e["message"]) for e in h.admin.list(EVENT, NS)]
+
+
+def _passes(h: MemoryHarness, n: int) -> None:
+    for _ in range(n):
+        h.one_pass()
+        h.kubelet.step()
+        h.clock.advance(5)
+
+
+def test_the_lease_stays_held_while_the_partitioned_runner_writes() -> None:
+    h = MemoryHarness()
+    run = _running_apply(h)
+    op = run.operation_id
+    _partition_and_force_delete(h, run)
+    h.run(lambda: h.status().get("pendingObservation") is not None)
+    s = h.status()
+    record = s["pendingObservation"]
+    assert record["reason"] == "PodDeletedUnseen"
+    assert "deleted before it was seen to stop" in record["detail"]
+    assert record["pods"]["count"] == 1  # the Job's own count, not "0 Pods ran"
+    staged = s["pendingLockRelease"]
+    assert staged["jobPods"] == 1 and staged["pods"] == []
+    assert not staged["executorStopped"]
+    assert staged["withheld"] == "the Pod was deleted before it was seen to stop"
+    messages = [m for r, m in _events(h) if r == "OutcomeUncertain"]
+    assert any("deleted before it was seen to stop" in m for m in messages), messages
+    assert not any("0 Pods" in m for _, m in _events(h))
+
+    # Many passes later (the proof's reading cannot run: the node is cut off), the
+    # executor still writes and the Lease is still ours, renewed.
+    _passes(h, 40)
+    assert op in h.db.writers
+    assert _holder(h) == staged["holder"]
+    assert h.status()["pendingLockRelease"]["withheld"] == staged["withheld"]
+
+    # The runner finishes on its own; the node reconnects; the reading proves the run's
+    # own work complete, and only that frees the release.
+    run.steps_left = 1
+    h.kubelet.step()
+    assert op not in h.db.writers
+    h.kubelet.partitioned = 1
+    h.kubelet.step()
+    h.run(lambda: h.status().get("pendingLockRelease") is None, passes=400)
+    assert _holder(h) in (None, "")
+    assert h.db.executions[op] == 1
+    released = [m for r, m in _events(h) if r == "LeaseReleased"]
+    assert released and "proved the run's own work complete" in released[0], _events(h)
+
+
+def test_without_evidence_the_lease_is_left_to_expire_saying_what_was_seen() -> None:
+    h = MemoryHarness()
+    run = _running_apply(h)
+    _partition_and_force_delete(h, run)
+    h.run(lambda: h.status().get("pendingObservation") is not None)
+    holder = h.status()["pendingLockRelease"]["holder"]
+    h.clock.advance(1000)  # past dispatch + the Job's deadline (900 s) + 60 s
+    h.run(lambda: h.status().get("pendingLockRelease") is None)
+    # Never released by us: the holder stays until the Lease expires by itself.
+    assert _holder(h) == holder
+    left = [m for r, m in _events(h) if r == "LeaseLeftToExpire"]
+    assert left and "the Pod was deleted before it was seen to stop" in left[0], left
+    assert not [r for r, _ in _events(h) if r == "LeaseReleased"]
+
+
+def _extra_pod(h: MemoryHarness, job: dict[str, Any], name: str) -> None:
+    """A Pod of the Job the simulated Job controller does not track (a stray)."""
+    template = job["spec"]["template"]
+    h.admin.create(
+        POD,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": NS,
+                "labels": dict(template["metadata"]["labels"]),
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": job["metadata"]["name"],
+                        "uid": job["metadata"]["uid"],
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {**template["spec"], "nodeName": "sim-node"},
+        },
+    )
+    running = {
+        "phase": "Running",
+        "containerStatuses": [{"name": "runner", "state": {"running": {}}}],
+    }
+    h.admin.patch(POD, NS, name, {"status": running}, "status")
+
+
+def _stop(h: MemoryHarness, name: str) -> None:
+    state = {"terminated": {"exitCode": 1, "reason": "Error"}}
+    h.admin.patch(
+        POD,
+        NS,
+        name,
+        {"status": {"phase": "Failed", "containerStatuses": [{"name": "runner", "state": state}]}},
+        "status",
+    )
+
+
+def test_a_pod_seen_to_stop_and_then_collected_still_counts() -> None:
+    """The evidence is kept in the staged release: a Pod observed terminated by one pass
+    and collected before the next still counts as stopped, so once the last Pod stops the
+    release goes at once, not after the hold."""
+    h = MemoryHarness()
+    run = _running_apply(h)
+    job = h.job(run.job)
+    assert job is not None
+    _extra_pod(h, job, "stray-1")
+    _extra_pod(h, job, "stray-2")
+    while run.pod in h.kubelet.runs:  # the Job's own Pod finishes
+        h.kubelet.step()
+    # The Job controller marks the Job terminal before it sees the strays stop (lag).
+    done = {"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    h.admin.patch(JOB, NS, run.job, {"status": {"conditions": [done]}}, "status")
+    h.run(lambda: h.status().get("pendingObservation") is not None)
+    s = h.status()
+    assert s["pendingObservation"]["reason"] == "MoreThanOnePod"
+    assert "has not stopped" in s["pendingLockRelease"]["withheld"]
+    _stop(h, "stray-1")
+    _passes(h, 2)
+    seen = {p["name"]: p["stopped"] for p in h.status()["pendingLockRelease"]["pods"]}
+    assert seen == {run.pod: True, "stray-1": True, "stray-2": False}, seen
+    h.admin.delete(POD, NS, "stray-1")
+    _stop(h, "stray-2")
+    h.run(lambda: h.status().get("pendingLockRelease") is None)
+    assert _holder(h) in (None, "")
+    released = [m for r, m in _events(h) if r == "LeaseReleased"]
+    assert released and "every Pod of the Job was seen to stop" in released[0], released
+    assert not [r for r, _ in _events(h) if r == "LeaseLeftToExpire"]
+
+
+def _old_release(p: Any, staged: Any) -> Verdict:
+    """The defect: a terminal Job with no Pods left taken as "executor stopped"."""
+    job = p.cluster.get(lifecycle.JOB, p.namespace, staged.job_name or "")
+    stopped = staged.job_name is None or staged.executor_stopped
+    stopped = stopped or (job is not None and lifecycle.executor.job_terminal(job))
+    return Verdict(not stopped, "mutant", staged)
+
+
+def test_the_old_rule_releases_under_a_live_writer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scenario can fail: with the defect back, the release happens while the
+    simulated database still counts the executor as a writer."""
+    monkeypatch.setattr(lifecycle, "may_still_write", _old_release)
+    h = MemoryHarness()
+    run = _running_apply(h)
+    _partition_and_force_delete(h, run)
+    h.run(lambda: h.status().get("pendingObservation") is not None)
+    _passes(h, 3)
+    assert run.operation_id in h.db.writers
+    assert _holder(h) in (None, "")
+
+
+def test_the_simulation_kills_the_old_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Across seeded fault schedules (partitions and force deletes among the kubelet's
+    faults), the invariant on the simulated databases' writer count catches the defect."""
+    monkeypatch.setattr(lifecycle, "may_still_write", _old_release)
+    found: list[str] = []
+    for seed in range(200):  # stops at the first schedule that catches it
+        found = [v for v in run_schedule(seed).violations if v.startswith("release-under-writer")]
+        if found:
+            break
+    assert found and "still writes to" in found[0], found
