@@ -4,9 +4,7 @@ again.
 
 * ``cluster`` is the real node (``real_cluster`` of ``support.cluster``: kubelet on
   containerd, the image built from the Dockerfile), so every runner Job runs in a real
-  container; ``PTAH_E2E_NODE=agent`` runs the tier on the process node agent instead,
-  and a module with ``E2E_NODE = "agent"`` runs there always.
-  Runner Pods reach the databases at the node's bridge address (``secret`` rewrites
+  container. Runner Pods reach the databases at the node's bridge address (``secret`` rewrites
   the URL) and see the test data root (``tmp_path`` lives there) as a hostPath volume
   at the same path. ``namespace`` comes from ``tests/conftest.py``.
 * ``crds``: ``deploy/crds`` applied and Established (once per cluster).
@@ -24,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 import shutil
 import signal
@@ -41,11 +38,8 @@ from e2esupport import ROOT, Operator
 from ptah.kube.errors import ApiError
 from ptah.kube.kinds import MIGRATION, SCHEMA
 from ptah.kube.real import RealCluster
+from support.cluster import runner_mount
 from support.databases import database_url, fresh_database
-
-
-def _agent() -> bool:
-    return os.environ.get("PTAH_E2E_NODE", "real") == "agent"
 
 
 @pytest.fixture(scope="session")
@@ -70,28 +64,14 @@ def tmp_path(data_root: Path, request: pytest.FixtureRequest) -> Path:
     return path
 
 
-def _node_of(request: pytest.FixtureRequest) -> str:
-    """``agent`` with PTAH_E2E_NODE=agent or for a module that sets ``E2E_NODE =
-    "agent"``; else ``real``."""
-    if _agent() or getattr(request.module, "E2E_NODE", "real") == "agent":
-        return "agent"
-    return "real"
-
-
 @pytest.fixture
-def cluster(request: pytest.FixtureRequest, data_root: Path) -> Any:
-    """The test's cluster: the real node (default) or the process agent (one of each
-    per session, started when first needed)."""
-    if _node_of(request) == "agent":
-        e2esupport.pod_url = e2esupport._same
-        e2esupport.runner_defaults = None
-        return request.getfixturevalue("agent_cluster")
-    c = request.getfixturevalue("real_cluster")
+def cluster(real_cluster: Any, data_root: Path) -> Any:
+    """The test's cluster: the real node (one per session), with the tier's runner
+    defaults (the data root mounted) and Pod-side database URLs."""
+    c = real_cluster
     e2esupport.pod_url = c.pod_url
     defaults = data_root / "runner-defaults.json"
-    volume = {"name": "e2e-data", "hostPath": {"path": str(data_root), "type": "Directory"}}
-    mount = {"name": "e2e-data", "mountPath": str(data_root)}
-    defaults.write_text(json.dumps({"volumes": [volume], "volumeMounts": [mount]}))
+    defaults.write_text(json.dumps(runner_mount(data_root)))
     e2esupport.runner_defaults = defaults
     return c
 

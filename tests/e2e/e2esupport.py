@@ -36,8 +36,8 @@ def _same(url: str) -> str:
     return url
 
 
-#: How a runner Pod must write a database URL; the ``cluster`` fixture sets it (on the
-#: real node a loopback host becomes the node's bridge address). ``secret`` applies it.
+#: How a runner Pod must write a database URL; the ``cluster`` fixture sets it (a
+#: loopback host becomes the node's bridge address). ``secret`` applies it.
 pod_url: Callable[[str], str] = _same
 #: Runner defaults every operator started here gets ($PTAH_RUNNER_DEFAULTS): on the real
 #: node, the test data root as a hostPath volume at the same path, so a SQLite path or

@@ -5,9 +5,8 @@ transaction there: the runner records progress in the history row before and aft
 each statement. The second statement of ``0002`` sleeps; the test waits until the
 history row says statement 2 is running and then:
 
-* ``pod-deleted``: on the real node the Pod is force-deleted with no grace period (the
-  kubelet SIGKILLs the container; a graceful delete would let the runner finish its
-  file), on the process agent it is deleted (the agent kills the process);
+* ``pod-deleted``: the Pod is force-deleted with no grace period (the kubelet SIGKILLs
+  the container; a graceful delete would let the runner finish its file);
 * ``container-killed``: the runner's container is SIGKILLed through containerd (a crash
   or an OOM kill); the Pod object stays, Failed with exit status 137;
 * ``network-cut``: every packet between the runner Pod and the database port is
@@ -27,7 +26,7 @@ from urllib.parse import urlsplit
 
 import migflow
 import pytest
-from e2esupport import Operator, events, missing, wait_for, wait_passes
+from e2esupport import Operator, events, wait_for, wait_passes
 from migflow import (
     condition,
     history,
@@ -62,9 +61,6 @@ def test_runner_stopped_mid_file_is_uncertain_then_partial_and_never_rerun(
     mysql_database: str,
     way: str,
 ) -> None:
-    real = cluster.info.config.real
-    if way != "pod-deleted" and not real:
-        missing(f"{way} needs the real node (PTAH_E2E_NODE=agent runs the process agent)")
     url = mysql_database
     # The network cut ends only through the Job's deadline (the runner sets no socket
     # timeout); long enough to reach the second statement on a loaded machine.
@@ -100,7 +96,7 @@ def test_runner_stopped_mid_file_is_uncertain_then_partial_and_never_rerun(
         assert after is not None and after["metadata"]["uid"] == pod["metadata"]["uid"]
         (cs,) = after["status"]["containerStatuses"]
         assert cs["state"]["terminated"]["exitCode"] == 137, cs
-    elif real:
+    else:
         cluster.kubectl(
             "delete",
             "pod",
@@ -109,8 +105,6 @@ def test_runner_stopped_mid_file_is_uncertain_then_partial_and_never_rerun(
             "--force",
             namespace=namespace,
         )
-    else:
-        kube.delete(POD, namespace, pod["metadata"]["name"])
 
     s = wait_mstatus(
         kube,

@@ -15,7 +15,7 @@ from typing import Any
 
 import migflow
 import pytest
-from e2esupport import Operator, missing
+from e2esupport import Operator
 from migflow import (
     condition,
     history,
@@ -41,8 +41,6 @@ FILES = slow_second_file("id INT PRIMARY KEY", 12)
 def test_kubelet_killed_and_restarted_while_a_runner_job_runs(
     cluster: Any, kube: RealCluster, namespace: str, operator: Operator, mysql_database: str
 ) -> None:
-    if not cluster.info.config.real:
-        missing("needs the real node (PTAH_E2E_NODE=agent runs the process agent)")
     url = mysql_database
     uid, _ = runner_in_second_statement(kube, namespace, operator, url, FILES)
     kubelet = cluster.node_pid()
@@ -76,8 +74,6 @@ def test_runner_pod_evicted_mid_statement_is_accounted_and_never_rerun(
 ) -> None:
     """The Eviction API (graceful: SIGTERM to the runner in its second statement): the
     run ends partial, the resource stops on the dirty file, and nothing reruns it."""
-    if not cluster.info.config.real:
-        missing("needs the real node (PTAH_E2E_NODE=agent runs the process agent)")
     url = mysql_database
     uid, pod = runner_in_second_statement(kube, namespace, operator, url, FILES)
     name = pod["metadata"]["name"]

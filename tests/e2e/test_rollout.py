@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import e2esupport
 import psycopg
 import pytest
 from e2esupport import PTAH, Operator, approve, events, sqlite_columns, wait_for, with_database
@@ -29,10 +30,6 @@ from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, MIGRATION, ROLLOUT, SCHEMA
 from ptah.kube.real import RealCluster
 
 pytestmark = pytest.mark.integration
-# On the process agent: its fixtures write the targets' SQLite files as root (a runner
-# container, uid 10001, cannot write them) and build Secrets with loopback URLs
-# (e2esupport.secret rewrites those for the real node). See tests/e2e/conftest.py.
-E2E_NODE = "agent"
 
 FILES = {
     "0001_users.sql": "CREATE TABLE users (id INTEGER PRIMARY KEY, name VARCHAR(100) NOT NULL);\n",
@@ -48,6 +45,7 @@ V2 = "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT
 def target_secret(
     kube: RealCluster, ns: str, name: str, url: str, engine: str = "sqlite", fleet: str = "e2e"
 ) -> None:
+    """A target's Secret, its URL as the runner Pod reaches the database."""
     labels = {"fleet": fleet}
     if engine != "sqlite":
         labels["ptah.io/engine"] = engine
@@ -55,9 +53,14 @@ def target_secret(
         SECRET,
         {
             "metadata": {"name": name, "namespace": ns, "labels": labels},
-            "stringData": {"url": url},
+            "stringData": {"url": e2esupport.pod_url(url)},
         },
     )
+
+
+def open_to_runner(db: Path) -> None:
+    """A SQLite file the test made (as root) stays writable by the runner (uid 10001)."""
+    db.chmod(0o666)
 
 
 def rollout(
@@ -83,7 +86,7 @@ def rstatus(kube: RealCluster, ns: str, name: str) -> dict[str, Any]:
 
 
 def wait_rollout(
-    kube: RealCluster, ns: str, name: str, what: str, pred: Any, op: Operator, timeout: float = 240
+    kube: RealCluster, ns: str, name: str, what: str, pred: Any, op: Operator, timeout: float = 480
 ) -> dict[str, Any]:
     holder: dict[str, Any] = {}
 
@@ -193,7 +196,7 @@ def test_fleet_of_20_sqlite_and_5_postgres_canary_then_waves_with_one_approval(
     assert "-- migration 1;" in proc.stdout and "-- migration 2;" in proc.stdout, proc.stdout
 
     s = wait_rollout(
-        kube, namespace, "fleet", "all Ready", lambda s: s.get("phase") == "Ready", operator, 420
+        kube, namespace, "fleet", "all Ready", lambda s: s.get("phase") == "Ready", operator, 600
     )
     assert s["counts"]["ready"] == 25 and s.get("stopped") is None
     kids = children(kube, namespace, MIGRATION)
@@ -260,6 +263,7 @@ def test_a_target_with_another_starting_schema_waits_for_its_own_decision(
         with sqlite3.connect(db) as conn:
             if i != 3:  # s3 starts empty: its plan creates the table
                 conn.execute(V1)
+        open_to_runner(db)
         target_secret(kube, namespace, f"s{i}", f"sqlite:///{db}")
     operator.start()
     template = {"schema": {"source": {"inline": V2}, "policy": {"approval": "Always"}}}
@@ -308,6 +312,7 @@ def test_a_failed_canary_stops_the_rollout_with_nothing_dispatched_past_it(
     assert proc.returncode == 0, proc.stdout + proc.stderr
     with sqlite3.connect(dbs[0]) as conn:
         conn.execute("DROP TABLE users")
+    open_to_runner(dbs[0])
     for i, db in enumerate(dbs):
         target_secret(kube, namespace, f"f{i}", f"sqlite:///{db}")
     operator.start()
@@ -357,7 +362,7 @@ def test_operator_sigkill_mid_wave_resumes_and_a_target_added_mid_rollout_joins(
     target_secret(kube, namespace, "k9", f"sqlite:///{added}")  # while the operator is down
     operator.start()
     s = wait_rollout(
-        kube, namespace, "fleet", "all Ready", lambda s: s.get("phase") == "Ready", operator, 300
+        kube, namespace, "fleet", "all Ready", lambda s: s.get("phase") == "Ready", operator, 480
     )
     assert s["counts"]["total"] == 8 and s["counts"]["ready"] == 8
     layout = waves(children(kube, namespace, MIGRATION))

@@ -17,6 +17,8 @@ from typing import Any
 import httpx
 import pytest
 
+from support.cluster import runner_mount
+
 ROOT = Path(__file__).resolve().parents[2]
 PTAH = Path(sys.executable).parent / "ptah"
 
@@ -61,8 +63,12 @@ def operator(cluster: Any, namespace: str, crds: None, tmp_path: Path) -> Iterat
         "--bind-address=127.0.0.1",
         "--poll-seconds=1",
     ]
+    # The runner Pods see the test's directory (the SQLite file) at its own path.
+    defaults = tmp_path / "runner-defaults.json"
+    defaults.write_text(json.dumps(runner_mount(tmp_path)))
+    env = {**os.environ, "PTAH_RUNNER_DEFAULTS": str(defaults)}
     with log.open("wb") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=out)
+        proc = subprocess.Popen(argv, stdout=out, stderr=out, env=env)
 
     def ready() -> bool:
         assert proc.poll() is None, f"operator exited; see {log}"

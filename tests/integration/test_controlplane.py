@@ -22,6 +22,13 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.integration
 
+
+@pytest.fixture
+def cluster(agent_cluster: Any) -> Any:
+    """On the process node agent: these are the agent's own behaviours (busybox
+    mapped to host commands, process groups, path rewriting)."""
+    return agent_cluster
+
 JSON = dict[str, Any]
 
 

@@ -421,7 +421,7 @@ def test_read_log(env: Env) -> None:
         "spec": {
             "restartPolicy": "Never",
             "containers": [
-                {"name": "main", "image": "busybox", "command": ["sh", "-c", "echo hello"]}
+                {"name": "main", "image": "ptah/ptah:dev", "command": ["sh", "-c", "echo hello"]}
             ],
         },
     }

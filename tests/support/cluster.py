@@ -1,11 +1,11 @@
 """The real local Kubernetes control plane for tests (``ptah dev up``), registered as
 fixtures by ``tests/conftest.py``.
 
-* ``cluster`` = ``agent_cluster`` (session): starts etcd, kube-apiserver,
-  kube-controller-manager and the node agent once per test session in a temporary
-  state dir (or reuses the cluster in ``$PTAH_TEST_STATE_DIR`` if set, leaving it
-  running afterwards), and stops what it started at the end. The e2e tier overrides
-  ``cluster`` with the real node.
+* ``cluster`` (session) = ``real_cluster``: the integration and e2e tiers' cluster.
+* ``agent_cluster`` (session): starts etcd, kube-apiserver, kube-controller-manager and
+  the process node agent once per test session in a temporary state dir (or reuses the
+  cluster in ``$PTAH_TEST_STATE_DIR`` if set, leaving it running afterwards), and stops
+  what it started at the end; only the agent's own tests use it.
 * ``real_cluster`` (session): the same control plane with a real node (kubelet on
   containerd and runc, ``ptah dev up --node real``) in its own state dir (or reused
   from ``$PTAH_TEST_REAL_STATE_DIR``), with the base and project images built from the
@@ -165,9 +165,10 @@ table ip {table} {{
 
 
 @pytest.fixture(scope="session")
-def cluster(agent_cluster: Cluster) -> Cluster:
-    """The integration tier's cluster (the e2e tier overrides it with the real node)."""
-    return agent_cluster
+def cluster(real_cluster: Cluster) -> Cluster:
+    """The integration tier's cluster: the real node, shared with the e2e tier (whose
+    conftest adds its runner defaults)."""
+    return real_cluster
 
 
 @pytest.fixture(scope="session")
@@ -237,6 +238,16 @@ def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     finally:
         if not reuse:
             devcluster.down(state_dir)
+
+
+def runner_mount(directory: Path) -> dict[str, Any]:
+    """Runner defaults (``spec.runner`` shape) that mount ``directory`` into every runner
+    Pod at its own path, opened to the runner's uid (10001): a SQLite file or a
+    migrations directory then means the same file on the host and in the container."""
+    directory.chmod(0o777)
+    volume = {"name": "host-data", "hostPath": {"path": str(directory), "type": "Directory"}}
+    mount = {"name": "host-data", "mountPath": str(directory)}
+    return {"volumes": [volume], "volumeMounts": [mount]}
 
 
 def _ns_name(nodeid: str) -> str:

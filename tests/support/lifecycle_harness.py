@@ -1,6 +1,7 @@
 """Drive one PtahSchema through the lifecycle, in this process, on either cluster port:
 the in-memory API with the simulated kubelet, or the real control plane whose node
-agent runs the real ``ptah-runner`` against SQLite. The controller can be stopped at
+runs the real ``ptah-runner`` against SQLite (in a container on the real node, the
+database's directory mounted at its own path). The controller can be stopped at
 any durable write and a fresh one started on what was left."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from ptah.testing.sim.database import Databases
 from ptah.testing.sim.kubelet import NS, Kubelet
 from ptah.testing.sim.world import ControllerStopped
 from ptah.workload.job import LABEL_OPERATION_TYPE
+from support.cluster import runner_mount
 
 FAMILY = SchemaFamily()
 NAME = "shop"
@@ -39,6 +41,7 @@ class Harness:
     namespace: str = NS
     lock_namespace: str = "ptah-system"
     desired: str = ""
+    runner_defaults: dict[str, Any] = {}
 
     def __init__(self, cluster: Cluster, admin: Cluster) -> None:
         self.cluster = cluster  # what the controller uses
@@ -64,6 +67,7 @@ class Harness:
             lock_namespace=self.lock_namespace,
             hook=self._hook,
             poll_seconds=0.5,
+            runner_defaults=self.runner_defaults,
         )
 
     def one_pass(self) -> Result:
@@ -229,7 +233,9 @@ class CountingCluster:
 
 
 class RealHarness(Harness):
-    """The real control plane; the node agent runs ``ptah-runner`` against SQLite."""
+    """The real control plane; its node runs ``ptah-runner`` against SQLite. The
+    database's directory is opened to the runner's uid and mounted into every runner
+    Pod at its own path (a hostPath volume), so the host and the runner see one file."""
 
     engine = "sqlite"
     desired = (
@@ -241,6 +247,7 @@ class RealHarness(Harness):
         self.namespace = namespace
         self.lock_namespace = namespace
         self.db_path = db_path
+        self.runner_defaults = runner_mount(db_path.parent)
 
         def bump() -> None:
             self.job_creates += 1
