@@ -65,10 +65,16 @@ def tmp_path(data_root: Path, request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture
-def cluster(real_cluster: Any, data_root: Path) -> Any:
+def cluster(request: pytest.FixtureRequest, data_root: Path) -> Any:
     """The test's cluster: the real node (one per session), with the tier's runner
-    defaults (the data root mounted) and Pod-side database URLs."""
-    c = real_cluster
+    defaults (the data root mounted) and Pod-side database URLs; a module that sets
+    ``E2E_NODE = "agent"`` (test_node_partition: the agent as the node's one link to
+    the API) gets the process agent's cluster instead."""
+    if getattr(request.module, "E2E_NODE", "real") == "agent":
+        e2esupport.pod_url = e2esupport._same
+        e2esupport.runner_defaults = None
+        return request.getfixturevalue("agent_cluster")
+    c = request.getfixturevalue("real_cluster")
     e2esupport.pod_url = c.pod_url
     defaults = data_root / "runner-defaults.json"
     defaults.write_text(json.dumps(runner_mount(data_root)))
