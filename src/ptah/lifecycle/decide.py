@@ -118,18 +118,22 @@ def plan_is_stale(p: Pass, plan: PlanSummary, source: str | None) -> bool:
 
 
 def replay_stall(status: LifecycleStatus, plan: PlanSummary) -> Observe | None:
-    """A plan whose run failed, or was refused for a reason it would meet again, is not
-    dispatched again until something changes (``LastMutation.blocks``). The verdict is
-    the plan's own: Failed, with ``FailedPlan`` or ``RefusedPlan`` and the frame's
-    reason, so a person reads how it ended and what to change."""
+    """A plan whose run failed, was refused for a reason it would meet again, or was
+    uncertain and its proof abandoned, is not dispatched again until something changes
+    (``LastMutation.blocks``). The verdict is the plan's own: Failed, with
+    ``FailedPlan``, ``RefusedPlan`` or ``UncertainPlan`` and how it ended, so a person
+    reads what happened and what to change."""
     last = status.last_mutation
     if last is None or not last.blocks(plan.digest):
         return None
     ended = last.outcome.lower() + (f" ({last.reason})" if last.reason else "")
+    if last.outcome == "Uncertain":
+        ended = "ran with an unknown outcome and its proof was abandoned"
     return Observe(
         "Failed",
         stalled_reason=f"{last.outcome}Plan",
-        message=f"plan {plan.digest[:12]} {ended}; change the spec to plan again",
+        message=f"plan {plan.digest[:12]} {ended}; it is never dispatched again; "
+        "change the spec to plan again",
         waiting_for="a spec change",
     )
 
