@@ -24,6 +24,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -155,6 +156,7 @@ class Verdict:
     killed: bool
     detail: str
     seconds: float
+    timed_out: bool = False
 
 
 def run_stage(stage: str, tree: Path, args: argparse.Namespace) -> Verdict:
@@ -188,14 +190,27 @@ def run_stage(stage: str, tree: Path, args: argparse.Namespace) -> Verdict:
             "tests/sim",
         ]
     started = time.monotonic()
+    # Its own process group, so a killer that times out takes its workers with it
+    # (the simulation's --jobs pool would otherwise outlive it and load the machine).
+    proc = subprocess.Popen(
+        cmd,
+        cwd=tree,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
-        proc = subprocess.run(
-            cmd, cwd=tree, env=env, capture_output=True, text=True, timeout=args.timeout
-        )
+        out, _ = proc.communicate(timeout=args.timeout)
     except subprocess.TimeoutExpired:
-        return Verdict(stage, True, f"timed out after {args.timeout}s", time.monotonic() - started)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        # A timeout proves nothing about the mutant: it is not counted as killed.
+        return Verdict(
+            stage, False, f"timed out after {args.timeout}s", time.monotonic() - started, True
+        )
     seconds = time.monotonic() - started
-    out = proc.stdout + proc.stderr
     if proc.returncode == 0:
         return Verdict(stage, False, "", seconds)
     return Verdict(stage, True, _why(stage, out, proc.returncode), seconds)
@@ -255,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         if problem is None and "pytest" in stages:
             # A pytest killer that fails on the unmutated tree would kill every mutant.
             baseline = run_stage("pytest", Path(base), args)
-            if baseline.killed:
+            if baseline.killed or baseline.timed_out:
                 problem = f"pytest fails before any mutation: {baseline.detail}"
         if problem:
             print(f"mutation: the unmutated tree does not run: {problem}", file=sys.stderr)
@@ -295,9 +310,7 @@ def _run_all(mutants: list[Mutant], stages: list[str], base: Path, args: argpars
                 continue
             verdicts = [run_stage(s, tree, args) for s in stages]
         rows.append((m, verdicts))
-        summary = "  ".join(
-            f"{v.stage}={'killed' if v.killed else 'SURVIVED'}({v.seconds:.0f}s)" for v in verdicts
-        )
+        summary = "  ".join(f"{v.stage}={_word(v)}({v.seconds:.0f}s)" for v in verdicts)
         print(f"  {m.name}: {summary}", flush=True)
     return table(rows, stages, time.monotonic() - started)
 
@@ -316,18 +329,26 @@ def table(rows: list[tuple[Mutant, list[Verdict] | str]], stages: list[str], sec
         for v in result:
             if not v.killed:
                 bad += 1
-                cells.append(f"**SURVIVED** ({v.seconds:.0f}s)")
+                cells.append(f"**{_word(v)}** ({v.seconds:.0f}s)")
             else:
                 cells.append(f"killed ({v.seconds:.0f}s): {_cell(v.detail)}")
         print(f"| {m.name} | {m.rule} | " + " | ".join(cells) + " |")
     killed = len(rows) - sum(
         1 for _, r in rows if isinstance(r, str) or any(not v.killed for v in r)
     )
+    timed_out = sum(1 for _, r in rows if not isinstance(r, str) and any(v.timed_out for v in r))
     print()
     print(
-        f"mutants={len(rows)} killed={killed} not_killed={len(rows) - killed} seconds={seconds:.0f}"
+        f"mutants={len(rows)} killed={killed} not_killed={len(rows) - killed}"
+        f" timed_out={timed_out} seconds={seconds:.0f}"
     )
     return 1 if bad else 0
+
+
+def _word(v: Verdict) -> str:
+    if v.killed:
+        return "killed"
+    return "TIMED OUT" if v.timed_out else "SURVIVED"
 
 
 def _cell(text: str) -> str:
