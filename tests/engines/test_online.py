@@ -31,6 +31,7 @@ from ptah.runner import operations
 from ptah.runner.emit import Run
 from ptah.runner.frame import ResultFrame
 from support import stall
+from support.wait import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -149,16 +150,15 @@ def test_pg_killed_concurrent_build_leaves_invalid_index_the_next_plan_repairs(
     worker.start()
     with open_target(busy_pg) as watcher:
         conn = watcher.connection
-        pid = None
-        deadline = time.monotonic() + 60
-        while pid is None and time.monotonic() < deadline:
+
+        def building() -> Any:
             row = conn.execute(
                 "SELECT p.pid FROM pg_stat_progress_create_index p"
                 " WHERE p.datname = current_database() AND p.phase LIKE 'building index%'"
             ).fetchone()
-            pid = row[0] if row else None
-            time.sleep(0.02)
-        assert pid is not None, "the concurrent build was never seen building"
+            return row[0] if row else None
+
+        pid = wait_for("the concurrent build seen building", building, timeout=60, interval=0.02)
         conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
     worker.join(60)
     assert outcome["result"].outcome == "failed"
