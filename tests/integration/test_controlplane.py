@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def cluster(agent_cluster: Any) -> Any:
     """On the process node agent: these are the agent's own behaviours (busybox
     mapped to host commands, process groups, path rewriting)."""
