@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -238,25 +237,29 @@ def test_pg_new_unique_constraint_adopts_an_index_built_concurrently(pg_db: str)
         assert planner.plan(t, desired).statements == []
 
 
-def _hold_until_tries(url: str, tries: int, held: threading.Event, seen: list[int]) -> None:
+def _hold_until_tries(
+    url: str, tries: int, held: threading.Event, done: threading.Event, seen: list[int]
+) -> None:
     """Hold an ACCESS EXCLUSIVE lock on ``locked`` until the apply's session has waited on
     it in ``tries`` separate tries (each try runs the statement again: a new
     query_start, read on a connection of its own), then release it; ``tries`` 0: hold
-    it for 5 s."""
+    it until the apply has returned (``done``)."""
     with open_target(url) as holder, open_target(url) as looker:
         conn = holder.connection
         with conn.transaction():
             conn.execute("LOCK TABLE locked IN ACCESS EXCLUSIVE MODE")
             held.set()
             starts: set[Any] = set()
-            deadline = time.monotonic() + (5 if tries == 0 else 60)
-            while time.monotonic() < deadline and (tries == 0 or len(starts) < tries):
+
+            def waited() -> bool:
                 rows = looker.connection.execute(
                     "SELECT query_start FROM pg_stat_activity WHERE datname = current_database()"
                     " AND wait_event_type = 'Lock' AND query LIKE 'ALTER TABLE public.locked%%'"
                 ).fetchall()
                 starts.update(r[0] for r in rows)
-                time.sleep(0.02)
+                return done.is_set() if tries == 0 else len(starts) >= tries
+
+            wait_for(f"the apply seen waiting in {tries} tries", waited, timeout=60, interval=0.02)
             seen.append(len(starts))
 
 
@@ -264,17 +267,22 @@ def _locked_apply(url: str, retries: int, release_after: int) -> tuple[Any, list
     with open_target(url) as t:
         t.connection.execute("CREATE TABLE locked (id int PRIMARY KEY)")
         plan = planner.plan(t, "CREATE TABLE locked (id int PRIMARY KEY, note text);")
-        held, seen = threading.Event(), []
-        holder = threading.Thread(target=_hold_until_tries, args=(url, release_after, held, seen))
+        held, done, seen = threading.Event(), threading.Event(), []
+        holder = threading.Thread(
+            target=_hold_until_tries, args=(url, release_after, held, done, seen)
+        )
         holder.start()
         assert held.wait(30)
-        result = planner.apply(
-            t,
-            plan.statements,
-            plan.fingerprint_before,
-            expected_after=plan.fingerprint_after,
-            timeouts=Timeouts(lock_seconds=1, lock_retries=retries, backoff_seconds=0.2),
-        )
+        try:
+            result = planner.apply(
+                t,
+                plan.statements,
+                plan.fingerprint_before,
+                expected_after=plan.fingerprint_after,
+                timeouts=Timeouts(lock_seconds=1, lock_retries=retries, backoff_seconds=0.2),
+            )
+        finally:
+            done.set()
         holder.join(90)
     return result, seen
 
