@@ -34,6 +34,7 @@ from ptah.engines.versioned.directory import (
     read_directory,
 )
 from ptah.engines.versioned.history import REPEATABLE, Reading, compare, is_dirty, row_summary
+from ptah.runner.main import add_migrate_options
 
 
 def register(subparsers: Any) -> None:
@@ -52,14 +53,7 @@ def register(subparsers: Any) -> None:
 
     a = sub.add_parser("apply", help="apply pending migrations")
     _conn_args(a)
-    a.add_argument("--to", help="apply up to and including this version")
-    a.add_argument("--baseline", help="version a non-empty database without history matches")
-    a.add_argument(
-        "--lock-timeout",
-        type=float,
-        default=0.0,
-        help="seconds to wait while another run holds the database's fence (default 0)",
-    )
+    add_migrate_options(a)
     a.set_defaults(func=cmd_apply)
 
     r = sub.add_parser("resolve", help="mark a dirty (partially applied) version resolved")

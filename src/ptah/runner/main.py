@@ -76,6 +76,20 @@ def add_lock_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_migrate_options(parser: argparse.ArgumentParser) -> None:
+    """A versioned run's options, one home for the runner's ``migrate`` and ``ptah
+    migrate apply``: how far to go, the baseline, how long to wait for the fence."""
+    parser.add_argument("--to", help="apply pending versions up to and including this one")
+    parser.add_argument("--baseline", help="version a non-empty database without history matches")
+    parser.add_argument(
+        "--lock-timeout",
+        type=float,
+        default=0.0,
+        help="seconds to wait while another run holds the realm's fence "
+        "(default 0: refuse at once)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ptah-runner",
@@ -117,14 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=run_history)
     p = sub.add_parser("migrate", help="apply pending migrations")
     _add_dirs(p)
-    p.add_argument("--to", help="apply pending versions up to and including this one")
-    p.add_argument("--baseline", help="version a non-empty database without history matches")
-    p.add_argument(
-        "--lock-timeout",
-        type=float,
-        default=0.0,
-        help="seconds to wait for the realm's fence (default 0: refuse at once, outcome fenced)",
-    )
+    add_migrate_options(p)
     p.set_defaults(func=run_migrate)
     return parser
 
