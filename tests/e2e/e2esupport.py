@@ -303,6 +303,24 @@ def resource_passes(operator: Operator, kind: str, namespace: str, name: str) ->
     return metric(operator, "ptah_resource_passes_total", **labels)
 
 
+WRITE_VERBS = frozenset({"create", "patch", "update", "delete"})
+
+
+def pass_writes(operator: Operator) -> dict[str, float]:
+    """The write requests the operator's passes have sent so far, by verb and resource
+    (``ptah_api_requests_total``): what a pass over an idle resource must not add to.
+    Requests, not resourceVersions: the apiserver keeps the resourceVersion of a patch
+    that changes nothing (the same status written again), and an Event or a Lease write
+    changes another object, so only the count of requests sees every write."""
+    writes: dict[str, float] = {}
+    for family in text_string_to_metric_families(operator.metrics()):
+        for sample in family.samples:
+            verb = sample.labels.get("verb", "")
+            if sample.name == "ptah_api_requests_total" and verb in WRITE_VERBS:
+                writes[f"{verb} {sample.labels.get('resource', '')}"] = float(sample.value)
+    return writes
+
+
 POKE_ANNOTATION = "e2e.ptah.io/poke"
 
 

@@ -14,6 +14,7 @@ from e2esupport import (
     approve,
     events,
     jobs_of,
+    pass_writes,
     pg_columns,
     ready,
     schema,
@@ -100,9 +101,13 @@ def test_sqlite_create_ready_then_spec_change(
     uid = uid_of(kube, namespace, "app")
     assert len(jobs_of(kube, namespace, uid, "Apply")) == 2
 
-    # An idle resource is left alone: a pass that changes nothing writes nothing (after
-    # the operator's passes over the last poke, the resourceVersion is still the poke's).
+    # An idle resource is left alone: a pass that changes nothing writes nothing. Over
+    # the operator's passes after the pokes its passes send no write request at all (a
+    # write of the same status would keep the resourceVersion, so the requests are the
+    # evidence: `pass_writes`), and the resourceVersion is still the last poke's.
+    writes = pass_writes(operator)
     rv = wait_passes(kube, operator, SCHEMA, namespace, "app")
+    assert pass_writes(operator) == writes
     assert kube.get(SCHEMA, namespace, "app")["metadata"]["resourceVersion"] == rv  # type: ignore[index]
 
 
