@@ -11,26 +11,18 @@ back, finds its tenure gone and records continuity loss instead of an account.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import pytest
 
 from ptah.kube.kinds import JOB, LEASE, POD
 from ptah.testing.sim.invariants import Invariants
-from ptah.testing.sim.kubelet import NS
+from ptah.testing.sim.kubelet import NS, PodRun
 from ptah.testing.sim.world import MIGRATION_FAMILY, SCHEMA_FAMILY, World
-from support.simworld import hand_world, one_pass, status
+from support.simworld import drive, hand_world, one_pass, status
 
-
-def _world() -> tuple[World, Invariants]:
-    return hand_world(
-        [
-            (SCHEMA_FAMILY, "apply", "sim://u:{pw}@db1", "db1"),
-            (MIGRATION_FAMILY, "migrate", "sim://u:{pw}@DB1:5432/", "db1"),
-        ]
-    )
-
-
-_status = status
-_pass = one_pass
+APPLY, MIGRATE = 0, 1  # the two resources' indexes, both on database db1
 
 
 def _lease_holder(world: World) -> str:
@@ -39,45 +31,72 @@ def _lease_holder(world: World) -> str:
     return str(leases[0]["spec"].get("holderIdentity"))
 
 
-def test_an_expired_lease_is_not_taken_while_its_holders_job_runs() -> None:
-    world, inv = _world()
-    apply_, migrate = 0, 1
+@dataclass
+class HeldRealm:
+    """The Apply holds db1's Lease and its runner runs on (until the test says otherwise);
+    the Apply's controller is silent from here on, and the Migrate on the same database
+    waits for the Lease."""
+
+    world: World
+    inv: Invariants
+    claim: dict[str, Any]  # the Apply's
+    run: PodRun  # the Apply's runner
+    holder: str  # the Lease's holder identity, the Apply's
+
+    def wait_out_the_lease(self) -> str:
+        """Long past the Lease duration by the Migrate's own observation: it still waits
+        and the Lease keeps its holder. Returns what the Migrate's Ready condition says."""
+        for _ in range(3):
+            self.world.clock.advance(130)
+            one_pass(self.world, self.inv, MIGRATE)
+        current = status(self.world, MIGRATE)
+        assert current["phase"] == "WaitingForTarget", current
+        assert _lease_holder(self.world) == self.holder
+        return str(next(c["message"] for c in current["conditions"] if c["type"] == "Ready"))
+
+
+@pytest.fixture
+def held() -> HeldRealm:
+    world, inv = hand_world(
+        [
+            (SCHEMA_FAMILY, "apply", "sim://u:{pw}@db1", "db1"),
+            (MIGRATION_FAMILY, "migrate", "sim://u:{pw}@DB1:5432/", "db1"),
+        ]
+    )
     # The Apply claims, binds the realm and dispatches; its Pod starts and keeps running.
-    for _ in range(60):
-        claim = _status(world, apply_).get("activeOperation") or {}
-        if claim.get("type") == "Apply" and claim.get("jobUid"):
-            break
-        _pass(world, inv, apply_)
-        world.kubelet.step()
-        world.clock.advance(5)
-    else:
-        raise AssertionError(f"no Apply dispatched: {_status(world, apply_)}")
+    claim = drive(
+        world,
+        inv,
+        APPLY,
+        lambda s: bool(
+            (s.get("activeOperation") or {}).get("type") == "Apply"
+            and s["activeOperation"].get("jobUid")
+        ),
+        "no Apply dispatched",
+        passes=60,
+    )["activeOperation"]
     world.kubelet.step()  # the Apply's Pod is Running
     (run,) = world.kubelet.runs.values()
     run.steps_left = 10**6
     holder = _lease_holder(world)
     assert holder.endswith(claim["operationId"])
+    assert claim["operationId"] in world.dbs.by_name["db1"].writers
+    # The migration reads its history (its History Job runs beside the Apply's, being
+    # read-only) and claims its Migrate, which waits for the Lease.
+    drive(
+        world,
+        inv,
+        MIGRATE,
+        lambda s: s.get("phase") == "WaitingForTarget",
+        "the Migrate never waited for the Lease",
+    )
+    return HeldRealm(world, inv, claim, run, holder)
 
-    # The Apply's controller is silent from here on. The migration reads its history
-    # (its History Job runs beside the Apply's, being read-only) and claims its Migrate.
-    for _ in range(80):
-        status = _status(world, migrate)
-        if status.get("phase") == "WaitingForTarget":
-            break
-        _pass(world, inv, migrate)
-        world.kubelet.step()
-        world.clock.advance(5)
-    else:
-        raise AssertionError(f"the Migrate never waited for the Lease: {status}")
-    # Long past the Lease duration by the migration's own observation.
-    for _ in range(3):
-        world.clock.advance(130)
-        _pass(world, inv, migrate)
-    status = _status(world, migrate)
-    assert status["phase"] == "WaitingForTarget", status
-    message = next(c["message"] for c in status["conditions"] if c["type"] == "Ready")
+
+def test_an_expired_lease_is_not_taken_while_its_holders_job_runs(held: HeldRealm) -> None:
+    world, inv, claim, run = held.world, held.inv, held.claim, held.run
+    message = held.wait_out_the_lease()
     assert "expired" in message and claim["operationId"] in message and run.pod in message
-    assert _lease_holder(world) == holder
     assert world.dbs.by_name["db1"].max_concurrent_writers == 1
     assert not any(
         j["metadata"]["labels"]["ptah.io/operation-type"] == "Migrate"
@@ -90,17 +109,17 @@ def test_an_expired_lease_is_not_taken_while_its_holders_job_runs() -> None:
         world.kubelet.step()
     assert not world.kubelet.runs
     for _ in range(40):
-        if (_status(world, migrate).get("activeOperation") or {}).get("jobUid"):
+        if (status(world, MIGRATE).get("activeOperation") or {}).get("jobUid"):
             break
         world.clock.advance(130)
-        _pass(world, inv, migrate)
-    migrate_claim = _status(world, migrate)["activeOperation"]
+        one_pass(world, inv, MIGRATE)
+    migrate_claim = status(world, MIGRATE)["activeOperation"]
     assert migrate_claim["type"] == "Migrate" and migrate_claim["jobUid"]
     assert _lease_holder(world).endswith(migrate_claim["operationId"])
 
     # The Apply's controller comes back: its tenure is gone, so no account is accepted.
-    _pass(world, inv, apply_)
-    record = _status(world, apply_)["pendingObservation"]
+    one_pass(world, inv, APPLY)
+    record = status(world, APPLY)["pendingObservation"]
     assert record["operationId"] == claim["operationId"]
     assert record["reason"] == "ContinuityLost"
     assert inv.violations == []
@@ -114,7 +133,7 @@ def test_an_expired_lease_is_not_taken_while_its_holders_job_runs() -> None:
     ],
 )
 def test_an_expired_lease_is_not_taken_while_a_vanished_pods_process_writes(
-    deleted: str, why: str
+    held: HeldRealm, deleted: str, why: str
 ) -> None:
     """The holder's node is cut off from the API, and meanwhile its Job is deleted (its
     Pod collected) or its Pod force-deleted (the Job turns Failed): the API shows no Pod,
@@ -122,33 +141,8 @@ def test_an_expired_lease_is_not_taken_while_a_vanished_pods_process_writes(
     the Migrate's own observation; neither a vanished Job nor a terminal one whose Pod
     was never seen to stop hands the database over, as the simulated database's own
     writer count demands."""
-    world, inv = _world()
-    apply_, migrate = 0, 1
-    for _ in range(60):
-        claim = _status(world, apply_).get("activeOperation") or {}
-        if claim.get("type") == "Apply" and claim.get("jobUid"):
-            break
-        _pass(world, inv, apply_)
-        world.kubelet.step()
-        world.clock.advance(5)
-    else:
-        raise AssertionError(f"no Apply dispatched: {_status(world, apply_)}")
-    world.kubelet.step()  # the Apply's Pod is Running
-    (run,) = world.kubelet.runs.values()
-    run.steps_left = 10**6
-    holder = _lease_holder(world)
+    world, claim, run = held.world, held.claim, held.run
     db = world.dbs.by_name["db1"]
-    assert claim["operationId"] in db.writers
-
-    # The Apply's controller is silent from here on; the Migrate reads and waits.
-    for _ in range(80):
-        if _status(world, migrate).get("phase") == "WaitingForTarget":
-            break
-        _pass(world, inv, migrate)
-        world.kubelet.step()
-        world.clock.advance(5)
-    else:
-        raise AssertionError(f"the Migrate never waited for the Lease: {_status(world, migrate)}")
 
     # The node loses the API; the Apply's Job is deleted meanwhile (its Pod collected).
     world.kubelet.partitioned = 10**6
@@ -161,13 +155,7 @@ def test_an_expired_lease_is_not_taken_while_a_vanished_pods_process_writes(
     assert job is None if deleted == "job" else job["status"]["conditions"][0]["type"] == "Failed"
     assert world.cluster.system.get(POD, NS, run.pod) is None
     assert claim["operationId"] in db.writers  # gone from the API, still writing
-    for _ in range(3):
-        world.clock.advance(130)
-        _pass(world, inv, migrate)
-    status = _status(world, migrate)
-    assert status["phase"] == "WaitingForTarget", status
-    message = next(c["message"] for c in status["conditions"] if c["type"] == "Ready")
+    message = held.wait_out_the_lease()
     assert why in message, message
-    assert _lease_holder(world) == holder
     assert claim["operationId"] in db.writers
-    assert inv.violations == []
+    assert held.inv.violations == []

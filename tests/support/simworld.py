@@ -5,6 +5,7 @@ write and checked after every step."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 from ptah.kube.clock import SimClock
@@ -50,3 +51,23 @@ def status(world: World, index: int = 0) -> dict[str, Any]:
 def one_pass(world: World, inv: Invariants, index: int = 0) -> None:
     world.reconcile_one(world.resources[index])
     inv.after_step(check_secrets=False)
+
+
+def drive(
+    world: World,
+    inv: Invariants,
+    index: int,
+    until: Callable[[dict[str, Any]], bool],
+    what: str,
+    passes: int = 80,
+) -> dict[str, Any]:
+    """Passes over one resource, the kubelet stepping and the clock moving 5 s after
+    each, until ``until`` holds for its status (returned); ``what`` names the failure."""
+    for _ in range(passes):
+        current = status(world, index)
+        if until(current):
+            return current
+        one_pass(world, inv, index)
+        world.kubelet.step()
+        world.clock.advance(5)
+    raise AssertionError(f"{what}: {status(world, index)}")
