@@ -47,12 +47,17 @@ def test_pg_inspection_is_reused_only_while_the_target_is_unchanged(
         assert again.timings.get("inspectionReused") == 1.0
         assert again.timings.get("cacheHit") == 1.0
         assert again.to_json() == first.to_json()
+        assert (first.cache, again.cache) == (
+            {"desired": False, "inspection": False},
+            {"desired": True, "inspection": True},
+        )
         reused = again
         for ddl in CHANGES:
             previous = reused
             t.connection.execute(ddl)
             moved = planner.plan(t, PG_V1, cache_dir=cache)
             assert "inspectionReused" not in moved.timings, ddl
+            assert moved.cache == {"desired": True, "inspection": False}, ddl
             assert moved.fingerprint_before == planner.current_fingerprint(t), ddl
             # what the change moved: the schema, or the census the plan reports
             seen = (moved.fingerprint_before, moved.warnings)

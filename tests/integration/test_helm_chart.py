@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 import yaml
 
+from ptah.api.common import RunnerSpec
+
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "deploy" / "helm" / "ptah"
 INSTALL = "bash hack/tools.sh"
@@ -242,6 +244,50 @@ def test_namespace_scoping(helm: Path) -> None:
     assert all(s["automountServiceAccountToken"] is False for s in runners)
     (cm,) = of(docs, "ConfigMap")
     assert json.loads(cm["data"]["runner-defaults.json"])["serviceAccountName"] == "ptah-runner"
+
+
+def test_plan_cache_is_off_unless_configured(helm: Path) -> None:
+    """No cache configured: no claim, no cacheVolume, the runner's security context as
+    given (the Pods are what they were before the cache existed)."""
+    docs = render(helm, "watch.namespaces={team-a}")
+    assert not of(docs, "PersistentVolumeClaim")
+    runner = json.loads(of(docs, "ConfigMap")[0]["data"]["runner-defaults.json"])
+    assert "cacheVolume" not in runner
+    assert "fsGroup" not in runner["podSecurityContext"]
+
+
+def test_plan_cache_claims_per_watched_namespace(helm: Path) -> None:
+    docs = render(
+        helm,
+        "watch.namespaces={team-a,team-b}",
+        "runner.cache.persistentVolumeClaim.create=true",
+        "runner.cache.persistentVolumeClaim.storageClassName=fast",
+    )
+    claims = of(docs, "PersistentVolumeClaim")
+    assert sorted(c["metadata"]["namespace"] for c in claims) == ["team-a", "team-b"]
+    assert {c["metadata"]["name"] for c in claims} == {"ptah-plan-cache"}
+    assert all(c["spec"]["accessModes"] == ["ReadWriteMany"] for c in claims)
+    assert all(c["spec"]["storageClassName"] == "fast" for c in claims)
+    runner = json.loads(of(docs, "ConfigMap")[0]["data"]["runner-defaults.json"])
+    assert runner["cacheVolume"] == {"persistentVolumeClaim": {"claimName": "ptah-plan-cache"}}
+    assert runner["podSecurityContext"]["fsGroup"] == 10001  # the non-root runner writes it
+    RunnerSpec.model_validate(runner)
+    assert "watch.namespaces" in render_fails(
+        helm, "runner.cache.persistentVolumeClaim.create=true"
+    )
+
+
+def test_plan_cache_volume_as_given(helm: Path) -> None:
+    docs = render(
+        helm,
+        "runner.cache.volume.persistentVolumeClaim.claimName=shared",
+        "runner.podSecurityContext.fsGroup=2000",
+    )
+    assert not of(docs, "PersistentVolumeClaim")
+    runner = json.loads(of(docs, "ConfigMap")[0]["data"]["runner-defaults.json"])
+    assert runner["cacheVolume"] == {"persistentVolumeClaim": {"claimName": "shared"}}
+    assert runner["podSecurityContext"]["fsGroup"] == 2000
+    RunnerSpec.model_validate(runner)
 
 
 # ------------------------------------------------------------ real cluster

@@ -153,3 +153,57 @@ def test_runner_volumes_from_defaults_and_the_spec_wins() -> None:
     }
     assert RunnerSpec.model_validate({**default, **own}).volumes == own["volumes"]
     assert RunnerSpec.model_validate(default).volume_mounts == default["volumeMounts"]
+
+
+def _plan_req(runner: RunnerSpec) -> JobRequest:
+    return JobRequest(
+        **{
+            **_req(runner).__dict__,
+            "operation_type": "Plan",
+            "args": ["plan", "--desired", "/ptah/input/desired.sql"],
+        }
+    )
+
+
+def test_a_cache_volume_is_mounted_in_plan_pods_only() -> None:
+    """A Plan Pod mounts the cache writable at /ptah/cache and is told where it is; an
+    Apply Pod never sees it (it trusts no cache); with no cache the Pod is unchanged."""
+    source = {"persistentVolumeClaim": {"claimName": "ptah-plan-cache"}}
+    cached = RunnerSpec.model_validate({"cacheVolume": source})
+    spec = build_job(_plan_req(cached))["spec"]["template"]["spec"]
+    assert {"name": "plan-cache", **source} in spec["volumes"]
+    (container,) = spec["containers"]
+    assert {"name": "plan-cache", "mountPath": "/ptah/cache"} in container["volumeMounts"]
+    assert {"name": "PTAH_CACHE_DIR", "value": "/ptah/cache"} in container["env"]
+    # Apply: exactly the Pod it is without a cache.
+    assert build_job(_req(cached)) == build_job(_req())
+    # No cache: the Plan Pod has neither the volume nor the variable.
+    plain = build_job(_plan_req(RunnerSpec()))["spec"]["template"]["spec"]
+    assert all(v["name"] != "plan-cache" for v in plain["volumes"])
+    assert all(e["name"] != "PTAH_CACHE_DIR" for e in plain["containers"][0]["env"])
+    # The cache is part of the admission envelope.
+    assert (
+        podintent.resolve(_plan_req(cached)).digest
+        != podintent.resolve(_plan_req(RunnerSpec())).digest
+    )
+
+
+def test_a_cache_volume_is_one_source_and_its_name_is_reserved() -> None:
+    import pydantic
+    import pytest
+
+    for bad in (
+        {"cacheVolume": {"name": "x", "emptyDir": {}}},
+        {"cacheVolume": {"emptyDir": {}, "hostPath": {"path": "/c"}}},
+        {"cacheVolume": {}},
+        {"volumes": [{"name": "plan-cache", "emptyDir": {}}]},
+    ):
+        with pytest.raises(pydantic.ValidationError) as err:
+            RunnerSpec.model_validate(bad)
+        assert "runner." in str(err.value), bad
+    # The installation's cache reaches every resource; one opts out with null.
+    env = Env(cluster=MemoryCluster(), runner_defaults={"cacheVolume": {"emptyDir": {}}})
+    meta = {"name": "s", "namespace": "n", "uid": "u"}
+    assert runner_spec(Pass(env, SchemaFamily(), {"metadata": meta, "spec": {}})).cache_volume
+    own = {"metadata": meta, "spec": {"runner": {"cacheVolume": None}}}
+    assert runner_spec(Pass(env, SchemaFamily(), own)).cache_volume is None

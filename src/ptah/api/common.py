@@ -50,6 +50,8 @@ class TargetSpec(Model):
 
 #: Ptah mounts the runner's inputs under this path; runner volumes stay out of it.
 RESERVED_MOUNT_ROOT = "/ptah"
+#: The volume a Plan runner keeps its re-plan cache on (``RunnerSpec.cache_volume``).
+CACHE_VOLUME = "plan-cache"
 
 
 class RunnerSpec(Model):
@@ -75,15 +77,22 @@ class RunnerSpec(Model):
     volume_mounts: list[dict[str, Any]] | None = Field(
         default=None, description="Where the runner container mounts spec.runner.volumes."
     )
+    cache_volume: dict[str, Any] | None = Field(
+        default=None,
+        description="A Pod volume source without a name (e.g. {persistentVolumeClaim: "
+        "{claimName: ptah-plan-cache}}) that Plan runners mount at /ptah/cache and keep the "
+        "re-plan cache on, so a re-plan reuses the last inspection while the target's "
+        "catalogs are unchanged. Null: no cache (every plan reads the target whole).",
+    )
 
     @model_validator(mode="after")
     def _mounts_name_volumes(self) -> RunnerSpec:
-        """Volumes and mounts beside the ones Ptah adds (``input``, ``migrations-<i>``
-        under ``/ptah``), each mount naming a declared volume."""
+        """Volumes and mounts beside the ones Ptah adds (``input``, ``migrations-<i>``,
+        ``plan-cache`` under ``/ptah``), each mount naming a declared volume."""
         names = [str(v.get("name") or "") for v in self.volumes or []]
         if "" in names or len(set(names)) != len(names):
             raise ValueError("runner.volumes: every volume needs a name, each used once")
-        taken = [n for n in names if n == "input" or n.startswith("migrations-")]
+        taken = [n for n in names if n in ("input", CACHE_VOLUME) or n.startswith("migrations-")]
         if taken:
             raise ValueError(f"runner.volumes: name {taken[0]!r} is reserved for Ptah's inputs")
         for m in self.volume_mounts or []:
@@ -99,6 +108,13 @@ class RunnerSpec(Model):
                     f"runner.volumeMounts: mountPath {path!r} must be absolute and outside "
                     f"{RESERVED_MOUNT_ROOT}"
                 )
+        if self.cache_volume is not None and (
+            len(self.cache_volume) != 1 or "name" in self.cache_volume
+        ):
+            raise ValueError(
+                "runner.cacheVolume: one volume source without a name, e.g. "
+                "{persistentVolumeClaim: {claimName: ptah-plan-cache}}"
+            )
         return self
 
 

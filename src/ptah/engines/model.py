@@ -189,6 +189,9 @@ class Plan:
     fingerprint_after: str
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)
+    # With a cache: which side it gave (the normalised desired schema, the inspection).
+    # Not the plan's content (to_json): a Plan runner reports it beside, in its frame.
+    cache: dict[str, bool] | None = None
 
     @property
     def destructive(self) -> bool:

@@ -83,14 +83,33 @@ def _load_cache(path: Path) -> tuple[Schema, list[str], str | None] | None:
         return None
 
 
+# Entries a cache directory keeps (the newest written); one shared by many targets
+# would otherwise grow by one inspection per schema change, forever.
+CACHE_ENTRIES = 256
+
+
 def _store_cache(path: Path, schema: Schema, warnings: list[str], fp: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        # Every runner is PID 1 in its container, and runners share one cache volume: the
+        # temporary name is this writer's alone, so two writers never interleave one file.
+        tmp = path.with_suffix(f".{os.getpid()}-{os.urandom(6).hex()}.tmp")
         tmp.write_text(json.dumps({"schema": schema, "warnings": warnings, "fingerprint": fp}))
         tmp.replace(path)
+        _prune(path.parent)
     except OSError:
         pass  # a cache that cannot be written only costs time
+
+
+def _prune(directory: Path) -> None:
+    """Drop the oldest entries past :data:`CACHE_ENTRIES` (a dropped entry costs one
+    full reading; another runner pruning at once only finds some already gone)."""
+    entries = []
+    for entry in directory.glob("*.json"):
+        with contextlib.suppress(OSError):
+            entries.append((entry.stat().st_mtime, entry))
+    for _, entry in sorted(entries, reverse=True)[CACHE_ENTRIES:]:
+        entry.unlink(missing_ok=True)
 
 
 @dataclass
@@ -209,6 +228,7 @@ def _plan(
         fingerprint_after=after,
         warnings=warnings,
         timings=timings,
+        cache={"desired": desired.cached, "inspection": reused} if cache_dir else None,
     )
 
 

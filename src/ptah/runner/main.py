@@ -1,10 +1,10 @@
 """`ptah-runner`: what a Job's Pod executes. Opens the target, does one operation, prints one frame.
 
 Inputs come from files and the environment the Job provides (``PTAH_DB_URL``,
-``PTAH_DEV_URL``, ``PTAH_OPERATION_ID``, ``PTAH_REALM``). Every run prints one
-result frame, the evidence the operator reads. The exit code is 0 when the operation
-ran to its own outcome (succeeded, refused, failed by its SQL); a failure of input or
-environment also prints one line on stderr and exits with its class's code:
+``PTAH_DEV_URL``, ``PTAH_OPERATION_ID``, ``PTAH_REALM``, ``PTAH_CACHE_DIR``). Every run
+prints one result frame, the evidence the operator reads. The exit code is 0 when the
+operation ran to its own outcome (succeeded, refused, failed by its SQL); a failure of
+input or environment also prints one line on stderr and exits with its class's code:
 """
 
 from __future__ import annotations
@@ -104,7 +104,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="plan the desired schema against the target (read-only)")
     _add_common(p)
     p.add_argument("--desired", required=True, help="file holding the desired SQL DDL")
-    p.add_argument("--cache-dir", default=None, help="cache for the normalised desired schema")
+    p.add_argument(
+        "--cache-dir",
+        default=os.environ.get("PTAH_CACHE_DIR") or None,
+        help="re-plan cache: the normalised desired schema and the target's last inspection"
+        " (default: $PTAH_CACHE_DIR, which a Plan Job sets when its runner settings name a"
+        " cacheVolume)",
+    )
     p.add_argument(
         "--ownership",
         choices=("ignore", "manage"),

@@ -57,7 +57,10 @@ def plan(
         )
     except (EngineError, PlanError) as exc:
         return run.frame("failed", exc.reason, {"message": run.target.scrub(str(exc))})
-    return run.frame("succeeded", data=result.to_json())
+    data = result.to_json()
+    if result.cache is not None:
+        data["cache"] = result.cache  # what the re-plan cache gave this plan
+    return run.frame("succeeded", data=data)
 
 
 def _read_plan(plan_file: str) -> tuple[list[Statement], str, str]:

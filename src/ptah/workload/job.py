@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ptah.api.common import RunnerSpec, SecretKeyRef
+from ptah.api.common import CACHE_VOLUME, OperationType, RunnerSpec, SecretKeyRef
 from ptah.api.digest import digest
 
 LABEL_OPERATION = "ptah.io/operation-id"
@@ -20,6 +20,12 @@ ANNOTATION_ADMISSION = "ptah.io/admission-digest"
 ANNOTATION_INPUT = "ptah.io/input-fingerprint"
 CONTAINER = "runner"
 INPUT_MOUNT = "/ptah/input"
+CACHE_MOUNT = "/ptah/cache"
+CACHE_ENV = "PTAH_CACHE_DIR"
+# The operations whose runner reads and writes the re-plan cache: a reading that plans.
+# An Apply never trusts a cache (it checks the target's real fingerprint before it
+# writes), so its Pod does not mount one.
+CACHED_OPERATIONS: frozenset[OperationType] = frozenset({"Plan"})
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,9 @@ def pod_spec(req: JobRequest) -> dict[str, Any]:
     ]
     if req.realm:
         env.append({"name": "PTAH_REALM", "value": req.realm})
+    cache = _cache_volume(req)
+    if cache is not None:
+        env.append({"name": CACHE_ENV, "value": CACHE_MOUNT})
     if req.dev_secret_ref is not None:
         env.append(
             {
@@ -101,6 +110,8 @@ def pod_spec(req: JobRequest) -> dict[str, Any]:
         "env": env,
     }
     volume_mounts = [{"name": m.name, "mountPath": m.path, "readOnly": True} for m in mounts]
+    if cache is not None:
+        volume_mounts.append({"name": CACHE_VOLUME, "mountPath": CACHE_MOUNT})
     volume_mounts += [dict(m) for m in req.runner.volume_mounts or []]
     if volume_mounts:
         container["volumeMounts"] = volume_mounts
@@ -110,6 +121,8 @@ def pod_spec(req: JobRequest) -> dict[str, Any]:
         container["securityContext"] = req.runner.security_context
     spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [container]}
     volumes = [{"name": m.name, **m.source} for m in mounts]
+    if cache is not None:
+        volumes.append(cache)
     volumes += [dict(v) for v in req.runner.volumes or []]
     if volumes:
         spec["volumes"] = volumes
@@ -122,6 +135,15 @@ def pod_spec(req: JobRequest) -> dict[str, Any]:
     if req.runner.pod_security_context:
         spec["securityContext"] = req.runner.pod_security_context
     return spec
+
+
+def _cache_volume(req: JobRequest) -> dict[str, Any] | None:
+    """The re-plan cache's volume when the runner settings name one and the operation
+    plans; None otherwise, and then the Pod is exactly what it was without a cache."""
+    source = req.runner.cache_volume
+    if not source or req.operation_type not in CACHED_OPERATIONS:
+        return None
+    return {"name": CACHE_VOLUME, **source}
 
 
 def admission_digest(req: JobRequest) -> str:

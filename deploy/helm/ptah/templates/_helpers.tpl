@@ -62,7 +62,17 @@ app.kubernetes.io/part-of: ptah
 {{- end -}}
 
 {{/* Refuse values the operator cannot honour, instead of installing one that ignores them. */}}
+{{- define "ptah.planCacheName" -}}
+{{ include "ptah.fullname" . }}-plan-cache
+{{- end -}}
+
 {{- define "ptah.validate" -}}
+{{- if and .Values.runner.cache.persistentVolumeClaim.create (not .Values.watch.namespaces) -}}
+{{- fail "runner.cache.persistentVolumeClaim.create needs watch.namespaces (a claim is made in each); with every namespace watched, create the claims and set runner.cache.volume" -}}
+{{- end -}}
+{{- if and .Values.runner.cache.persistentVolumeClaim.create .Values.runner.cache.volume -}}
+{{- fail "runner.cache: set volume or persistentVolumeClaim.create, not both" -}}
+{{- end -}}
 {{- if and .Values.watch.labelSelector (or (contains "!" .Values.watch.labelSelector) (contains " in " .Values.watch.labelSelector) (contains "(" .Values.watch.labelSelector)) -}}
 {{- fail "watch.labelSelector: equality only (key=value,key2=value2)" -}}
 {{- end -}}
