@@ -84,3 +84,33 @@ def test_shutdown_wakes_blocked_workers() -> None:
     q.shutdown()
     t.join(5)
     assert raised.is_set()
+
+
+def test_urgent_keys_go_ahead_and_are_still_deduplicated() -> None:
+    """Work in flight (a moved Job) goes ahead of keys waiting in order, once."""
+    q: WorkQueue[str] = WorkQueue()
+    for key in ("a", "b", "c"):
+        q.add(key)
+    q.add("d", urgent=True)
+    q.add("c", urgent=True)  # already waiting: moved ahead, not added twice
+    assert [q.get(0) for _ in range(4)] == ["d", "c", "a", "b"]
+    assert q.get(0) is None
+    for key in "dcab":
+        q.done(key)
+    assert len(q) == 0
+
+
+def test_urgent_add_during_a_pass_runs_next_after_done_never_twice_at_once() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("a")
+    assert q.get(0) == "a"
+    q.add("b")
+    q.add("c")
+    q.add("a", urgent=True)  # its Job completed during the pass
+    assert q.get(0) == "b"  # "a" is still being processed: not handed out twice
+    q.done("a")
+    assert q.get(0) == "a"  # ahead of "c", which waited in order
+    assert q.get(0) == "c"
+    for key in "abc":
+        q.done(key)
+    assert q.get(0) is None

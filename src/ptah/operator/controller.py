@@ -31,6 +31,7 @@ import structlog
 
 from ptah.kube import errors
 from ptah.kube.events import record_event
+from ptah.kube.kinds import JOB, POD
 from ptah.kube.port import Cluster, Obj
 from ptah.kube.watch import WatchEvent
 from ptah.lifecycle.context import Env
@@ -47,6 +48,8 @@ log = structlog.get_logger("ptah.operator")
 KILL_ENV = "PTAH_TEST_KILL_AT"
 # Passes one worker runs back to back for a key that asks to run again at once.
 CHAIN = 16
+# Kinds whose events are about work in flight (their owner's queue key goes first).
+IN_FLIGHT_KINDS = frozenset({JOB.kind, POD.kind})
 
 
 class LeadershipLost(Exception):
@@ -189,8 +192,11 @@ class Controller:
         if self.settings.label_selector:
             keys = {k for k in keys if self.index.has(k)}
         self.metrics.watch_events.labels(kind, str(bool(keys)).lower()).inc()
+        # A Job or Pod that moved is work in flight: its owner's next step (supervise,
+        # account the outcome, release the Lease) goes ahead of new claims.
+        urgent = kind in IN_FLIGHT_KINDS
         for key in keys:
-            self.queue.add(key)
+            self.queue.add(key, urgent=urgent)
 
     def selects(self, obj: dict[str, Any]) -> bool:
         labels = (obj.get("metadata") or {}).get("labels") or {}

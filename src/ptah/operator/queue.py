@@ -8,6 +8,11 @@ the queue absorbs further adds (a burst of events is one pass).
 
 Failed passes back off per key, exponentially; a global token bucket bounds
 the overall pass rate so a storm of events cannot hammer the apiserver.
+
+An ``urgent`` add goes ahead of the keys waiting in order: the operator uses it for
+work in flight (a Job or Pod of the key moved), so accounting a finished Job and
+handing its Lease back never waits behind a queue of new claims. Urgency changes only
+the order: a key is still deduplicated, never processed twice at once, never lost.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import heapq
 import itertools
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -70,8 +76,10 @@ class WorkQueue(Generic[K]):
         self._limiter: RateLimiter[K] = limiter or RateLimiter()
         self._clock = clock
         self._cond = threading.Condition()
-        self._ready: list[K] = []
+        self._ready: deque[K] = deque()
+        self._urgent: deque[K] = deque()  # taken before _ready
         self._dirty: set[K] = set()
+        self._dirty_urgent: set[K] = set()  # dirty keys added urgent while processing
         self._processing: set[K] = set()
         self._delayed: list[tuple[float, int, K]] = []
         self._due: dict[K, float] = {}
@@ -80,17 +88,27 @@ class WorkQueue(Generic[K]):
 
     # -- adding --
 
-    def add(self, key: K) -> None:
+    def add(self, key: K, urgent: bool = False) -> None:
         with self._cond:
-            self._add_locked(key)
+            self._add_locked(key, urgent)
 
-    def _add_locked(self, key: K) -> None:
-        if self._shutdown or key in self._dirty:
+    def _add_locked(self, key: K, urgent: bool = False) -> None:
+        if self._shutdown:
+            return
+        if key in self._dirty:
+            if urgent and key in self._processing:
+                self._dirty_urgent.add(key)
+            elif urgent and key not in self._urgent:
+                self._ready.remove(key)  # waiting in order: move it ahead
+                self._urgent.append(key)
             return
         self._dirty.add(key)
-        if key not in self._processing:
-            self._ready.append(key)
-            self._cond.notify()
+        if key in self._processing:
+            if urgent:
+                self._dirty_urgent.add(key)
+            return
+        (self._urgent if urgent else self._ready).append(key)
+        self._cond.notify()
 
     def add_after(self, key: K, delay: float) -> None:
         """Add ``key`` after ``delay`` seconds; an earlier pending time for it wins."""
@@ -132,8 +150,8 @@ class WorkQueue(Generic[K]):
                 if self._shutdown:
                     raise ShutDown
                 self._promote_due()
-                if self._ready:
-                    key = self._ready.pop(0)
+                if self._urgent or self._ready:
+                    key = (self._urgent or self._ready).popleft()
                     self._dirty.discard(key)
                     self._processing.add(key)
                     return key
@@ -158,8 +176,10 @@ class WorkQueue(Generic[K]):
     def done(self, key: K) -> None:
         with self._cond:
             self._processing.discard(key)
+            urgent = key in self._dirty_urgent
+            self._dirty_urgent.discard(key)
             if key in self._dirty:
-                self._ready.append(key)
+                (self._urgent if urgent else self._ready).append(key)
                 self._cond.notify()
 
     # -- lifecycle --
@@ -171,7 +191,7 @@ class WorkQueue(Generic[K]):
 
     def __len__(self) -> int:
         with self._cond:
-            return len(self._ready) + len(self._delayed)
+            return len(self._urgent) + len(self._ready) + len(self._delayed)
 
     def processing(self) -> int:
         with self._cond:
