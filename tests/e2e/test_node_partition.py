@@ -11,10 +11,13 @@ an advisory one: a table made for it would make the database need a baseline).
 The operator must keep the database's Lease for as long as the runner writes: it
 records the run as uncertain saying what it saw (the Pod was deleted before it was seen
 to stop, never "0 Pods ran"), keeps renewing the Lease with the reason in
-``status.pendingLockRelease.withheld``, and releases only on evidence: once the node is
-back, the proving History reading shows the run's own work complete. A background
-sampler of the Lease holder shows it held at every sample until the runner's writes had
-ended (its database session gone), and released only after.
+``status.pendingLockRelease.withheld``, and never releases it: no evidence that the Pod
+stopped ever reaches the API (its object is gone), and a History reading showing the
+run's work complete is not such evidence either, so the proof does not read until the
+hold (the Job's deadline + 60 s; the test sets a 120 s deadline) has passed. Then the
+Lease is left to expire, the proof reads, and the run is settled as converged. A
+background sampler of the Lease shows it held by the run, and unexpired, at every
+sample until the runner's writes had ended (its database session gone).
 """
 
 from __future__ import annotations
@@ -25,11 +28,12 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from typing import Any
 
 import psycopg
 import pytest
-from e2esupport import Operator, events, secret, wait_for
+from e2esupport import Operator, events, secret, wait_event, wait_for
 from migflow import (
     condition,
     configmap,
@@ -63,12 +67,16 @@ FILES = {
 VERSIONS = ["1", "2", "3", "4"]
 
 
+DEADLINE = 120  # the runner Job's activeDeadlineSeconds: the hold is this + 60 s
+
+
 class HolderSampler:
-    """The realm Lease's holder, sampled every 20 ms on a thread: (monotonic, holder)."""
+    """The realm Lease, sampled every 20 ms on a thread: (monotonic, holder, whether it
+    was unexpired at the sample's wall-clock time, by its renewTime and duration)."""
 
     def __init__(self, kube: RealCluster, ns: str, name: str) -> None:
         self.kube, self.ns, self.name = kube, ns, name
-        self.samples: list[tuple[float, str]] = []
+        self.samples: list[tuple[float, str, bool]] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
@@ -76,8 +84,11 @@ class HolderSampler:
         while not self.stop.is_set():
             with contextlib.suppress(Exception):
                 lease = self.kube.get(LEASE, self.ns, self.name) or {}
-                holder = (lease.get("spec") or {}).get("holderIdentity") or ""
-                self.samples.append((time.monotonic(), holder))
+                spec = lease.get("spec") or {}
+                stamp = spec.get("renewTime")
+                renewed = datetime.fromisoformat(stamp).timestamp() if stamp else 0.0
+                live = renewed + float(spec.get("leaseDurationSeconds") or 0) > time.time()
+                self.samples.append((time.monotonic(), spec.get("holderIdentity") or "", live))
             self.stop.wait(0.02)
 
     def __enter__(self) -> HolderSampler:
@@ -118,6 +129,10 @@ def _backends(admin: psycopg.Connection[Any], database: str, mine: set[int]) -> 
     return [r for r in rows if r[0] not in mine]
 
 
+def _stamp(event: dict[str, Any]) -> str:
+    return str(event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp"))
+
+
 def _job_failed(kube: RealCluster, ns: str, name: str) -> bool:
     job = kube.get(JOB, ns, name) or {}
     conds = (job.get("status") or {}).get("conditions") or []
@@ -143,7 +158,15 @@ def test_force_deleted_pod_on_a_paused_node_keeps_the_lease_until_the_runner_sto
         secret(kube, namespace, "db", url)
         configmap(kube, namespace, "mig", with_sum(FILES))
         operator.start()
-        migration(kube, namespace, "app", "db", "postgres", configmaps=["mig"])
+        migration(
+            kube,
+            namespace,
+            "app",
+            "db",
+            "postgres",
+            configmaps=["mig"],
+            runner={"activeDeadlineSeconds": DEADLINE},
+        )
 
         # Barrier: the runner has applied file 1 and waits on the gate in file 2.
         (runner,) = wait_for(
@@ -220,17 +243,19 @@ def test_force_deleted_pod_on_a_paused_node_keeps_the_lease_until_the_runner_sto
                 assert ended_at > failed_at
                 s = mstatus(kube, namespace, "app")
                 assert s["pendingLockRelease"]["withheld"] == staged["withheld"]
-            # The node is back: the proving reading runs, shows the run's own work
-            # complete, and only that hands the database back.
-            wait_for(
-                "the Lease released",
-                lambda: sampler.samples and sampler.samples[-1][1] == "",
-                timeout=120,
+            # The node is back. The runner's Pod was never seen to stop, and the
+            # database's showing the work complete is not evidence that it did: the
+            # Lease is kept and the proof waits, until the hold has passed.
+            wait_event(
+                kube,
+                namespace,
+                "app",
+                "LeaseLeftToExpire",
+                "deleted before it was seen to stop",
+                timeout=DEADLINE + 150,
             )
-        before_end = [h for t, h in sampler.samples if t <= ended_at]
-        assert before_end and set(before_end) == {holder}, set(before_end)
-        released_at = next(t for t, h in sampler.samples if h != holder)
-        assert released_at > ended_at
+        held = [(h, live) for t, h, live in sampler.samples if t <= ended_at]
+        assert held and set(held) == {(holder, True)}, set(held)
 
         s = wait_mstatus(
             kube, namespace, "app", "Ready", ready_at(VERSIONS), timeout=120, log=operator.log_path
@@ -243,8 +268,12 @@ def test_force_deleted_pod_on_a_paused_node_keeps_the_lease_until_the_runner_sto
         uncertain = [m for r, m in messages if r == "OutcomeUncertain"]
         assert uncertain and "deleted before it was seen to stop" in uncertain[0], messages
         assert not any("0 Pods" in m for _, m in messages), messages
-        released = [m for r, m in messages if r == "LeaseReleased"]
-        assert released and "proved the run's own work complete" in released[0], messages
+        assert not [m for r, m in messages if r == "LeaseReleased"], messages
+        # Settled only by a reading dispatched after the hold, never before.
+        settled = [e for e in evs if e["reason"] == "ProofSettled"]
+        left = [e for e in evs if e["reason"] == "LeaseLeftToExpire"]
+        assert settled and left, messages
+        assert _stamp(settled[0]) >= _stamp(left[0]), (settled[0], left[0])
         assert len(migrate_jobs(kube, namespace, uid)) == 1
     finally:
         gate.close()

@@ -5,8 +5,9 @@ force-deleted; the Job controller (not cut off) counts it failed and fails the J
 The container keeps writing. The Lease must stay held for as long as the simulated
 database counts that executor as a writer, the record must say what was seen (the
 Pod was deleted before it was seen to stop), and the release must come only on
-evidence: a reading that proves the run's own work complete, or the hold passing
-(then the Lease is left to expire, never released).
+evidence: every Pod the Job counted seen to stop, or the hold passing (then the Lease
+is left to expire, never released). Until then no proof reads: a database that looks
+complete says nothing about a process that may still write.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def _running_apply(h: MemoryHarness) -> PodRun:
 
 
 def _partition_and_force_delete(h: MemoryHarness, run: PodRun) -> None:
-    h.kubelet.partitioned = 10**6
+    h.kubelet.partition(10**6)
     run.steps_left = 10**6  # still writing, long after the Job fails
     h.admin.delete(POD, NS, run.pod)
     h.kubelet.step()  # the Job controller counts the deleted Pod failed
@@ -87,18 +88,93 @@ def test_the_lease_stays_held_while_the_partitioned_runner_writes() -> None:
     assert _holder(h) == staged["holder"]
     assert h.status()["pendingLockRelease"]["withheld"] == staged["withheld"]
 
-    # The runner finishes on its own; the node reconnects; the reading proves the run's
-    # own work complete, and only that frees the release.
+    # The runner finishes on its own and the node reconnects. Nothing the API shows says
+    # the deleted Pod stopped, and a database that looks complete is not evidence either:
+    # the release stays withheld and the proof does not read until the hold has passed.
     run.steps_left = 1
     h.kubelet.step()
     assert op not in h.db.writers
     h.kubelet.partitioned = 1
     h.kubelet.step()
-    h.run(lambda: h.status().get("pendingLockRelease") is None, passes=400)
-    assert _holder(h) in (None, "")
+    jobs = {j["metadata"]["name"] for j in h.jobs()}
+    _passes(h, 20)
+    assert {j["metadata"]["name"] for j in h.jobs()} == jobs  # no reading dispatched
+    assert h.status()["pendingLockRelease"]["withheld"] == staged["withheld"]
+    assert h.status()["pendingObservation"]["operationId"] == op
+    assert h.phase() == "ProofOwed" and "may still be writing" in _message(h)
+    assert _holder(h) == staged["holder"]
+    h.clock.advance(1000)  # past dispatch + the Job's deadline (900 s) + 60 s
+    h.run(lambda: h.status().get("pendingObservation") is None, passes=400)
+    assert h.status().get("pendingLockRelease") is None
     assert h.db.executions[op] == 1
-    released = [m for r, m in _events(h) if r == "LeaseReleased"]
-    assert released and "proved the run's own work complete" in released[0], _events(h)
+    assert h.status()["lastMutation"]["outcome"] == "Converged"
+    left = [m for r, m in _events(h) if r == "LeaseLeftToExpire"]
+    assert left and "the Pod was deleted before it was seen to stop" in left[0], left
+    assert not [r for r, _ in _events(h) if r == "LeaseReleased"]
+
+
+def _message(h: MemoryHarness) -> str:
+    ready = [c for c in h.status().get("conditions") or [] if c["type"] == "Ready"]
+    return str(ready[0]["message"]) if ready else ""
+
+
+def _zombie_with_complete_work(h: MemoryHarness) -> PodRun:
+    """The Apply's Pod force-deleted on a cut-off node, its process finishing the plan's
+    work (the database reaches the plan's expected schema) and then living on after the
+    node is back, as a process does while it handles SIGTERM: alive, its Pod gone."""
+    run = _running_apply(h)
+    _partition_and_force_delete(h, run)
+    h.run(lambda: h.status().get("pendingObservation") is not None)
+    run.steps_left = 1
+    run.exit_lag = 10**6
+    h.kubelet.step()  # the work is done; the process has not exited
+    assert run.done and run.truth is not None and run.truth.alive
+    run.grace = 10**6
+    h.kubelet.partitioned = 1
+    h.kubelet.step()  # the node is back; the process lives on without its Pod
+    assert run.truth.alive
+    return run
+
+
+def test_a_complete_looking_database_does_not_settle_a_run_that_may_still_write() -> None:
+    """The database showing the run's work complete is not evidence that its executor
+    stopped (another Pod of the Job, or this one before it exits, may write yet): no
+    proof reads and the record is not settled while a Pod deleted before it was seen to
+    stop may live; both wait for the hold."""
+    h = MemoryHarness()
+    run = _zombie_with_complete_work(h)
+    assert run.truth is not None
+    op = run.operation_id
+    _passes(h, 30)
+    assert run.truth.alive
+    s = h.status()
+    assert s["pendingObservation"]["operationId"] == op
+    assert s["pendingLockRelease"]["withheld"] == "the Pod was deleted before it was seen to stop"
+    assert h.phase() == "ProofOwed", h.phase()
+    assert h.claim() is None  # no reading was claimed meanwhile
+    assert _holder(h) == s["pendingLockRelease"]["holder"]
+    run.grace = 0  # the process dies; the API still cannot say so
+    h.kubelet.step()
+    assert not run.truth.alive
+    h.clock.advance(1000)
+    h.run(lambda: h.status().get("pendingObservation") is None, passes=400)
+    assert h.status()["lastMutation"]["outcome"] == "Converged"
+    assert h.db.executions[op] == 1
+
+
+def test_the_old_proof_rule_settles_under_a_live_executor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scenario can fail: with the proof judging only the Pods the API still shows
+    (the defect), it reads and settles the record while the deleted Pod's process lives."""
+    monkeypatch.setattr(
+        lifecycle,
+        "uncertain_run_may_write",
+        lambda p, op: "running" if lifecycle.operation_running(p, op) else None,
+    )
+    h = MemoryHarness()
+    run = _zombie_with_complete_work(h)
+    assert run.truth is not None
+    h.run(lambda: h.status().get("pendingObservation") is None, passes=400)
+    assert run.truth.alive
 
 
 def test_without_evidence_the_lease_is_left_to_expire_saying_what_was_seen() -> None:

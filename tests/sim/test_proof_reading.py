@@ -21,7 +21,8 @@ DESIRED = "CREATE TABLE t0\nCREATE TABLE t1"
 
 
 def _uncertain_apply() -> tuple[World, Invariants]:
-    """The Apply ran to the end; its Job vanished before the controller read its frame."""
+    """The Apply ran to the end; its Job vanished before the controller read its frame,
+    and the hold has passed."""
     world, inv = hand_world([(SCHEMA_FAMILY, "s", "sim://u:{pw}@db1", "db1")])
     world.cluster.system.patch(
         SCHEMA_FAMILY.kind, NS, "s", {"spec": {"source": {"inline": DESIRED}}}
@@ -42,6 +43,11 @@ def _uncertain_apply() -> tuple[World, Invariants]:
     one_pass(world, inv)
     record = status(world)["pendingObservation"]
     assert record["operationId"] == claim["operationId"]
+    # No one saw the Job end, so its executor may still write: the proof waits until the
+    # hold (the Job's deadline + 60 s) has passed and the Lease is left to expire.
+    one_pass(world, inv)
+    assert status(world)["phase"] == "ProofOwed"
+    world.clock.advance(1000)
     return world, inv
 
 

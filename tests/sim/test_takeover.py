@@ -145,7 +145,7 @@ def test_an_expired_lease_is_not_taken_while_a_vanished_pods_process_writes(
     db = world.dbs.by_name["db1"]
 
     # The node loses the API; the Apply's Job is deleted meanwhile (its Pod collected).
-    world.kubelet.partitioned = 10**6
+    world.kubelet.partition(10**6)
     if deleted == "job":
         world.cluster.system.delete(JOB, NS, run.job, propagation="Background")
     else:

@@ -260,9 +260,6 @@ class MigrationFamily:
         )
         return reached or not (reading.pending or reading.repeatables_pending)
 
-    def proves_complete(self, record: UncertainRecord, frame: ResultFrame) -> bool:
-        return self.settles(record, frame)
-
     def unsettled(self, p: Pass) -> str:
         reading = self.status_of(p.obj).history
         if reading is None:

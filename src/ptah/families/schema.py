@@ -195,11 +195,6 @@ class SchemaFamily:
             bool(record.expected_after) and data.get("fingerprintBefore") == record.expected_after
         )
 
-    def proves_complete(self, record: UncertainRecord, frame: ResultFrame) -> bool:
-        return bool(record.expected_after) and (
-            frame.data.get("fingerprintBefore") == record.expected_after
-        )
-
     def unsettled(self, p: Pass) -> str:
         plan = p.status.current_plan
         if plan is None:

@@ -130,11 +130,15 @@ def still_writing(known: list[PodSeen], listed: set[str], job_pods: int | None) 
 class Verdict:
     """``writing`` False means stopped on evidence (``why`` says which); otherwise ``why``
     says what keeps the release withheld. ``evidence`` is the staged release updated with
-    what this pass saw (written back when it changed)."""
+    what this pass saw (written back when it changed). ``awaits_proof`` marks the one
+    withholding that is not about a process at all: a Job never seen to exist, whose
+    absence is counted only once its proof is settled or abandoned, so the proof must
+    not wait for this release in turn."""
 
     writing: bool
     why: str
     evidence: LockRelease
+    awaits_proof: bool = False
 
 
 def judge(p: Pass, staged: LockRelease) -> Verdict:
@@ -201,7 +205,7 @@ def _never_created(p: Pass, staged: LockRelease) -> Verdict:
             f"no Job and no Pod under the reserved name {staged.job_name}; the proof of "
             f"{staged.operation_id} is owed, then a full resync ({resync:g} s) must pass"
         )
-        return Verdict(True, why, staged.model_copy(update={"withheld": why}))
+        return Verdict(True, why, staged.model_copy(update={"withheld": why}), awaits_proof=True)
     now = p.cluster.now()
     first = p.env.absences.setdefault(_absence_key(p, staged), now)
     if (now - first).total_seconds() >= resync:

@@ -176,10 +176,6 @@ class Family(Protocol[SpecT, StatusT]):
     def settles(self, record: UncertainRecord, frame: ResultFrame) -> bool:
         """Whether ``frame`` (a fresh read-only reading) settles ``record``."""
 
-    def proves_complete(self, record: UncertainRecord, frame: ResultFrame) -> bool:
-        """Whether ``frame`` shows the uncertain run's own work finished (so its executor
-        has nothing left to write), not merely a database that happens to match."""
-
     def unsettled(self, p: Pass) -> str:
         """What the last reading showed that kept the record open, for a person."""
 

@@ -113,6 +113,29 @@ def may_still_write(p: Pass, staged: LockRelease) -> executor.Verdict:
     return executor.judge(p, staged)
 
 
+def uncertain_run_may_write(p: Pass, operation_id: str) -> str | None:
+    """Why the uncertain run ``operation_id`` may still be writing, or None once nothing
+    of it can: a reading taken before then proves nothing, so the proof neither reads
+    nor settles meanwhile.
+
+    While the run's release is staged, the release's own verdict decides (stopped only
+    on evidence, :func:`may_still_write`): a Pod deleted before it was seen to stop keeps
+    the proof waiting, however complete the database looks (another Pod of the same Job
+    may have finished the work while the deleted one still runs), until the hold passes
+    and the release step gives the Lease up to expiry. A Job never seen to exist is the
+    exception: its release waits for the proof, so the proof does not wait for it.
+    Without a staged release, any Pod of the run that the API shows not stopped keeps
+    the proof waiting."""
+    staged = p.status.pending_lock_release
+    if staged is not None and staged.operation_id == operation_id:
+        verdict = may_still_write(p, staged)
+        if verdict.writing and not verdict.awaits_proof:
+            return verdict.why
+    if operation_running(p, operation_id):
+        return "its Pod is still running"
+    return None
+
+
 def operation_running(p: Pass, operation_id: str) -> bool:
     """Whether a Pod of ``operation_id`` has not stopped (or the read could not say)."""
     try:
@@ -146,9 +169,9 @@ def _release_step(p: Pass) -> Result | None:
         if staged.epoch is not None:
             writes.renew_lease(p, staged.lease_name, staged.holder, staged.epoch)
         if p.status.record is not None:
-            # The proof is prioritised and read-only: it needs no Lease, so a withheld
-            # release does not hold it back (the Lease stays ours meanwhile). Only the
-            # supervise and prove steps can run while a record is owed.
+            # A record is owed: the prove step says what the proof waits for (this
+            # run to stop, see uncertain_run_may_write), and the Lease stays ours
+            # meanwhile. Only the supervise and prove steps can run while it is owed.
             return None
         return _observe(
             p,
@@ -633,8 +656,8 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
         record is not None
         and record.database == frame.database.digest
         and p.family.settles(record, frame)
-        # A reading taken while the uncertain run's Pod still runs proves nothing yet.
-        and not operation_running(p, record.operation_id)
+        # A reading taken while the uncertain run may still write proves nothing yet.
+        and uncertain_run_may_write(p, record.operation_id) is None
     )
     draft = p.family.plan_from_reading(p, frame)
     policy = verification_policy(p, policy_name(p.spec))
@@ -713,26 +736,7 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
             outcome="Converged",
             at=p.now_iso(),
         ).replacing()
-    release = None
-    staged = p.status.pending_lock_release
-    if (
-        settle
-        and staged is not None
-        and record is not None
-        and staged.operation_id == record.operation_id
-        and p.family.proves_complete(record, frame)
-    ):
-        # The reading proved the run's own work complete, so its executor has nothing
-        # left to write: the withheld release may proceed.
-        release = staged.model_copy(
-            update={
-                "executor_stopped": True,
-                "withheld": "a fresh reading proved the run's own work complete",
-            }
-        )
-    writes.write_outcome(
-        p, op, "Succeeded", record=None, settle=settle, release=release, extra=extra
-    )
+    writes.write_outcome(p, op, "Succeeded", record=None, settle=settle, release=None, extra=extra)
     if settle:
         assert record is not None
         writes.emit_event(
@@ -771,16 +775,17 @@ def _prove_step(p: Pass) -> Result | None:
             warning=True,
         )
         return AGAIN
-    if operation_running(p, record.operation_id):
-        # The run may still be writing: a reading now could catch it half way. Wait for
-        # its Pods to stop (a Pod that has not stopped is "may still be writing").
+    writing = uncertain_run_may_write(p, record.operation_id)
+    if writing is not None:
+        # The run may still be writing: a reading now could catch it half way, and no
+        # reading proves anything until nothing of it can write.
         return _observe(
             p,
             Observe(
                 "ProofOwed",
-                message=f"{record.operation_id} ({record.reason}): its Pod is still running; "
-                "the proof reads once it has stopped",
-                waiting_for="the uncertain run's Pod to stop",
+                message=f"{record.operation_id} ({record.reason}) may still be writing: "
+                f"{writing}; the proof reads once it has stopped",
+                waiting_for="the uncertain run to stop",
                 requeue_after=p.env.poll_seconds,
             ),
         )

@@ -16,10 +16,12 @@ controller:
 - kubelet lag both ways: a container that printed its frame but has not exited
   yet, a Job marked terminal before its Pods stop, or only some steps after;
 - the Job's active deadline, enforced as the Job controller does;
-- the node cut off from the API (a partition) while its containers keep running and
+- a node cut off from the API (a partition) while its containers keep running and
   writing: nothing they do reaches the API (no status, no log) until it reconnects, and
   meanwhile a running Pod may be force-deleted (``kubectl delete --force``): its object
-  goes at once, its process does not. The Job controller, which is not cut off, counts
+  goes at once, its process does not. The cluster has other nodes: a Pod created while
+  that node is cut off runs elsewhere, connected, so a reading can run and report while
+  the cut-off node's process still writes. The Job controller, which is not cut off, counts
   a Pod deleted before it was counted as failed and, with ``backoffLimit: 0``, fails the
   Job; the process is killed only once the kubelet reconnects and finds its Pod gone.
 
@@ -109,6 +111,7 @@ class PodRun:
     exit_reason: str = "Completed"
     grace: int = 0  # kubelet steps a process outlives its deleted Pod
     started: bool = False  # the node started its container
+    cut_off: bool = False  # on the node that lost the API (while the partition lasts)
 
 
 @dataclass
@@ -138,9 +141,11 @@ class Kubelet:
     def step(self) -> None:
         self._start_pods()
         if self.partitioned:
+            elsewhere = [name for name, run in self.runs.items() if not run.cut_off]
             self._run_offline()
+            self._run_pods(elsewhere)
         else:
-            self._run_pods()
+            self._run_pods(list(self.runs))
             self._maybe_partition()
         self._finish_jobs()
         self._ttl()
@@ -279,8 +284,12 @@ class Kubelet:
 
     # --- the kubelet
 
-    def _run_pods(self) -> None:
-        for name, run in list(self.runs.items()):
+    def _run_pods(self, names: list[str]) -> None:
+        """The connected nodes' kubelet: ``names`` are the runs on them."""
+        for name in names:
+            run = self.runs.get(name)
+            if run is None:
+                continue
             pod = self.api.peek(POD, NS, name)
             if pod is None:
                 if run.grace > 0:
@@ -367,7 +376,7 @@ class Kubelet:
         self._log(run, log, printed.operation_id, frames)
 
     def _log(self, run: PodRun, text: str, op: str | None, frames: int) -> None:
-        if self.partitioned:
+        if self.partitioned and run.cut_off:
             # The log is on the node; the API cannot fetch it until the node is back.
             self._unsent_logs[run.pod] = (text, op, frames)
             return
@@ -384,7 +393,7 @@ class Kubelet:
             run.truth.alive = False
         if run.mutating:
             self._stop_writing(run)
-        if self.partitioned:
+        if self.partitioned and run.cut_off:
             self._unsent_exits[run.pod] = run  # reported once the node is back
             return
         self._report_exit(run)
@@ -409,8 +418,17 @@ class Kubelet:
         running = [r for r in self.runs.values() if r.mutating and r.started and not r.done]
         if running and self._fault("partition") and self.rng.random() < 0.5:
             self._count("fault:partition")
-            # Long enough, now and then, for a Lease to expire meanwhile.
-            self.partitioned = self.rng.randint(2, 30)
+            # Long enough, now and then, for a Lease to expire meanwhile. The node cut
+            # off holds every Pod it has now; Pods created meanwhile run elsewhere.
+            self.partition(self.rng.randint(2, 30))
+
+    def partition(self, steps: int) -> None:
+        """The node holding every Pod there is now loses the API for ``steps`` kubelet
+        steps (or, when already cut off, for ``steps`` more). Pods created meanwhile run
+        on another node, connected."""
+        self.partitioned = steps
+        for run in self.runs.values():
+            run.cut_off = True
 
     def _run_offline(self) -> None:
         """Containers already started keep running and writing; nothing reaches the API,
@@ -418,7 +436,9 @@ class Kubelet:
         force-deleted, or its Job deleted (its Pods collected): the objects go, the
         process writes on (until the node is back and kills it) after its Job failed or
         vanished."""
-        started = [r for r in self.runs.values() if r.started and not r.done]
+        # A process that has done its work but not exited yet (flushing, slow to exit)
+        # is as alive as one still writing: either may be the one whose Pod goes.
+        started = [r for r in self.runs.values() if r.cut_off and r.started]
         if started and self.faults_on and self.rng.random() < 0.5:
             run = self.rng.choice(started)
             if self.api.peek(POD, NS, run.pod) is not None:
@@ -428,8 +448,12 @@ class Kubelet:
                 else:
                     self._count("fault:force-deleted")
                     self.api.delete(POD, NS, run.pod)
-                run.steps_left += self.rng.randint(2, 30)
-        for run in list(self.runs.values()):
+                if run.done:
+                    self._count("fault:deleted-after-work")
+                    run.exit_lag += self.rng.randint(2, 30)
+                else:
+                    run.steps_left += self.rng.randint(2, 30)
+        for run in [r for r in self.runs.values() if r.cut_off]:
             if not run.started:
                 continue  # the node cannot start what it has not heard of
             if run.done:
@@ -449,6 +473,8 @@ class Kubelet:
     def _reconnect(self) -> None:
         """Back in touch: what exited meanwhile is reported (where its Pod still exists);
         a process whose Pod is gone is found by the next kubelet step and killed."""
+        for back in [*self.runs.values(), *self._unsent_exits.values()]:
+            back.cut_off = False
         for name, (text, op, frames) in list(self._unsent_logs.items()):
             run = self._unsent_exits.get(name) or self.runs.get(name)
             if run is not None:
