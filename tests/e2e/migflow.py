@@ -14,7 +14,6 @@ and are reused as they are.
 from __future__ import annotations
 
 import contextlib
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,28 +24,14 @@ import pytest
 from e2esupport import secret, status, wait_status
 
 from ptah.engines.connect import open_target
-from ptah.engines.versioned import sumfile
-from ptah.engines.versioned.directory import SUM_FILE, read_directory
+from ptah.engines.versioned.directory import SUM_FILE
 from ptah.kube.kinds import CONFIGMAP, JOB, LEASE, MIGRATION, POD
 from ptah.kube.real import RealCluster
 from support.databases import database_url, fresh_database
+from support.migration_dir import with_sum
 from support.wait import wait_for
 
 # ------------------------------------------------------------------ directories
-
-
-def with_sum(files: dict[str, str]) -> dict[str, str]:
-    """``files`` plus the ``ptah.sum`` that ``ptah migrate hash`` would write for them.
-
-    The runner refuses a directory without a sum file (``SumFileMissing``), so every
-    ConfigMap directory a test creates carries one, computed by the same code the CLI
-    uses (written to a scratch directory and read back, exactly as a user would)."""
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        for name, text in files.items():
-            (root / name).write_text(text)
-        sumfile.write(read_directory([root]))
-        return {**files, SUM_FILE: (root / SUM_FILE).read_text()}
 
 
 def split_with_sum(files: dict[str, str], parts: int) -> list[dict[str, str]]:

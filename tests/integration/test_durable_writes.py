@@ -1,5 +1,6 @@
 """One test per row of the seed's "Every durable write, and what follows it" table,
-on both cluster ports: the in-memory API and the real control plane.
+for both families (a PtahSchema's Apply, a PtahMigration's Migrate) on both cluster
+ports: the in-memory API and the real control plane.
 
 Each test stops the controller right after that write, starts a fresh one on what
 was left, and asserts the table's third column: what the next pass must see.
@@ -17,7 +18,7 @@ from ptah.kube.kinds import APPROVAL
 from ptah.kube.real import RealCluster
 from ptah.lifecycle.context import FINALIZER
 from ptah.workload.job import ANNOTATION_ADMISSION
-from support.lifecycle_harness import Harness, MemoryHarness, RealHarness
+from support.lifecycle_harness import SIDES, Harness, MemoryHarness, RealHarness
 
 CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 
@@ -25,38 +26,39 @@ CRDS = Path(__file__).resolve().parents[2] / "deploy" / "crds"
 @pytest.fixture(scope="session")
 def crds(cluster: Any) -> None:
     cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRDS))
-    for crd in ("ptahschemas", "ptahplans", "ptahapprovals"):
+    for crd in ("ptahschemas", "ptahmigrations", "ptahplans", "ptahapprovals"):
         cluster.kubectl(
             "wait", "--for=condition=Established", f"crd/{crd}.ptah.io", "--timeout=60s"
         )
 
 
-@pytest.fixture(params=["memory", "real"])
+@pytest.fixture(
+    params=[(port, family) for port in ("memory", "real") for family in SIDES],
+    ids=lambda param: "-".join(param),
+)
 def h(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
-    """A schema whose plan waits for approval, then approved: the next claim is the Apply."""
+    """A resource whose plan waits for approval, then approved: the next claim is the
+    mutation (a PtahSchema's Apply, a PtahMigration's Migrate)."""
+    port_name, family = request.param
     harness: Harness
-    if request.param == "memory":
-        harness = MemoryHarness()
+    if port_name == "memory":
+        harness = MemoryHarness(SIDES[family])
     else:
         cluster = request.getfixturevalue("cluster")
         request.getfixturevalue("crds")
         namespace = request.getfixturevalue("namespace")
         port = RealCluster.from_kubeconfig(str(cluster.kubeconfig))
-        harness = RealHarness(port, namespace, tmp_path / "shop.db")
-    harness.create_schema(approval="Always")
+        harness = RealHarness(SIDES[family], port, namespace, tmp_path / "shop.db")
+    harness.create(approval="Always")
     harness.run(lambda: harness.phase() == "WaitingForApproval")
     harness.approve(harness.status()["currentPlan"]["digest"])
     harness.job_creates = 0
     yield harness
 
 
-def _apply_jobs(h: Harness) -> list[dict[str, Any]]:
-    return [j for j in h.jobs() if j["metadata"]["name"].startswith("ptah-apply-")]
-
-
 def _finish(h: Harness) -> None:
     h.run(lambda: h.phase() == "Ready" and not h.status().get("pendingLockRelease"))
-    assert h.desired_tables() <= h.tables()
+    assert h.done()
 
 
 def test_finalizer_without_claim_is_removed_first(h: Harness) -> None:
@@ -74,12 +76,12 @@ def test_finalizer_without_claim_is_removed_first(h: Harness) -> None:
 def test_claim_without_dispatch_marker_proceeds(h: Harness) -> None:
     h.run_to_stop("after", "write_claim")
     claim = h.claim()
-    assert claim is not None and claim["type"] == "Apply"
+    assert claim is not None and claim["type"] == h.mutation
     assert "dispatchStarted" not in claim
     assert h.job(claim["jobName"]) is None
     _finish(h)
     assert h.job_creates == 1
-    assert [j["metadata"]["name"] for j in _apply_jobs(h)] == [claim["jobName"]]
+    assert [j["metadata"]["name"] for j in h.mutation_jobs()] == [claim["jobName"]]
 
 
 def test_lease_taken_before_epoch_written_is_adopted_before_dispatch(h: Harness) -> None:
@@ -112,21 +114,32 @@ def test_epoch_changed_after_dispatch_is_continuity_loss(h: Harness) -> None:
         },
     )
     h.one_pass()
-    record = h.status().get("pendingObservation")
-    assert record is not None and record["reason"] == "ContinuityLost"
+    record = h.record()
+    assert record is not None and record.reason == "ContinuityLost"
     assert h.claim() is None
     assert h.job_creates == 1
 
 
-def test_admission_snapshot_returns_and_a_changed_template_is_refused(h: Harness) -> None:
+@pytest.mark.parametrize("changed_by", ["spec", "installation"])
+def test_admission_snapshot_returns_and_a_changed_template_is_refused(
+    h: Harness, changed_by: str
+) -> None:
+    """The template changes through the spec (its generation moves too, so the plan's
+    authorization refuses as well) or through the installation alone: the fresh
+    controller comes up with another default runner image, the spec unchanged, and only
+    the snapshot's digest can refuse."""
     h.run_to_stop("after", "write_admission_snapshot")
     claim = h.claim()
     assert claim is not None and claim["admissionSnapshot"]["digest"]
-    assert not _apply_jobs(h)
-    h.patch_schema({"spec": {"runner": {"image": "ptah/ptah:other"}}})
+    assert not h.mutation_jobs()
+    if changed_by == "spec":
+        h.patch_resource({"spec": {"runner": {"image": "ptah/ptah:other"}}})
+    else:
+        h.runner_defaults = {**h.runner_defaults, "image": "ptah/ptah:other"}
+        h.env = h.fresh_env()
     h.one_pass()
     assert h.claim() is None
-    assert not _apply_jobs(h)
+    assert not h.mutation_jobs()
     assert h.job_creates == 0
 
 
@@ -136,7 +149,7 @@ def test_admission_snapshot_digest_is_what_the_job_carries(h: Harness) -> None:
     assert claim is not None
     digest = claim["admissionSnapshot"]["digest"]
     _finish(h)
-    jobs = _apply_jobs(h)
+    jobs = h.mutation_jobs()
     assert len(jobs) == 1
     assert jobs[0]["metadata"]["annotations"][ANNOTATION_ADMISSION] == digest
 
@@ -162,7 +175,7 @@ def test_consumed_approval_authorizes_no_second_attempt(h: Harness) -> None:
     )
     assert h.status()["currentPlan"]["digest"] == approved
     assert h.job_creates == 0
-    assert not _apply_jobs(h)
+    assert not h.mutation_jobs()
 
 
 def test_dispatch_marker_without_job_is_unknown_never_recreated(h: Harness) -> None:
@@ -170,10 +183,10 @@ def test_dispatch_marker_without_job_is_unknown_never_recreated(h: Harness) -> N
     claim = h.claim()
     assert claim is not None and claim["dispatchStarted"]
     h.one_pass()
-    record = h.status().get("pendingObservation")
-    assert record is not None and record["reason"] == "JobMissing"
+    record = h.record()
+    assert record is not None and record.reason == "JobMissing"
     assert h.job_creates == 0
-    assert not _apply_jobs(h)
+    assert not h.mutation_jobs()
 
 
 def test_job_created_before_uid_written_is_adopted(h: Harness) -> None:
@@ -195,7 +208,7 @@ def test_job_uid_written_then_supervised_not_recreated(h: Harness) -> None:
     _finish(h)
     assert h.job_creates == 1
     assert h.status()["lastMutation"]["outcome"] == "Succeeded"
-    assert [j["metadata"]["uid"] for j in _apply_jobs(h)] == [uid]
+    assert [j["metadata"]["uid"] for j in h.mutation_jobs()] == [uid]
 
 
 def test_ttl_written_under_live_claim_reaches_same_verdict(h: Harness) -> None:
@@ -216,7 +229,7 @@ def test_outcome_patch_leaves_exactly_a_claim_or_a_record(h: Harness) -> None:
     h.run_to_stop("after", "write_outcome")
     status = h.status()
     assert status.get("activeOperation") is None
-    assert status.get("pendingObservation") is None
+    assert h.record() is None
     assert status["lastMutation"]["outcome"] == "Succeeded"
     assert status["pendingLockRelease"]["executorStopped"] is True
     _finish(h)

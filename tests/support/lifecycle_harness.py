@@ -1,8 +1,13 @@
-"""Drive one PtahSchema through the lifecycle, in this process, on either cluster port:
-the in-memory API with the simulated kubelet, or the real control plane whose node
-runs the real ``ptah-runner`` against SQLite (in a container on the real node, the
-database's directory mounted at its own path). The controller can be stopped at
-any durable write and a fresh one started on what was left."""
+"""Drive one resource of either family (a PtahSchema or a PtahMigration) through the
+lifecycle, in this process, on either cluster port: the in-memory API with the simulated
+kubelet, or the real control plane whose node runs the real ``ptah-runner`` against
+SQLite (in a container on the real node, the database's directory mounted at its own
+path; a migration directory as a ConfigMap volume). The controller can be stopped at
+any durable write and a fresh one started on what was left.
+
+A ``Side`` is what differs by family (its kind, its mutation, how a resource is made
+and what its mutation leaves in the database); a ``Harness`` subclass is what differs
+by port. The row tests read both through the ``Harness`` only."""
 
 from __future__ import annotations
 
@@ -13,11 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ptah.api.common import UncertainRecord
+from ptah.families.migration import MigrationFamily
 from ptah.families.schema import SchemaFamily
 from ptah.kube.clock import SimClock
-from ptah.kube.kinds import APPROVAL, JOB, LEASE, SCHEMA, SECRET, Kind
+from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, LEASE, MIGRATION, SCHEMA, SECRET, Kind
 from ptah.kube.port import Cluster, Obj
 from ptah.lifecycle.context import Env
+from ptah.lifecycle.family import AnyFamily
 from ptah.lifecycle.reconcile import Result, reconcile
 from ptah.testing.memory import PROCEED, MemoryCluster
 from ptah.testing.sim.database import Databases
@@ -25,31 +33,94 @@ from ptah.testing.sim.kubelet import NS, Kubelet
 from ptah.testing.sim.world import ControllerStopped
 from ptah.workload.job import LABEL_OPERATION_TYPE
 from support.cluster import runner_mount
+from support.migration_dir import with_sum
 
-FAMILY = SchemaFamily()
 NAME = "shop"
+DIRECTORY = "shop-dir"  # the PtahMigration's directory, one ConfigMap
 
 
-def _is_apply_create(kind: Kind, verb: str, body: Any) -> bool:
+class Side:
+    """One family as the row tests drive it."""
+
+    family: AnyFamily
+    kind: Kind
+    mutation: str  # the mutating operation's type
+
+    def spec(self, h: Harness, approval: str) -> dict[str, Any]:
+        """The family's part of the spec; creates what it references."""
+        raise NotImplementedError
+
+    def done(self, h: Harness) -> bool:
+        """The mutation's work is in the database."""
+        raise NotImplementedError
+
+
+class SchemaSide(Side):
+    family = SchemaFamily()
+    kind = SCHEMA
+    mutation = "Apply"
+
+    def spec(self, h: Harness, approval: str) -> dict[str, Any]:
+        return {
+            "source": {"inline": h.schema_source},
+            "policy": {"approval": approval, "allowDestructive": True},
+            "driftCheckIntervalSeconds": 0,
+        }
+
+    def done(self, h: Harness) -> bool:
+        return h.desired_tables() <= h.tables()
+
+
+class MigrationSide(Side):
+    family = MigrationFamily()
+    kind = MIGRATION
+    mutation = "Migrate"
+
+    def spec(self, h: Harness, approval: str) -> dict[str, Any]:
+        h.admin.create(
+            CONFIGMAP,
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": DIRECTORY, "namespace": h.namespace},
+                "data": h.migration_files,
+            },
+        )
+        return {"directory": {"configMaps": [DIRECTORY]}, "policy": {"approval": approval}}
+
+    def done(self, h: Harness) -> bool:
+        return h.migrated()
+
+
+SIDES: dict[str, Side] = {"schema": SchemaSide(), "migration": MigrationSide()}
+
+
+def _is_mutation_create(side: Side, kind: Kind, verb: str, body: Any) -> bool:
     labels = dict(body or {}).get("metadata", {}).get("labels", {})
-    return kind == JOB and verb == "create" and labels.get(LABEL_OPERATION_TYPE) == "Apply"
+    return kind == JOB and verb == "create" and labels.get(LABEL_OPERATION_TYPE) == side.mutation
 
 
 class Harness:
-    """What a row test needs, whatever the port."""
+    """What a row test needs, whatever the port and the family."""
 
     namespace: str = NS
     lock_namespace: str = "ptah-system"
-    desired: str = ""
+    schema_source: str = ""
+    migration_files: dict[str, str] = {}
     runner_defaults: dict[str, Any] = {}
 
-    def __init__(self, cluster: Cluster, admin: Cluster) -> None:
+    def __init__(self, side: Side, cluster: Cluster, admin: Cluster) -> None:
+        self.side = side
         self.cluster = cluster  # what the controller uses
         self.admin = admin  # what people and assertions use
         self.writes: list[str] = []
         self.stop_at: tuple[str, str] | None = None
-        self.job_creates = 0  # Apply Jobs only
+        self.job_creates = 0  # the mutation's Jobs only
         self.env = self.fresh_env()
+
+    @property
+    def mutation(self) -> str:
+        return self.side.mutation
 
     # --- the controller
 
@@ -71,7 +142,7 @@ class Harness:
         )
 
     def one_pass(self) -> Result:
-        return reconcile(self.env, FAMILY, self.namespace, NAME)
+        return reconcile(self.env, self.side.family, self.namespace, NAME)
 
     def wait(self, result: Result) -> None:
         """Let the world move on between passes."""
@@ -103,7 +174,7 @@ class Harness:
     def secret_url(self) -> str:
         raise NotImplementedError
 
-    def create_schema(self, approval: str = "Never") -> None:
+    def create(self, approval: str = "Never") -> None:
         self.admin.create(
             SECRET,
             {
@@ -113,17 +184,16 @@ class Harness:
                 "stringData": {"url": self.secret_url()},
             },
         )
+        kind = self.side.kind
         self.admin.create(
-            SCHEMA,
+            kind,
             {
-                "apiVersion": "ptah.io/v1alpha1",
-                "kind": "PtahSchema",
+                "apiVersion": kind.api_version,
+                "kind": kind.kind,
                 "metadata": {"name": NAME, "namespace": self.namespace},
                 "spec": {
                     "target": {"engine": self.engine, "secretRef": {"name": "shop-db"}},
-                    "source": {"inline": self.desired},
-                    "policy": {"approval": approval, "allowDestructive": True},
-                    "driftCheckIntervalSeconds": 0,
+                    **self.side.spec(self, approval),
                 },
             },
         )
@@ -137,17 +207,20 @@ class Harness:
                 "apiVersion": "ptah.io/v1alpha1",
                 "kind": "PtahApproval",
                 "metadata": {"name": name, "namespace": self.namespace},
-                "spec": {"resourceRef": {"kind": "PtahSchema", "name": NAME}, "planDigest": digest},
+                "spec": {
+                    "resourceRef": {"kind": self.side.kind.kind, "name": NAME},
+                    "planDigest": digest,
+                },
             },
         )
 
-    def patch_schema(self, patch: Obj) -> None:
-        self.admin.patch(SCHEMA, self.namespace, NAME, patch)
+    def patch_resource(self, patch: Obj) -> None:
+        self.admin.patch(self.side.kind, self.namespace, NAME, patch)
 
     # --- reading the world
 
     def obj(self) -> Obj:
-        obj = self.admin.get(SCHEMA, self.namespace, NAME)
+        obj = self.admin.get(self.side.kind, self.namespace, NAME)
         assert obj is not None
         return obj
 
@@ -158,11 +231,19 @@ class Harness:
         claim = self.status().get("activeOperation")
         return dict(claim) if claim else None
 
+    def record(self) -> UncertainRecord | None:
+        """The family's uncertainty record, read through its status model."""
+        return self.side.family.status_of(self.obj()).record
+
     def phase(self) -> str:
         return str(self.status().get("phase"))
 
     def jobs(self) -> list[Obj]:
         return self.admin.list(JOB, self.namespace)
+
+    def mutation_jobs(self) -> list[Obj]:
+        prefix = f"ptah-{self.mutation.lower()}-"
+        return [j for j in self.jobs() if j["metadata"]["name"].startswith(prefix)]
 
     def job(self, name: str) -> Obj | None:
         return self.admin.get(JOB, self.namespace, name)
@@ -178,27 +259,35 @@ class Harness:
     def patch_lease(self, name: str, patch: Obj) -> None:
         self.admin.patch(LEASE, self.lock_namespace, name, patch)
 
+    def done(self) -> bool:
+        return self.side.done(self)
+
     def tables(self) -> set[str]:
         raise NotImplementedError
 
     def desired_tables(self) -> set[str]:
         raise NotImplementedError
 
+    def migrated(self) -> bool:
+        """Every version of the directory is in the database."""
+        raise NotImplementedError
+
 
 class MemoryHarness(Harness):
-    desired = "CREATE TABLE a\nCREATE TABLE b"
+    schema_source = "CREATE TABLE a\nCREATE TABLE b"
+    migration_files = {"1_a.sql": "CREATE TABLE a (id int);", "2_b.sql": "CREATE TABLE b (id int);"}
 
-    def __init__(self) -> None:
+    def __init__(self, side: Side) -> None:
         self.clock = SimClock()
         memory = MemoryCluster(clock=self.clock, seed=7)
         self.dbs = Databases()
         self.db = self.dbs.add("db1")
         self.kubelet = Kubelet(memory, self.dbs, random.Random(7), faults_on=False)
         memory.faults = self._count
-        super().__init__(memory, memory.system)  # type: ignore[arg-type]
+        super().__init__(side, memory, memory.system)  # type: ignore[arg-type]
 
     def _count(self, req: Any) -> Any:
-        if _is_apply_create(req.kind, req.verb, req.body):
+        if _is_mutation_create(self.side, req.kind, req.verb, req.body):
             self.job_creates += 1
         return PROCEED
 
@@ -213,21 +302,26 @@ class MemoryHarness(Harness):
         return set(self.db.tables)
 
     def desired_tables(self) -> set[str]:
-        return set(self.desired.splitlines())
+        return set(self.schema_source.splitlines())
+
+    def migrated(self) -> bool:
+        versions = {name.split("_", 1)[0] for name in self.migration_files}
+        return versions <= set(self.db.history)
 
 
 class CountingCluster:
-    """The real port, counting the Apply Jobs the controller creates."""
+    """The real port, counting the mutation's Jobs the controller creates."""
 
-    def __init__(self, inner: Cluster, on_apply_create: Callable[[], None]) -> None:
+    def __init__(self, inner: Cluster, side: Side, on_create: Callable[[], None]) -> None:
         self._inner = inner
-        self._on = on_apply_create
+        self._side = side
+        self._on = on_create
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
     def create(self, kind: Kind, obj: Obj) -> Obj:
-        if _is_apply_create(kind, "create", obj):
+        if _is_mutation_create(self._side, kind, "create", obj):
             self._on()
         return self._inner.create(kind, obj)
 
@@ -238,12 +332,18 @@ class RealHarness(Harness):
     Pod at its own path (a hostPath volume), so the host and the runner see one file."""
 
     engine = "sqlite"
-    desired = (
+    schema_source = (
         "CREATE TABLE a (id INTEGER PRIMARY KEY, name TEXT NOT NULL);\n"
         "CREATE TABLE b (id INTEGER PRIMARY KEY, a_id INTEGER REFERENCES a(id));\n"
     )
+    migration_files = with_sum(
+        {
+            "1_a.sql": "CREATE TABLE a (id INTEGER PRIMARY KEY, name TEXT NOT NULL);\n",
+            "2_b.sql": "CREATE TABLE b (id INTEGER PRIMARY KEY, a_id INTEGER REFERENCES a(id));\n",
+        }
+    )
 
-    def __init__(self, port: Cluster, namespace: str, db_path: Path) -> None:
+    def __init__(self, side: Side, port: Cluster, namespace: str, db_path: Path) -> None:
         self.namespace = namespace
         self.lock_namespace = namespace
         self.db_path = db_path
@@ -252,7 +352,7 @@ class RealHarness(Harness):
         def bump() -> None:
             self.job_creates += 1
 
-        super().__init__(CountingCluster(port, bump), port)  # type: ignore[arg-type]
+        super().__init__(side, CountingCluster(port, side, bump), port)  # type: ignore[arg-type]
 
     def secret_url(self) -> str:
         return f"sqlite:///{self.db_path}"
@@ -269,3 +369,6 @@ class RealHarness(Harness):
 
     def desired_tables(self) -> set[str]:
         return {"a", "b"}
+
+    def migrated(self) -> bool:
+        return self.desired_tables() <= self.tables()  # 1_a.sql and 2_b.sql ran
