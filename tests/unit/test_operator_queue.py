@@ -114,3 +114,19 @@ def test_urgent_add_during_a_pass_runs_next_after_done_never_twice_at_once() -> 
     for key in "abc":
         q.done(key)
     assert q.get(0) is None
+
+
+def test_reschedule_replaces_a_sooner_pending_time() -> None:
+    clock = FakeClock()
+    q: WorkQueue[str] = WorkQueue(clock=clock)
+    q.add_after("a", 5)  # a poll timer set while a Job ran
+    q.reschedule("a", 100)  # the resource came to rest: only its drift timer is owed
+    clock.t = 6
+    assert q.get(0) is None
+    clock.t = 100
+    assert q.get(0) == "a"
+    q.done("a")
+    q.add_after("b", 5)
+    q.reschedule("b", None)
+    clock.t = 200
+    assert q.get(0) is None and len(q) == 0

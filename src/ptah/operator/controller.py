@@ -313,9 +313,13 @@ class Controller:
             )
         else:
             self.queue.forget(key)
-            self._note_rest(key, report.last, result.requeue_after)
+            rested = self._note_rest(key, report.last, result.requeue_after)
             if chain and result.requeue_after == 0:
                 again = True
+            elif rested:
+                # At rest, the drift timer this pass returned is the only one owed: a poll
+                # timer an earlier pass set while its Job ran would only read it again.
+                self.queue.reschedule(key, result.requeue_after)
             elif result.requeue_after is not None:
                 self.queue.add_after(key, result.requeue_after)
         finally:
@@ -327,12 +331,15 @@ class Controller:
                 self._announce(key, report)
         return again
 
-    def _note_rest(self, key: Key, obj: Obj | None, requeue_after: float | None) -> None:
+    def _note_rest(self, key: Key, obj: Obj | None, requeue_after: float | None) -> bool:
+        """Remember whether the pass left ``key`` at rest (and at which version); True
+        when it did."""
         rv = ((obj or {}).get("metadata") or {}).get("resourceVersion")
         if rv and requeue_after != 0 and at_rest(obj or {}):
             self._rested[key] = str(rv)
-        else:
-            self._rested.pop(key, None)
+            return True
+        self._rested.pop(key, None)
+        return False
 
     def _pass_env(self, report: PassReport, jobs: _JobLog) -> Env:
         """The environment of one pass: its write hook checks leadership before every

@@ -125,6 +125,14 @@ class WorkQueue(Generic[K]):
             heapq.heappush(self._delayed, (at, next(self._seq), key))
             self._cond.notify()
 
+    def reschedule(self, key: K, delay: float | None) -> None:
+        """Replace ``key``'s pending time with ``delay`` (None: no pending time), even a
+        sooner one; a key already waiting or being processed is left as it is."""
+        with self._cond:
+            self._due.pop(key, None)  # its heap entry no longer matches: dropped when due
+        if delay is not None:
+            self.add_after(key, delay)
+
     def add_rate_limited(self, key: K) -> float:
         with self._cond:
             delay = self._limiter.when(key)
