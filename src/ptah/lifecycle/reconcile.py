@@ -36,7 +36,7 @@ from ptah.api.common import (
     UncertainRecord,
 )
 from ptah.api.digest import digest
-from ptah.api.resources import PlanFingerprints, PlanSpec
+from ptah.api.resources import PlanFingerprints, PlanSpec, PtahPlan
 from ptah.kube import errors
 from ptah.kube.clock import parse_rfc3339, rfc3339
 from ptah.kube.kinds import JOB, POD
@@ -53,13 +53,22 @@ from ptah.lifecycle.authorize import (
 from ptah.lifecycle.conditions import differs, observation
 from ptah.lifecycle.context import ABANDON_ANNOTATION, FINALIZER, Env, Pass
 from ptah.lifecycle.decide import decide, reading_work
-from ptah.lifecycle.family import AnyFamily, Observe, Work
+from ptah.lifecycle.family import AnyFamily, Observe, PlanDraft, Work
 from ptah.lifecycle.report import PassReport
 from ptah.runner.frame import ResultFrame
 from ptah.runner.wire import DETERMINISTIC_REASONS, one_line
 from ptah.targetlock import expected_epoch
 from ptah.workload import names
-from ptah.workload.job import LABEL_OPERATION, JobRequest, Mount, Owner, build_job, intent_drift
+from ptah.workload.job import (
+    LABEL_MANAGED_BY,
+    LABEL_OPERATION,
+    LABEL_OWNER_UID,
+    JobRequest,
+    Mount,
+    Owner,
+    build_job,
+    intent_drift,
+)
 
 
 @dataclass(frozen=True)
@@ -323,9 +332,7 @@ def _dispatch(p: Pass, op: ActiveOperation) -> Result:
             # moved back to those a deterministic failure holds on since the claim.
             assert failure is not None
             extra = {"nextAttempt": _next_attempt(p), **observation(p, _stalled(failure))}
-            writes.write_outcome(
-                p, op, "Dropped", record=None, settle=False, release=None, extra=extra
-            )
+            writes.write_outcome(p, op, writes.OutcomePatch("Dropped", fields=extra))
             return Result()
     if approval is not None:
         writes.consume_approval(p, approval, op.operation_id)
@@ -455,13 +462,13 @@ def _lost(
         pods=pods or PodEvidence(),
         recorded_at=p.now_iso(),
     )
+    last = LastMutation(
+        operation_id=op.operation_id,
+        plan_digest=op.plan_digest,
+        outcome="Uncertain",
+        at=p.now_iso(),
+    )
     extra = {
-        "lastMutation": LastMutation(
-            operation_id=op.operation_id,
-            plan_digest=op.plan_digest,
-            outcome="Uncertain",
-            at=p.now_iso(),
-        ).replacing(),
         "currentPlan": None,
         "nextAttempt": _next_attempt(p),
         **observation(
@@ -473,14 +480,13 @@ def _lost(
             ),
         ),
     }
+    release = _staged_release(p, op, seen)
     writes.write_outcome(
         p,
         op,
-        "Uncertain",
-        record=record,
-        settle=False,
-        release=_staged_release(p, op, seen),
-        extra=extra,
+        writes.OutcomePatch(
+            "Uncertain", record=record, release=release, last_mutation=last, fields=extra
+        ),
     )
     writes.emit_event(
         p, "OutcomeUncertain", f"{op.type} {op.operation_id}: {reason}. {detail}", True
@@ -536,9 +542,8 @@ def _drop(
         extra["currentPlan"] = None
     extra.update(observation(p, obs))
     ended = "Failed" if failure is not None else "Dropped"
-    writes.write_outcome(
-        p, op, ended, record=None, settle=False, release=_staged_release(p, op), extra=extra
-    )
+    release = _staged_release(p, op)
+    writes.write_outcome(p, op, writes.OutcomePatch(ended, release=release, fields=extra))
     writes.emit_event(p, reason if failure is None else "ReadingFailed", text, warning=True)
     if failure is not None and not failure.retry:
         return Result()
@@ -598,16 +603,14 @@ def _finish(p: Pass, op: ActiveOperation, frame: ResultFrame, seen: Seen) -> Res
 
 def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame, seen: Seen) -> Result:
     outcome = mutation_outcome(frame)
-    extra: dict[str, Any] = {
-        "lastMutation": LastMutation(
-            operation_id=op.operation_id,
-            plan_digest=op.plan_digest,
-            outcome=outcome,
-            reason=frame.reason or None,
-            at=p.now_iso(),
-        ).replacing(),
-        "nextAttempt": _next_attempt(p),
-    }
+    last = LastMutation(
+        operation_id=op.operation_id,
+        plan_digest=op.plan_digest,
+        outcome=outcome,
+        reason=frame.reason or None,
+        at=p.now_iso(),
+    )
+    extra: dict[str, Any] = {"nextAttempt": _next_attempt(p)}
     if frame.outcome == "succeeded":
         extra["appliedPlanDigest"] = op.plan_digest
         extra["currentPlan"] = None
@@ -638,7 +641,8 @@ def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame, seen: See
     if frame.outcome != "succeeded":
         said = f"{said}: {why}"
     release = _staged_release(p, op, seen)
-    writes.write_outcome(p, op, outcome, record=None, settle=False, release=release, extra=extra)
+    ended = writes.OutcomePatch(outcome, release=release, last_mutation=last, fields=extra)
+    writes.write_outcome(p, op, ended)
     # A fenced run met a second writer: the Lease alone did not keep the database to one.
     writes.emit_event(p, f"{op.type}{outcome}", said, warning=frame.outcome == "fenced")
     return AGAIN
@@ -660,6 +664,64 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
         and uncertain_run_may_write(p, record.operation_id) is None
     )
     draft = p.family.plan_from_reading(p, frame)
+    summary = publish_plan(p, op, frame, draft)
+    extra: dict[str, Any] = {
+        "currentPlan": summary.replacing(),
+        "targetIdentity": TargetIdentityStatus(
+            digest=frame.database.digest,
+            engine=frame.database.engine,
+            summary=_identity_summary(frame),
+        ).replacing(),
+        "lastReadingAt": p.now_iso(),
+        "nextAttempt": _next_attempt(p),
+        "readingFailures": None,
+        "nextReadingAfter": None,
+        "readingFailure": None,
+        **p.family.reading_status(p, frame),
+    }
+    converged = None
+    if settle:
+        # Convergence is not attribution: the reading proves the database matches,
+        # not what changed it, so no Apply is credited.
+        assert record is not None
+        converged = LastMutation(
+            operation_id=record.operation_id,
+            plan_digest=record.plan_digest,
+            outcome="Converged",
+            at=p.now_iso(),
+        )
+    outcome = writes.OutcomePatch(
+        "Succeeded", clears_record=settle, last_mutation=converged, fields=extra
+    )
+    writes.write_outcome(p, op, outcome)
+    if settle:
+        assert record is not None
+        writes.emit_event(
+            p,
+            "ProofSettled",
+            f"a fresh reading settled {record.operation_id}: converged, no Apply attributed",
+        )
+    return AGAIN
+
+
+def _identity_summary(frame: ResultFrame) -> str:
+    assert frame.database is not None
+    d = frame.database.details
+    keys = ("database", "schema", "path", "host", "port")
+    return " ".join(f"{k}={d[k]}" for k in keys if k in d)[:200]
+
+
+# ------------------------------------------------------------------- plans
+
+PLAN_DIGEST_ANNOTATION = "ptah.io/plan-digest"
+COMPUTED_BY_ANNOTATION = "ptah.io/computed-by"
+
+
+def publish_plan(p: Pass, op: ActiveOperation, frame: ResultFrame, draft: PlanDraft) -> PlanSummary:
+    """Create the PtahPlan of ``draft`` under everything the reading ``op`` was computed
+    under (an abandoned proof it follows included, so its digest is its own), and return
+    the summary the resource's status carries."""
+    assert frame.database is not None
     policy = verification_policy(p, policy_name(p.spec))
     spec = PlanSpec(
         owner_kind=p.family.kind.kind,
@@ -682,25 +744,15 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
     )
     digest_ = plan_digest(spec)
     plan_name = names.plan_name(p.name, digest_)
-    writes.create_plan(
-        p,
-        {
-            "apiVersion": "ptah.io/v1alpha1",
-            "kind": "PtahPlan",
-            "metadata": {
-                "name": plan_name,
-                "namespace": p.namespace,
-                "labels": {"ptah.io/owner-uid": p.uid, "app.kubernetes.io/managed-by": "ptah"},
-                "annotations": {
-                    "ptah.io/plan-digest": digest_,
-                    "ptah.io/computed-by": op.operation_id,
-                },
-                "ownerReferences": [writes.owner_ref(p)],
-            },
-            "spec": spec.wire(),
-        },
-    )
-    summary = PlanSummary(
+    metadata = {
+        "name": plan_name,
+        "namespace": p.namespace,
+        "labels": {LABEL_OWNER_UID: p.uid, LABEL_MANAGED_BY: "ptah"},
+        "annotations": {PLAN_DIGEST_ANNOTATION: digest_, COMPUTED_BY_ANNOTATION: op.operation_id},
+        "ownerReferences": [writes.owner_ref(p)],
+    }
+    writes.create_plan(p, PtahPlan(metadata=metadata, spec=spec).wire())
+    return PlanSummary(
         name=plan_name,
         digest=digest_,
         changes=draft.changes,
@@ -712,46 +764,6 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
         expected_after=draft.expected_after,
         source=op.source or "",
     )
-    extra: dict[str, Any] = {
-        "currentPlan": summary.replacing(),
-        "targetIdentity": TargetIdentityStatus(
-            digest=frame.database.digest,
-            engine=frame.database.engine,
-            summary=_identity_summary(frame),
-        ).replacing(),
-        "lastReadingAt": p.now_iso(),
-        "nextAttempt": _next_attempt(p),
-        "readingFailures": None,
-        "nextReadingAfter": None,
-        "readingFailure": None,
-        **p.family.reading_status(p, frame),
-    }
-    if settle:
-        # Convergence is not attribution: the reading proves the database matches,
-        # not what changed it, so no Apply is credited.
-        assert record is not None
-        extra["lastMutation"] = LastMutation(
-            operation_id=record.operation_id,
-            plan_digest=record.plan_digest,
-            outcome="Converged",
-            at=p.now_iso(),
-        ).replacing()
-    writes.write_outcome(p, op, "Succeeded", record=None, settle=settle, release=None, extra=extra)
-    if settle:
-        assert record is not None
-        writes.emit_event(
-            p,
-            "ProofSettled",
-            f"a fresh reading settled {record.operation_id}: converged, no Apply attributed",
-        )
-    return AGAIN
-
-
-def _identity_summary(frame: ResultFrame) -> str:
-    assert frame.database is not None
-    d = frame.database.details
-    keys = ("database", "schema", "path", "host", "port")
-    return " ".join(f"{k}={d[k]}" for k in keys if k in d)[:200]
 
 
 # ------------------------------------------------------------------- proof
@@ -928,7 +940,19 @@ def _claim(p: Pass, work: Work) -> Result:
                     requeue_after=-wait,
                 ),
             )
-    attempt = s.next_attempt or 1
+    op = _new_claim(p, work, inputs)
+    writes.add_finalizer(p)
+    if op.input_config_map is not None:
+        writes.create_inputs(p, op.input_config_map, work.inputs)
+    writes.write_claim(p, op)
+    return AGAIN
+
+
+def _new_claim(p: Pass, work: Work, inputs: str | None) -> ActiveOperation:
+    """The claim for ``work``: the operation ID and the Job's deterministic name (from the
+    resource, the work, the binding epoch and the attempt), the Lease a mutation expects
+    for its realm, and the content-addressed input ConfigMap."""
+    attempt = p.status.next_attempt or 1
     op_id = names.operation_id(p.uid, work.type, work.input_fingerprint, attempt)
     epoch = p.binding_epoch
     lease: LeaseClaim | None = None
@@ -944,7 +968,7 @@ def _claim(p: Pass, work: Work) -> Result:
     input_cm = None
     if work.inputs:
         input_cm = names.input_configmap_name(digest(work.inputs))
-    op = ActiveOperation(
+    return ActiveOperation(
         operation_id=op_id,
         type=work.type,
         mutating=work.mutating,
@@ -974,11 +998,6 @@ def _claim(p: Pass, work: Work) -> Result:
         input_config_map=input_cm,
         mounts=[RunnerMount(name=m.name, path=m.path, source=m.source) for m in work.mounts],
     )
-    writes.add_finalizer(p)
-    if input_cm is not None:
-        writes.create_inputs(p, input_cm, work.inputs)
-    writes.write_claim(p, op)
-    return AGAIN
 
 
 def _observe(p: Pass, obs: Observe) -> Result:

@@ -13,12 +13,14 @@ Status writes carry the resourceVersion the pass last saw, so two controllers
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ptah.api.common import (
     ActiveOperation,
     AdmissionSnapshot,
     ExecutionBinding,
+    LastMutation,
     LeaseClaim,
     LockRelease,
     UncertainRecord,
@@ -296,27 +298,36 @@ def create_plan(p: Pass, plan: dict[str, Any]) -> None:
     _commit(p, "create_plan", create)
 
 
-def write_outcome(
-    p: Pass,
-    op: ActiveOperation,
-    outcome: str,
-    *,
-    record: UncertainRecord | None,
-    settle: bool,
-    release: LockRelease | None,
-    extra: dict[str, Any],
-) -> None:
+@dataclass(frozen=True)
+class OutcomePatch:
+    """What the outcome patch says, typed: how the operation ended (``ended``, for the
+    pass's report), the uncertainty record written (``record``) or cleared
+    (``clears_record``, a settling reading), the Lease release staged, the last
+    mutation, and the status fields the ending publishes besides (the observation, the
+    plan, the reading's bookkeeping). Only :func:`write_outcome` turns it into a patch."""
+
+    ended: str
+    record: UncertainRecord | None = None
+    clears_record: bool = False
+    release: LockRelease | None = None
+    last_mutation: LastMutation | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+def write_outcome(p: Pass, op: ActiveOperation, outcome: OutcomePatch) -> None:
     """The claim cleared, the uncertainty record written (or, for a settling
     reading, cleared) and the Lease release staged: one status patch, so a crash
     on either side leaves a live claim or a retained record, never both or neither."""
-    fields: dict[str, Any] = {"activeOperation": None, **extra}
-    if record is not None:
-        fields.update(p.status.record_patch(record))
-    elif settle:
+    fields: dict[str, Any] = {"activeOperation": None, **outcome.fields}
+    if outcome.last_mutation is not None:
+        fields["lastMutation"] = outcome.last_mutation.replacing()
+    if outcome.record is not None:
+        fields.update(p.status.record_patch(outcome.record))
+    elif outcome.clears_record:
         fields.update(p.status.record_patch(None))
-    if release is not None:
-        fields["pendingLockRelease"] = release.replacing()
-    p.report.ended = Ended(OperationRef(op.operation_id, op.type), outcome)
+    if outcome.release is not None:
+        fields["pendingLockRelease"] = outcome.release.replacing()
+    p.report.ended = Ended(OperationRef(op.operation_id, op.type), outcome.ended)
     _status(p, "write_outcome", fields)
 
 
