@@ -31,7 +31,7 @@ from ptah.engines.connect import open_target
 from ptah.engines.planner import current_fingerprint
 from ptah.kube.kinds import JOB, POD
 from ptah.kube.real import RealCluster
-from ptah.lifecycle.reconcile import Result
+from ptah.lifecycle.step import Result
 from ptah.runner.frame import parse_result_for
 from ptah.workload.job import CONTAINER, LABEL_OPERATION, LABEL_OPERATION_TYPE
 from support.databases import database_url, fresh_database

@@ -18,7 +18,8 @@ from typing import Any
 from ptah.kube.clock import SimClock
 from ptah.kube.kinds import CONFIGMAP, EVENT, JOB, MIGRATION, SCHEMA, SECRET
 from ptah.lifecycle.context import ABANDON_ANNOTATION, Env
-from ptah.lifecycle.reconcile import Result, reconcile
+from ptah.lifecycle.reconcile import reconcile
+from ptah.lifecycle.step import Result
 from ptah.testing.memory import PROCEED, MemoryCluster
 from ptah.testing.sim.database import Databases
 from ptah.testing.sim.kubelet import NS, Kubelet

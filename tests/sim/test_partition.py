@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ptah.kube.kinds import EVENT, JOB, POD
-from ptah.lifecycle import reconcile as lifecycle
+from ptah.lifecycle import executor, outcome, reconcile, release
 from ptah.lifecycle.executor import Verdict
 from ptah.testing.sim.kubelet import NS, PodRun
 from ptah.testing.sim.schedule import run_schedule
@@ -165,11 +165,12 @@ def test_a_complete_looking_database_does_not_settle_a_run_that_may_still_write(
 def test_the_old_proof_rule_settles_under_a_live_executor(monkeypatch: pytest.MonkeyPatch) -> None:
     """The scenario can fail: with the proof judging only the Pods the API still shows
     (the defect), it reads and settles the record while the deleted Pod's process lives."""
-    monkeypatch.setattr(
-        lifecycle,
-        "uncertain_run_may_write",
-        lambda p, op: "running" if lifecycle.operation_running(p, op) else None,
-    )
+    for module in (reconcile, outcome):  # the prove step and the settling reading
+        monkeypatch.setattr(
+            module,
+            "uncertain_run_may_write",
+            lambda p, op: "running" if release.operation_running(p, op) else None,
+        )
     h = MemoryHarness()
     run = _zombie_with_complete_work(h)
     assert run.truth is not None
@@ -269,16 +270,16 @@ def test_a_pod_seen_to_stop_and_then_collected_still_counts() -> None:
 
 def _old_release(p: Any, staged: Any) -> Verdict:
     """The defect: a terminal Job with no Pods left taken as "executor stopped"."""
-    job = p.cluster.get(lifecycle.JOB, p.namespace, staged.job_name or "")
+    job = p.cluster.get(JOB, p.namespace, staged.job_name or "")
     stopped = staged.job_name is None or staged.executor_stopped
-    stopped = stopped or (job is not None and lifecycle.executor.job_terminal(job))
+    stopped = stopped or (job is not None and executor.job_terminal(job))
     return Verdict(not stopped, "mutant", staged)
 
 
 def test_the_old_rule_releases_under_a_live_writer(monkeypatch: pytest.MonkeyPatch) -> None:
     """The scenario can fail: with the defect back, the release happens while the
     simulated database still counts the executor as a writer."""
-    monkeypatch.setattr(lifecycle, "may_still_write", _old_release)
+    monkeypatch.setattr(release, "may_still_write", _old_release)
     h = MemoryHarness()
     run = _running_apply(h)
     _partition_and_force_delete(h, run)
@@ -291,7 +292,7 @@ def test_the_old_rule_releases_under_a_live_writer(monkeypatch: pytest.MonkeyPat
 def test_the_simulation_kills_the_old_rule(monkeypatch: pytest.MonkeyPatch) -> None:
     """Across seeded fault schedules (partitions and force deletes among the kubelet's
     faults), the invariant on the simulated databases' writer count catches the defect."""
-    monkeypatch.setattr(lifecycle, "may_still_write", _old_release)
+    monkeypatch.setattr(release, "may_still_write", _old_release)
     found: list[str] = []
     for seed in range(200):  # stops at the first schedule that catches it
         found = [v for v in run_schedule(seed).violations if v.startswith("release-under-writer")]

@@ -26,7 +26,8 @@ from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, LEASE, MIGRATION, SCHEMA, 
 from ptah.kube.port import Cluster, Obj
 from ptah.lifecycle.context import Env
 from ptah.lifecycle.family import AnyFamily
-from ptah.lifecycle.reconcile import Result, reconcile
+from ptah.lifecycle.reconcile import reconcile
+from ptah.lifecycle.step import Result
 from ptah.testing.memory import PROCEED, MemoryCluster
 from ptah.testing.sim.database import Databases
 from ptah.testing.sim.kubelet import NS, Kubelet

@@ -334,7 +334,7 @@ def test_the_periodic_resync_rereads_only_what_is_not_at_rest_at_the_version_wat
     resync while the watch holds that version; anything else (a new version, a claim in
     flight, a pass that did not leave it Ready) is read again, and the full resync (start,
     election) still takes everything."""
-    from ptah.lifecycle.reconcile import Result
+    from ptah.lifecycle.step import Result
     from ptah.operator import controller as ctl
     from ptah.operator.main import families
 

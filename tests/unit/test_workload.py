@@ -8,7 +8,7 @@ from ptah import podintent
 from ptah.api.common import RunnerSpec, SecretKeyRef
 from ptah.families.schema import SchemaFamily
 from ptah.lifecycle.context import Env, Pass
-from ptah.lifecycle.reconcile import runner_spec
+from ptah.lifecycle.request import runner_spec
 from ptah.testing.memory import MemoryCluster
 from ptah.workload import names
 from ptah.workload.job import JobRequest, Owner, build_job, intent_drift

@@ -60,8 +60,8 @@ from ptah.kube.port import Cluster, Obj
 from ptah.lifecycle.authorize import plan_digest
 from ptah.lifecycle.context import Env, ObjectPass
 from ptah.lifecycle.family import Watch
-from ptah.lifecycle.reconcile import Result
 from ptah.lifecycle.report import PassReport
+from ptah.lifecycle.step import Result
 from ptah.workload.names import _label_safe
 
 LABEL_ROLLOUT = "ptah.io/rollout"

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from ptah.kube.kinds import Kind
     from ptah.lifecycle.context import Env
     from ptah.lifecycle.family import Watch
-    from ptah.lifecycle.reconcile import Result
     from ptah.lifecycle.report import PassReport
+    from ptah.lifecycle.step import Result
 
 REALM_PREFIX = "ptah-realm-"
 Families = Mapping[str, AnyFamily]  # by kind name
