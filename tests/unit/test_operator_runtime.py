@@ -388,3 +388,41 @@ def test_the_periodic_resync_rereads_only_what_is_not_at_rest_at_the_version_wat
     c.resync(periodic=True)
     assert drain() == 1
     assert created["metadata"]["resourceVersion"] != ready["metadata"]["resourceVersion"]
+
+
+def test_a_collected_job_wakes_only_an_owner_with_work_in_flight() -> None:
+    """The TTL controller deleting a finished operation's Job or Pod costs an owner at rest
+    no pass; an owner with a claim in flight is woken (its Job may have vanished)."""
+    from ptah.operator.controller import Controller, Settings
+    from ptah.operator.main import families
+
+    c = Controller(MemoryCluster(), families(), Settings())
+
+    def schema(status: dict[str, Any]) -> WatchEvent:
+        meta = {"name": "s", "namespace": "ns", "uid": "u", "generation": 1}
+        return WatchEvent(
+            "ADDED", kinds.SCHEMA, {"kind": "PtahSchema", "metadata": meta, "status": status}
+        )
+
+    job = {
+        "kind": "Job",
+        "metadata": {
+            "name": "ptah-plan-s-1",
+            "namespace": "ns",
+            "ownerReferences": [{"kind": "PtahSchema", "name": "s", "uid": "u"}],
+        },
+    }
+    c.handle(schema({"phase": "Ready"}))
+    key = c.queue.get(0)
+    assert key is not None
+    c.queue.done(key)
+    c.handle(WatchEvent("DELETED", kinds.JOB, job))
+    assert c.queue.get(0) is None  # at rest: nothing to account, nothing to wake
+    c.handle(WatchEvent("MODIFIED", kinds.JOB, job))
+    assert c.queue.get(0) == key  # any other change of its Job still wakes it
+    c.queue.done(key)
+    c.handle(schema({"phase": "Reading", "activeOperation": {"operationId": "plan-1"}}))
+    assert c.queue.get(0) == key
+    c.queue.done(key)
+    c.handle(WatchEvent("DELETED", kinds.JOB, job))
+    assert c.queue.get(0) == key  # in flight: a vanished Job is its next step

@@ -191,6 +191,11 @@ class Controller:
         keys |= driver_keys(kind, obj, self.index, list(self.drivers.values()))
         if self.settings.label_selector:
             keys = {k for k in keys if self.index.has(k)}
+        if event.type == "DELETED" and kind in IN_FLIGHT_KINDS:
+            # The TTL controller collects the Jobs (and Pods) of finished operations: that
+            # concerns only an owner with work in flight. One at rest as last watched waits
+            # on no Job or Pod (a claim it made since is supervised by its own poll).
+            keys = {k for k in keys if not at_rest(self.index.get(k) or {})}
         self.metrics.watch_events.labels(kind, str(bool(keys)).lower()).inc()
         # A Job or Pod that moved is work in flight: its owner's next step (supervise,
         # account the outcome, release the Lease) goes ahead of new claims.

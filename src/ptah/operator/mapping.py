@@ -115,6 +115,11 @@ class Index:
         with self._lock:
             return key in self._objs
 
+    def get(self, key: Key) -> dict[str, Any] | None:
+        """The copy the watch last delivered for ``key``."""
+        with self._lock:
+            return self._objs.get(key)
+
     def version(self, key: Key) -> str | None:
         """The resourceVersion of the copy the watch last delivered for ``key``."""
         with self._lock:
