@@ -35,7 +35,7 @@ from ptah.lifecycle.step import Result
 from ptah.runner.frame import parse_result_for
 from ptah.workload.job import CONTAINER, LABEL_OPERATION, LABEL_OPERATION_TYPE
 from support.databases import database_url, fresh_database
-from support.lifecycle_harness import Harness
+from support.lifecycle_harness import SIDES, Harness
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +51,7 @@ class PostgresHarness(Harness):
     """One PtahSchema on a real PostgreSQL database, its runners in the node's Pods."""
 
     engine = "postgres"
-    desired = DESIRED
+    schema_source = DESIRED
 
     def __init__(
         self, port: RealCluster, namespace: str, url: str, pod_url: str, cache_claim: str
@@ -62,7 +62,7 @@ class PostgresHarness(Harness):
         self.runner_defaults = {
             "cacheVolume": {"persistentVolumeClaim": {"claimName": cache_claim}}
         }
-        super().__init__(port, port)
+        super().__init__(SIDES["schema"], port, port)
 
     def secret_url(self) -> str:
         return self.pod_url
@@ -163,7 +163,7 @@ def test_a_replan_from_a_job_reuses_the_cache_until_the_database_changes(
     with fresh_database(pg_admin_url, "ptah_cache_") as url:
         port = RealCluster.from_kubeconfig(str(cluster.kubeconfig))
         h = PostgresHarness(port, namespace, url, cluster.pod_url(url), cache_claim)
-        h.create_schema(approval="Never")
+        h.create(approval="Never")
 
         # 1. Plan, Apply, the proof reading, Ready.
         h.run(lambda: h.at_rest_after(2))
@@ -176,7 +176,7 @@ def test_a_replan_from_a_job_reuses_the_cache_until_the_database_changes(
         # 2. A drift reading with nothing changed: both sides from the cache, and the
         # reused inspection agrees with the target's real fingerprint.
         # (Between two runs no pass runs, so nothing is dispatched behind the test's back.)
-        h.patch_schema({"spec": {"driftCheckIntervalSeconds": 1}})
+        h.patch_resource({"spec": {"driftCheckIntervalSeconds": 1}})
         h.run(lambda: h.plan_complete(3))
         again = h.plan_frame(h.plan_jobs()[2])
         assert again["cache"] == {"desired": True, "inspection": True}, again
