@@ -19,7 +19,7 @@ import pytest
 from ptah.engines import fence
 from ptah.kube.kinds import EVENT
 from ptah.kube.real import RealCluster
-from support.lifecycle_harness import RealHarness
+from support.lifecycle_harness import SIDES, RealHarness
 
 pytestmark = pytest.mark.integration
 
@@ -34,8 +34,10 @@ def test_fenced_apply_is_a_certain_refusal_then_converges(
         "wait", "--for=condition=Established", "crd/ptahschemas.ptah.io", "--timeout=60s"
     )
     db = tmp_path / "shop.db"
-    h = RealHarness(RealCluster.from_kubeconfig(str(cluster.kubeconfig)), namespace, db)
-    h.create_schema(approval="Never")
+    h = RealHarness(
+        SIDES["schema"], RealCluster.from_kubeconfig(str(cluster.kubeconfig)), namespace, db
+    )
+    h.create(approval="Never")
     with open(fence.sqlite_fence_path(os.path.realpath(db)), "a") as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         h.run(lambda: (h.status().get("lastMutation") or {}).get("outcome") == "Fenced")

@@ -24,7 +24,7 @@ from ptah.testing.memory import PROCEED, MemoryCluster
 from ptah.testing.sim.database import Databases
 from ptah.testing.sim.kubelet import NS, Kubelet
 from ptah.testing.sim.world import MIGRATION_FAMILY, ControllerStopped, _migrations_cm
-from support.lifecycle_harness import NAME, MemoryHarness
+from support.lifecycle_harness import NAME, SIDES, MemoryHarness
 
 
 def _events(cluster: Any) -> list[tuple[str, str]]:
@@ -58,8 +58,8 @@ def _apply_digests(h: MemoryHarness) -> list[str]:
 
 
 def test_abandon_never_replays_the_plan_and_the_new_one_needs_its_own_approval() -> None:
-    h = MemoryHarness()
-    h.create_schema(approval="Always")
+    h = MemoryHarness(SIDES["schema"])
+    h.create(approval="Always")
     h.run(lambda: h.phase() == "WaitingForApproval")
     abandoned_digest = h.status()["currentPlan"]["digest"]
     h.approve(abandoned_digest, "first")
@@ -89,8 +89,8 @@ def test_abandon_never_replays_the_plan_and_the_new_one_needs_its_own_approval()
 
 
 def test_abandon_with_no_approval_needed_dispatches_only_a_new_digest() -> None:
-    h = MemoryHarness()
-    h.create_schema(approval="Never")
+    h = MemoryHarness(SIDES["schema"])
+    h.create(approval="Never")
     record = _uncertain_apply_that_never_ran(h)
     claimed: list[str] = []
 
@@ -107,14 +107,14 @@ def test_abandon_with_no_approval_needed_dispatches_only_a_new_digest() -> None:
 
 
 def test_a_claim_that_never_created_its_job_releases_after_a_full_resync() -> None:
-    h = MemoryHarness()
-    h.create_schema()
+    h = MemoryHarness(SIDES["schema"])
+    h.create()
     record = _uncertain_apply_that_never_ran(h)
     dispatched = h.clock.now()
     lease = h.lease()
     assert lease is not None and lease["spec"]["holderIdentity"]
     _abandon(h, SCHEMA, NAME, record["operationId"])
-    h.patch_schema({"spec": {"suspend": True}})  # nothing new is claimed meanwhile
+    h.patch_resource({"spec": {"suspend": True}})  # nothing new is claimed meanwhile
     h.run(lambda: h.phase() == "ReleasePending")
     s = h.status()
     message = next(c["message"] for c in s["conditions"] if c["type"] == "Reconciling")
@@ -137,11 +137,11 @@ def test_a_claim_that_never_created_its_job_releases_after_a_full_resync() -> No
 
 
 def test_a_job_appearing_under_the_reserved_name_keeps_the_release_withheld() -> None:
-    h = MemoryHarness()
-    h.create_schema()
+    h = MemoryHarness(SIDES["schema"])
+    h.create()
     record = _uncertain_apply_that_never_ran(h)
     _abandon(h, SCHEMA, NAME, record["operationId"])
-    h.patch_schema({"spec": {"suspend": True}})
+    h.patch_resource({"spec": {"suspend": True}})
     h.run(lambda: bool((h.status().get("pendingLockRelease") or {}).get("absentSince")))
     # A create that was in flight lands late: a Job (and its running Pod) appear.
     h.admin.create(

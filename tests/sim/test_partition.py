@@ -21,11 +21,11 @@ from ptah.lifecycle import executor, outcome, reconcile, release
 from ptah.lifecycle.executor import Verdict
 from ptah.testing.sim.kubelet import NS, PodRun
 from ptah.testing.sim.schedule import run_schedule
-from support.lifecycle_harness import MemoryHarness
+from support.lifecycle_harness import SIDES, MemoryHarness
 
 
 def _running_apply(h: MemoryHarness) -> PodRun:
-    h.create_schema()
+    h.create()
     for _ in range(3):  # the Plan's Job, then the Apply's
         h.run_to_stop("after", "write_job_uid")  # the controller stops; a fresh one follows
         claim = h.claim()
@@ -63,7 +63,7 @@ def _passes(h: MemoryHarness, n: int) -> None:
 
 
 def test_the_lease_stays_held_while_the_partitioned_runner_writes() -> None:
-    h = MemoryHarness()
+    h = MemoryHarness(SIDES["schema"])
     run = _running_apply(h)
     op = run.operation_id
     _partition_and_force_delete(h, run)
@@ -141,7 +141,7 @@ def test_a_complete_looking_database_does_not_settle_a_run_that_may_still_write(
     stopped (another Pod of the Job, or this one before it exits, may write yet): no
     proof reads and the record is not settled while a Pod deleted before it was seen to
     stop may live; both wait for the hold."""
-    h = MemoryHarness()
+    h = MemoryHarness(SIDES["schema"])
     run = _zombie_with_complete_work(h)
     assert run.truth is not None
     op = run.operation_id
@@ -171,7 +171,7 @@ def test_the_old_proof_rule_settles_under_a_live_executor(monkeypatch: pytest.Mo
             "uncertain_run_may_write",
             lambda p, op: "running" if release.operation_running(p, op) else None,
         )
-    h = MemoryHarness()
+    h = MemoryHarness(SIDES["schema"])
     run = _zombie_with_complete_work(h)
     assert run.truth is not None
     h.run(lambda: h.status().get("pendingObservation") is None, passes=400)
@@ -179,7 +179,7 @@ def test_the_old_proof_rule_settles_under_a_live_executor(monkeypatch: pytest.Mo
 
 
 def test_without_evidence_the_lease_is_left_to_expire_saying_what_was_seen() -> None:
-    h = MemoryHarness()
+    h = MemoryHarness(SIDES["schema"])
     run = _running_apply(h)
     _partition_and_force_delete(h, run)
     h.run(lambda: h.status().get("pendingObservation") is not None)
@@ -240,7 +240,7 @@ def test_a_pod_seen_to_stop_and_then_collected_still_counts() -> None:
     """The evidence is kept in the staged release: a Pod observed terminated by one pass
     and collected before the next still counts as stopped, so once the last Pod stops the
     release goes at once, not after the hold."""
-    h = MemoryHarness()
+    h = MemoryHarness(SIDES["schema"])
     run = _running_apply(h)
     job = h.job(run.job)
     assert job is not None
@@ -280,7 +280,7 @@ def test_the_old_rule_releases_under_a_live_writer(monkeypatch: pytest.MonkeyPat
     """The scenario can fail: with the defect back, the release happens while the
     simulated database still counts the executor as a writer."""
     monkeypatch.setattr(release, "may_still_write", _old_release)
-    h = MemoryHarness()
+    h = MemoryHarness(SIDES["schema"])
     run = _running_apply(h)
     _partition_and_force_delete(h, run)
     h.run(lambda: h.status().get("pendingObservation") is not None)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from ptah.kube.kinds import JOB
 from ptah.testing.sim.kubelet import NS
-from support.lifecycle_harness import MemoryHarness
+from support.lifecycle_harness import SIDES, MemoryHarness
 
 
 def test_uncertain_apply_is_settled_only_by_a_reading() -> None:
     """The Apply Pod deleted mid-run: uncertain, then a Plan reading proves it."""
-    h = MemoryHarness()
-    h.create_schema(approval="Always")
+    h = MemoryHarness(SIDES["schema"])
+    h.create(approval="Always")
     h.run(lambda: h.phase() == "WaitingForApproval")
     h.approve(h.status()["currentPlan"]["digest"])
     h.job_creates = 0
