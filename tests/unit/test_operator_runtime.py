@@ -23,6 +23,7 @@ from ptah.operator.mapping import Key
 from ptah.operator.metrics import Metrics
 from ptah.operator.runnables import Manager, Runnable
 from ptah.testing.memory import MemoryCluster
+from ptah.workload.job import LABEL_OWNER_UID
 
 
 def obj(name: str, rv: str) -> dict[str, Any]:
@@ -418,6 +419,14 @@ def test_a_collected_job_wakes_only_an_owner_with_work_in_flight() -> None:
     c.queue.done(key)
     c.handle(WatchEvent("DELETED", kinds.JOB, job))
     assert c.queue.get(0) is None  # at rest: nothing to account, nothing to wake
+    going = {**job, "metadata": {**job["metadata"], "deletionTimestamp": "2026-12-01T00:00:00Z"}}
+    pod = {
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ns", "labels": {LABEL_OWNER_UID: "u"}},
+    }
+    c.handle(WatchEvent("MODIFIED", kinds.JOB, going))  # its deletion has begun
+    c.handle(WatchEvent("DELETED", kinds.POD, pod))
+    assert c.queue.get(0) is None
     c.handle(WatchEvent("MODIFIED", kinds.JOB, job))
     assert c.queue.get(0) == key  # any other change of its Job still wakes it
     c.queue.done(key)

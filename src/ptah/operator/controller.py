@@ -191,7 +191,7 @@ class Controller:
         keys |= driver_keys(kind, obj, self.index, list(self.drivers.values()))
         if self.settings.label_selector:
             keys = {k for k in keys if self.index.has(k)}
-        if event.type == "DELETED" and kind in IN_FLIGHT_KINDS:
+        if kind in IN_FLIGHT_KINDS and _being_deleted(event):
             # The TTL controller collects the Jobs (and Pods) of finished operations: that
             # concerns only an owner with work in flight. One at rest as last watched waits
             # on no Job or Pod (a claim it made since is supervised by its own poll).
@@ -400,6 +400,12 @@ class Controller:
             warning=change.warning,
             component=self.settings.identity,
         )
+
+
+def _being_deleted(event: WatchEvent) -> bool:
+    """The object is gone, or on its way (its deletion has begun)."""
+    meta = event.obj.get("metadata") or {}
+    return event.type == "DELETED" or bool(meta.get("deletionTimestamp"))
 
 
 def at_rest(obj: Obj) -> bool:
