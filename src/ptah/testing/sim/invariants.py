@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ptah.api.digest import digest
-from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, LEASE, PLAN, SECRET, Kind
+from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, LEASE, PLAN, POD, SECRET, Kind
 from ptah.lifecycle.context import ABANDON_ANNOTATION, FINALIZER
 from ptah.testing.memory import PROCEED, FaultDecision, WriteRequest
 from ptah.testing.sim.database import SimDatabase
@@ -44,6 +44,9 @@ RULES: dict[str, str] = {
     "release-under-writer": "Release coordination on evidence: a Lease is never released, "
     "nor taken by another, while the database itself still counts its holder's executor as "
     "a writer (a force-deleted Pod on a node cut off from the API still writes)",
+    "release-on-evidence": "Release coordination on evidence: a Lease is released only once "
+    "every Pod its operation ran reported its container terminated; without that evidence "
+    "(a Pod deleted unseen), past the Job's deadline, it is left to expire, never released",
     "release-after-outcome": "Release coordination: release follows the durable outcome "
     "patch, never leads it (no release while the claim is live)",
     "release-first": "pendingLockRelease: the next pass releases it before anything else "
@@ -93,6 +96,20 @@ RULES: dict[str, str] = {
     "record-cleared-by-reading": "Prove or refuse: a record is cleared only by a settling "
     "reading, or by an abandon annotation naming it",
     "executed-once": "Record the dispatch boundary: an operation's work is done at most once",
+    "proof-settles": "Retain uncertainty: the record is cleared at exactly one place, by the "
+    "reading that settles it (a reading that saw the run settled clears the record)",
+    "converged-not-attributed": "Prove or refuse: convergence is not attribution; an outcome "
+    "is credited to a run (lastMutation, appliedPlanDigest) only by the account of its own "
+    "claim, and a settling reading credits none",
+    "proof-prioritised": "Prove or refuse: the proof runs before suspension, deletion and "
+    "generation gates (a resource owing proof never rests at one of them, and a record owed "
+    "at rest has been read since it was written)",
+    "finalizer-removed": "The finalizer, through a metadata patch: a finalizer with no claim "
+    "is removed by the next pass (at rest, a finalizer stays only while something is owed, "
+    "so a deleted resource that owes nothing is gone)",
+    "lease-accounted": "pendingLockRelease / release_lease, then clear_lock_release: the "
+    "realm is never left claimed with no record saying so (at rest, a held Lease is named by "
+    "a claim or a staged release, or was left to expire on purpose)",
     "no-credentials": "The operator never writes credentials into a status, an Event or a log",
     "at-rest": "Every resource ends terminal or explicitly uncertain once faults stop",
     "no-retry-deterministic": "Failures say why, and only transient ones retry: a reading "
@@ -145,6 +162,13 @@ class Invariants(Watcher):
     stalls: dict[str, tuple[str, tuple[Any, ...]]] = field(default_factory=dict)
     claimed: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     _clean: dict[int, Any] = field(default_factory=dict)  # objects with no credential
+    # Readings dispatched per resource, and per resource the record it owes with the count
+    # of readings when the record first appeared (a proof must read after its record).
+    readings_of: Counter[str] = field(default_factory=Counter)
+    owed: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # Holders whose withheld release was given up with the Lease still held (left to
+    # expire past the hold, never released).
+    left_to_expire: set[str] = field(default_factory=set)
 
     def fail(self, rule: str, message: str) -> None:
         assert rule in RULES, rule
@@ -253,6 +277,12 @@ class Invariants(Watcher):
     def _status_patched(
         self, res: SimResource, obj: dict[str, Any], fields: dict[str, Any]
     ) -> None:
+        staged = (obj.get("status") or {}).get("pendingLockRelease") or {}
+        if "pendingLockRelease" in fields and fields["pendingLockRelease"] is None and staged:
+            holder, _ = self._lease_holder(str(staged.get("leaseName")))
+            if holder == staged.get("holder") and staged.get("withheld"):
+                # A withheld release given up with its Lease still held: left to expire.
+                self.left_to_expire.add(str(holder))
         claim = fields.get("activeOperation")
         if not claim:
             return
@@ -262,7 +292,13 @@ class Invariants(Watcher):
                 f"{res.name}: claim {claim['operationId']} written without the finalizer",
             )
         before = (obj.get("status") or {}).get("activeOperation") or {}
-        if claim.get("admissionSnapshot") and not before.get("admissionSnapshot") and self.passes:
+        snapshot = (claim.get("admissionSnapshot") or {}).get("digest")
+        if (
+            snapshot
+            and snapshot != (before.get("admissionSnapshot") or {}).get("digest")
+            and (self.passes)
+        ):
+            # Written (first, or again with another value): this pass returns now.
             self.passes[-1].snapshot_written = True
         if claim.get("dispatchStarted") and not before.get("dispatchStarted") and self.passes:
             self.passes[-1].marker_written = claim.get("operationId")
@@ -336,6 +372,7 @@ class Invariants(Watcher):
         else:
             self.readings[op] = self._bindings(res, obj)
             if op_type in READINGS:
+                self.readings_of[res.name] += 1
                 self._no_reading_while_stalled(res, obj)
 
     def _mutation_dispatched(
@@ -481,6 +518,25 @@ class Invariants(Watcher):
         if op in self._may_write():
             self.fail("lease-while-executor", f"Lease {lease} released while {op} may still write")
         self._no_writer_under(lease, holder, "released")
+        staged = (((found or (None, {}))[1].get("status") or {}).get("pendingLockRelease")) or {}
+        if staged.get("operationId") != op or staged.get("jobUid") or staged.get("pods"):
+            # A Job its controller never saw is released by absence across a full resync
+            # (the documented exception); the executor invariants above still judge it.
+            self._released_on_evidence(lease, op)
+
+    def _released_on_evidence(self, lease: str, op: str) -> None:
+        """A release hands the database back only on evidence: every Pod the operation's
+        Job ran reported its container terminated to the API. A Pod that left the API
+        without that report never gives evidence, however long ago it went: its Lease is
+        left to expire, never released."""
+        for truth in self.world.kubelet.truth.values():
+            if truth.operation_id == op and truth.mutating and not truth.terminated:
+                self.fail(
+                    "release-on-evidence",
+                    f"Lease {lease} released, but {truth.pod} of {op} never reported its "
+                    f"container stopped ({'still running' if truth.alive else 'gone unseen'})",
+                )
+                return
 
     def _no_writer_under(self, lease: str, holder: str, what: str) -> None:
         """By the simulated database's own writer count, not by the API or the kubelet's
@@ -561,6 +617,8 @@ class Invariants(Watcher):
         self._claim_and_record(res.name, before, status)
         self._accounted(res, obj, before, status)
         self._record_cleared(res, obj, before, status)
+        self._credited(res, before, status)
+        self._proof_first(res, status)
         self._note_stall(res, obj, status)
         self.previous[res.name] = status
 
@@ -728,6 +786,103 @@ class Invariants(Watcher):
             self.fail(
                 "account-evidence", f"{res.name}: {old['type']} {op} accounted, but {problem}"
             )
+        elif not old.get("mutating"):
+            self._settling_kept(res, before, status, old)
+
+    def _settling_kept(
+        self,
+        res: SimResource,
+        before: dict[str, Any],
+        status: dict[str, Any],
+        reading: dict[str, Any],
+    ) -> None:
+        """A reading accepted while a record was owed, whose Pod saw the resource's own
+        database settled (by the world's truth) while nothing of the uncertain run may
+        still write (no withheld release of it, no Pod of it shown running), clears the
+        record in the same patch."""
+        record = before.get("pendingObservation") or before.get("unresolvedRun")
+        new = status.get("pendingObservation") or status.get("unresolvedRun")
+        if not record or not new or new.get("operationId") != record.get("operationId"):
+            return
+        if record["operationId"] in (status.get("abandonedProofs") or []):
+            return
+        seen = [
+            t
+            for t in self.world.kubelet.pods_of_job(str(reading.get("jobName")))
+            if t.observed is not None and t.printed_op == reading.get("operationId")
+        ]
+        schema = res.family is SCHEMA_FAMILY
+        if not seen or not all(
+            t.opened_db == res.db and _settled(schema, t.observed or {}, record) for t in seen
+        ):
+            return
+        staged = before.get("pendingLockRelease") or {}
+        if staged.get("operationId") == record["operationId"] and not staged.get("executorStopped"):
+            return  # its release is withheld: the run may still write, so nothing settles
+        if self._shown_running(str(record["operationId"])):
+            return
+        self.fail(
+            "proof-settles",
+            f"{res.name}: reading {reading.get('operationId')} saw {res.db} settled, but the "
+            f"record of {record['operationId']} was kept",
+        )
+
+    def _shown_running(self, operation: str) -> bool:
+        """Whether the API shows a Pod of ``operation`` that is not in a terminal phase."""
+        for pod in self.world.cluster.system.peek_list(POD, NS):
+            labels = pod["metadata"].get("labels") or {}
+            if labels.get(LABEL_OPERATION) != operation:
+                continue
+            if ((pod.get("status") or {}).get("phase") or "Pending") not in {"Succeeded", "Failed"}:
+                return True
+        return False
+
+    def _credited(self, res: SimResource, before: dict[str, Any], status: dict[str, Any]) -> None:
+        """An outcome is credited to a run only as its own claim ends (the account of its
+        frame, or Uncertain); a settling reading records Converged and credits no Apply."""
+        last = status.get("lastMutation") or {}
+        prev = before.get("lastMutation") or {}
+        old = before.get("activeOperation") or {}
+        now = status.get("activeOperation") or {}
+        ended = bool(old.get("mutating") and old.get("jobUid")) and now.get(
+            "operationId"
+        ) != old.get("operationId")
+        key = (last.get("operationId"), last.get("outcome"))
+        if last and key != (prev.get("operationId"), prev.get("outcome")):
+            own = ended and old.get("operationId") == last.get("operationId")
+            if last.get("outcome") in ACCOUNTED and not own:
+                self.fail(
+                    "converged-not-attributed",
+                    f"{res.name}: {last.get('operationId')} credited {last.get('outcome')} "
+                    "without the account of its own claim",
+                )
+        applied = status.get("appliedPlanDigest")
+        if applied and applied != before.get("appliedPlanDigest"):
+            own = (
+                ended
+                and old.get("planDigest") == applied
+                and last.get("operationId") == old.get("operationId")
+                and last.get("outcome") == "Succeeded"
+            )
+            if not own:
+                self.fail(
+                    "converged-not-attributed",
+                    f"{res.name}: plan {applied[:12]} credited as applied without the "
+                    "Succeeded account of its own claim",
+                )
+
+    def _proof_first(self, res: SimResource, status: dict[str, Any]) -> None:
+        record = status.get("pendingObservation") or status.get("unresolvedRun")
+        if not record:
+            self.owed.pop(res.name, None)
+            return
+        if self.owed.get(res.name, ("",))[0] != record.get("operationId"):
+            self.owed[res.name] = (str(record.get("operationId")), self.readings_of[res.name])
+        if status.get("phase") == "Suspended":
+            self.fail(
+                "proof-prioritised",
+                f"{res.name}: shows Suspended while proof of {record.get('operationId')} is owed",
+            )
 
     def _own_job(
         self, res: SimResource, obj: dict[str, Any], claim: dict[str, Any], what: str
@@ -830,12 +985,25 @@ class Invariants(Watcher):
     # --- once faults stop
 
     def at_rest(self) -> None:
+        self._leases_accounted()
         for res in self.world.resources:
             obj = self._obj(res)
             if obj is None:
                 continue
             status = obj.get("status") or {}
             record = status.get("pendingObservation") or status.get("unresolvedRun")
+            owes = record or status.get("activeOperation") or status.get("pendingLockRelease")
+            if FINALIZER in (obj["metadata"].get("finalizers") or []) and not owes:
+                deleting = " (being deleted)" if obj["metadata"].get("deletionTimestamp") else ""
+                self.fail(
+                    "finalizer-removed", f"{res.name}: a finalizer with nothing owed{deleting}"
+                )
+            if record and self.readings_of[res.name] <= self.owed.get(res.name, ("", 0))[1]:
+                self.fail(
+                    "proof-prioritised",
+                    f"{res.name}: owes proof of {record.get('operationId')} and has not read "
+                    f"since ({status.get('phase')})",
+                )
             if status.get("activeOperation"):
                 self.fail(
                     "at-rest",
@@ -863,6 +1031,25 @@ class Invariants(Watcher):
                         "at-rest",
                         f"{res.name}: Ready but the database differs from the desired schema",
                     )
+
+    def _leases_accounted(self) -> None:
+        """At rest, every held Lease is named by a claim or a staged release, or was left
+        to expire: its withheld release given up while the Lease was still held."""
+        named: set[str] = set()
+        for res in self.world.resources:
+            status = (self._obj(res) or {}).get("status") or {}
+            claim = status.get("activeOperation") or {}
+            named.add(str((claim.get("lease") or {}).get("holder")))
+            named.add(str((status.get("pendingLockRelease") or {}).get("holder")))
+        for lease in self.world.cluster.system.peek_list(LEASE, LOCK_NS):
+            name = lease["metadata"]["name"]
+            holder = (lease.get("spec") or {}).get("holderIdentity")
+            if holder and holder not in named and holder not in self.left_to_expire:
+                self.fail(
+                    "lease-accounted",
+                    f"Lease {name} held by {holder} at rest, named by no claim or staged "
+                    "release, and not left to expire",
+                )
 
     def write_hook(self, inner: Any) -> Any:
         def hook(req: WriteRequest) -> FaultDecision:
@@ -893,9 +1080,14 @@ def _evidence_problem(
 
 def _settled(schema: bool, observed: dict[str, Any], record: dict[str, Any]) -> bool:
     """What a reading saw settles the record: for a schema, the database at the
-    Apply's expected fingerprint or no changes left; for a migration, nothing dirty."""
+    Apply's expected fingerprint or no changes left; for a migration, nothing dirty, and
+    nothing pending or the applied history exactly what the uncertain run expected."""
     if schema:
         return observed.get("fingerprint") == record.get("expectedAfter") or (
             observed.get("changes") is False
         )
-    return "dirty" in observed and observed["dirty"] is None
+    if "dirty" not in observed or observed["dirty"] is not None:
+        return False
+    expected = record.get("expectedAfter")
+    reached = bool(expected) and digest(list(observed.get("applied") or [])) == expected
+    return reached or not observed.get("pending")

@@ -12,14 +12,18 @@ controller:
 - an SQL error (a failed frame, the transaction rolled back);
 - more than one Pod for one Job, each running the same operation and printing a
   valid-looking frame, listed in either order;
-- a Pod whose image an admission webhook rewrote (outside the envelope);
+- a Pod an admission webhook changed on its way in (outside the envelope): its image
+  rewritten to a mirror, a sidecar container injected, or its annotations stripped;
+  every Pod is bound to a node, so "stopped" means what its node reported;
 - kubelet lag both ways: a container that printed its frame but has not exited
   yet, a Job marked terminal before its Pods stop, or only some steps after;
 - the Job's active deadline, enforced as the Job controller does;
 - a node cut off from the API (a partition) while its containers keep running and
   writing: nothing they do reaches the API (no status, no log) until it reconnects, and
   meanwhile a running Pod may be force-deleted (``kubectl delete --force``): its object
-  goes at once, its process does not. The cluster has other nodes: a Pod created while
+  goes at once, its process does not. Or the Pod garbage collector marks it Failed
+  first (phase Failed, its container's last report still "running"), as it does for a
+  Pod on an unreachable node. The cluster has other nodes: a Pod created while
   that node is cut off runs elsewhere, connected, so a reading can run and report while
   the cut-off node's process still writes. The Job controller, which is not cut off, counts
   a Pod deleted before it was counted as failed and, with ``backoffLimit: 0``, fails the
@@ -39,6 +43,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -62,8 +67,10 @@ EXECUTOR_FAULTS = (
     "other-db",
     "foreign-frame",
     "sql-failed",
-    "webhook-image",
+    "webhook",
 )
+NODE = "sim-node"
+TERMINAL = frozenset({"Succeeded", "Failed"})
 
 
 @dataclass
@@ -128,6 +135,8 @@ class Kubelet:
     _executed: set[str] = field(default_factory=set)  # Jobs whose work was counted
     # The node cut off from the API for this many more kubelet steps (0: connected).
     partitioned: int = 0
+    # Called as a partition starts: what else the same network failure cuts off.
+    on_partition: Callable[[], None] | None = None
     # What the node could not report while cut off, sent on reconnect, by Pod name.
     _unsent_logs: dict[str, tuple[str, str | None, int]] = field(default_factory=dict)
     _unsent_exits: dict[str, PodRun] = field(default_factory=dict)
@@ -203,10 +212,23 @@ class Kubelet:
                 # docs/mutation-lifecycle.md), so this fault is aimed at mutations, whose
                 # frame names the claim's database.
                 fault = "log-lost"
+            if fault == "webhook":
+                # An admission webhook changes the Pod on its way in: rewrites the image
+                # (a registry mirror), injects a sidecar (a mesh), or strips annotations
+                # it does not know (a policy engine).
+                fault = "webhook-" + self.rng.choice(["image", "sidecar", "annotations"])
             self._count(f"fault:{fault}")
         spec = json.loads(json.dumps(template["spec"]))
+        annotations = dict(meta.get("annotations", {}))
         if fault == "webhook-image":
             spec["containers"][0]["image"] = "mirror.example/" + str(container.get("image"))
+        elif fault == "webhook-sidecar":
+            spec["containers"].append({"name": "mesh-proxy", "image": "mesh/proxy:1"})
+        elif fault == "webhook-annotations":
+            annotations = {k: v for k, v in annotations.items() if not k.startswith("ptah.io/")}
+        # What the Job asked for, whatever a webhook made of it: the truth of admission.
+        admitted = spec == template["spec"] and annotations == dict(meta.get("annotations", {}))
+        spec["nodeName"] = NODE  # bound at once: one node
         pod = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -216,7 +238,7 @@ class Kubelet:
                 "labels": dict(
                     meta.get("labels", {}), **{"controller-uid": job["metadata"]["uid"]}
                 ),
-                "annotations": dict(meta.get("annotations", {})),
+                "annotations": annotations,
                 "ownerReferences": [
                     {
                         "apiVersion": "batch/v1",
@@ -250,7 +272,7 @@ class Kubelet:
             mutating=mutating,
             planned_db=planned.name if planned else None,
             opened_db=opened.name if opened else None,
-            admitted=fault != "webhook-image",
+            admitted=admitted,
         )
         self.truth[name] = truth
         self.runs[name] = PodRun(
@@ -297,6 +319,13 @@ class Kubelet:
                     run.grace -= 1
                     continue
                 self._killed(run)
+                continue
+            if run.started and _phase(pod) in TERMINAL:
+                # The control plane marked the Pod terminal without the node's word (see
+                # _run_offline). A terminal phase is final: back in touch, the kubelet
+                # kills what still runs there and reports its container terminated.
+                self._killed(run)
+                self._report_exit(run)
                 continue
             if _phase(pod) == "Pending":
                 self.api.patch(POD, NS, name, {"status": _running()}, "status")
@@ -399,14 +428,19 @@ class Kubelet:
         self._report_exit(run)
 
     def _report_exit(self, run: PodRun) -> None:
+        if not run.done:
+            run.exit_code, run.exit_reason = 137, "Error"
         phase = "Succeeded" if run.exit_code == 0 else "Failed"
         state = {"terminated": {"exitCode": run.exit_code, "reason": run.exit_reason}}
+        pod = self.api.peek(POD, NS, run.pod)
+        if pod is None:
+            return
+        if _phase(pod) in TERMINAL:
+            phase = _phase(pod)  # a terminal phase never changes
         status = {
             "phase": phase,
             "containerStatuses": [{"name": CONTAINER, "state": state, "ready": False}],
         }
-        if self.api.peek(POD, NS, run.pod) is None:
-            return
         self.api.patch(POD, NS, run.pod, {"status": status}, "status")
         if run.truth is not None:
             run.truth.terminated = True
@@ -416,11 +450,13 @@ class Kubelet:
     def _maybe_partition(self) -> None:
         """Now and then, while a mutation's container runs, the node loses the API."""
         running = [r for r in self.runs.values() if r.mutating and r.started and not r.done]
-        if running and self._fault("partition") and self.rng.random() < 0.5:
+        if running and self._fault("partition"):
             self._count("fault:partition")
             # Long enough, now and then, for a Lease to expire meanwhile. The node cut
             # off holds every Pod it has now; Pods created meanwhile run elsewhere.
             self.partition(self.rng.randint(2, 30))
+            if self.on_partition is not None:
+                self.on_partition()
 
     def partition(self, steps: int) -> None:
         """The node holding every Pod there is now loses the API for ``steps`` kubelet
@@ -441,10 +477,23 @@ class Kubelet:
         started = [r for r in self.runs.values() if r.cut_off and r.started]
         if started and self.faults_on and self.rng.random() < 0.5:
             run = self.rng.choice(started)
-            if self.api.peek(POD, NS, run.pod) is not None:
-                if self.rng.random() < 0.3 and self.api.peek(JOB, NS, run.job) is not None:
+            pod = self.api.peek(POD, NS, run.pod)
+            if pod is not None:
+                roll = self.rng.random()
+                if roll < 0.3 and self.api.peek(JOB, NS, run.job) is not None:
                     self._count("fault:job-deleted-offline")
                     self.api.delete(JOB, NS, run.job, propagation="Background")
+                elif roll < 0.5 and _phase(pod) not in TERMINAL:
+                    # The Pod garbage collector marks a Pod on an unreachable node Failed
+                    # before it deletes it: the phase says Failed, the containers' last
+                    # report still says running, and the process goes on writing.
+                    self._count("fault:marked-failed-offline")
+                    status = {
+                        "phase": "Failed",
+                        "reason": "NodeLost",
+                        "conditions": [{"type": "DisruptionTarget", "status": "True"}],
+                    }
+                    self.api.patch(POD, NS, run.pod, {"status": status}, "status")
                 else:
                     self._count("fault:force-deleted")
                     self.api.delete(POD, NS, run.pod)
@@ -516,8 +565,11 @@ class Kubelet:
             self._observed(run, fingerprint=db.fingerprint(), changes=planned["changes"])
             return frame("succeeded", planned)
         if run.op == "history":
-            self._observed(run, dirty=db.dirty)
-            return frame("succeeded", db.read_history(_versions(run.dirs)))
+            history = db.read_history(_versions(run.dirs))
+            self._observed(
+                run, dirty=db.dirty, applied=history["applied"], pending=history["pending"]
+            )
+            return frame("succeeded", history)
         if run.op == "apply":
             body = json.loads(run.inputs.get("plan.json", "{}"))
             if body.get("fingerprintBefore") != db.fingerprint():

@@ -115,6 +115,7 @@ class World:
         dbs.add("db2")
         dbs.add(OTHER_DATABASE)  # planned by nobody; reached only by a misdirected run
         world = cls(seed, rng, clock, cluster, dbs, Kubelet(cluster, dbs, rng))
+        world.kubelet.on_partition = world._partition_spreads
         world._populate()
         return world
 
@@ -214,6 +215,13 @@ class World:
             and self.rng.random() < 0.05
         ):
             self._tamper_job(self._claimed_job())
+        if (
+            self.faults_on
+            and when == "after"
+            and write in {"write_lease_epoch", "write_admission_snapshot"}
+            and self.rng.random() < 0.05
+        ):
+            self._revoke_approval()
         if self.crash is None:
             return
         target_write, target_when, remaining = self.crash
@@ -251,6 +259,13 @@ class World:
         fresh = self._replica(replica.name, replica.skew)
         replica.env = fresh.env
         replica.restarts += 1
+
+    def _partition_spreads(self) -> None:
+        """A network failure rarely cuts off one node alone: now and then the operator's
+        replica (or one resource's worker) loses the API with it, for longer than the
+        Lease duration, while the cut-off executor goes on writing."""
+        if self.faults_on and self.rng.random() < 0.5:
+            self.outage()
 
     def outage(self) -> None:
         """A controller makes no pass for longer than the Lease duration: a whole replica
@@ -436,6 +451,17 @@ class World:
         obj = self.cluster.system.peek(res.family.kind, NS, res.name) if res else None
         claim = ((obj or {}).get("status") or {}).get("activeOperation") or {}
         return self.cluster.system.get(JOB, NS, claim.get("jobName", "")) if claim else None
+
+    def _revoke_approval(self) -> None:
+        """A reviewer takes back the approval a claim in flight names, between its claim
+        and its dispatch: the approval is gone when the dispatch boundary re-reads it."""
+        res = self._current
+        obj = self.cluster.system.peek(res.family.kind, NS, res.name) if res else None
+        claim = ((obj or {}).get("status") or {}).get("activeOperation") or {}
+        name = claim.get("approvalName")
+        if name and self.cluster.system.peek(APPROVAL, NS, name) is not None:
+            self.watcher.fault("approval-revoked", res)
+            self.cluster.system.delete(APPROVAL, NS, name)
 
     def _tamper_job(self, job: dict[str, Any] | None = None) -> None:
         """Someone changes a Job's owner or labels: another controller adopting Jobs,
