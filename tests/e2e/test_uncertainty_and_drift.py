@@ -46,13 +46,27 @@ def _lock_waiter(admin: psycopg.Connection[Any], database: str, holder: int) -> 
     return None if row is None else int(row[0])
 
 
+DEADLINE = 60  # the runner Job's activeDeadlineSeconds in the uncertain-Apply test
+
+
 def test_apply_pod_killed_mid_run_is_uncertain_until_a_reading_proves_it(
     kube: RealCluster, namespace: str, operator: Operator, pg_database: str, pg_admin_url: str
 ) -> None:
     database = database_of(pg_database)
     secret(kube, namespace, "pg", pg_database)
     operator.start(proof_retry_seconds="5")
-    schema(kube, namespace, "pg", PG_V1, "pg", "postgres", policy={"approval": "Always"})
+    # The Pod is deleted before anyone sees it stop, so nothing proves its process ended:
+    # the proof waits for the hold (the Job's deadline + 60 s), kept short here.
+    schema(
+        kube,
+        namespace,
+        "pg",
+        PG_V1,
+        "pg",
+        "postgres",
+        policy={"approval": "Always"},
+        runner={"activeDeadlineSeconds": DEADLINE},
+    )
     s = wait_status(
         kube,
         namespace,
@@ -121,13 +135,16 @@ def test_apply_pod_killed_mid_run_is_uncertain_until_a_reading_proves_it(
     assert record["operationId"] == op_id
     assert record["reason"] in ("PodDeletedUnseen", "FrameNoFrame", "LogLost"), record
     assert s["lastMutation"]["outcome"] == "Uncertain"
-    # The reading runs first; the database does not match the plan, so it does not settle.
+    # The reading runs once the hold has passed (no evidence that the deleted Pod's process
+    # stopped ever reaches the API); the database does not match the plan, so it does not
+    # settle.
     s = wait_status(
         kube,
         namespace,
         "pg",
         "the reading refuses to settle",
         lambda s: s.get("phase") == "ProofNotSettled",
+        timeout=DEADLINE + 150,
         log=operator.log_path,
     )
     assert pg_columns(pg_database, "users") == ["id", "name"]
