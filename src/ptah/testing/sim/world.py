@@ -351,15 +351,6 @@ class World:
                 operation = self.rng.choice(["apply-0000", "migrate-0000", ""])
             self._annotate(res, operation)
             return
-        claim = status.get("activeOperation") or {}
-        revocable = claim.get("approvalName") and not claim.get("dispatchStarted")
-        if revocable and roll < 0.3 and not quiet:
-            # A person revokes the approval a claim was authorized by, before its
-            # dispatch: the claim must re-read it and give up.
-            self.watcher.fault("approval-revoked", res)
-            with contextlib.suppress(errors.NotFound):
-                api.delete(APPROVAL, NS, claim["approvalName"])
-            return
         if quiet:
             if obj["spec"].get("suspend"):
                 api.patch(res.family.kind, NS, res.name, {"spec": {"suspend": False}})
