@@ -55,6 +55,13 @@ say "installing the chart (helm upgrade --install ptah deploy/helm/ptah)"
   --wait --timeout 180s >/dev/null
 "$kubectl" -n "$system" get pods -o wide
 
+say "starting from a fresh sample database (a previous run's tour edits are undone)"
+# The tour edits the schema and the database; the demo shows the sample, so a second run
+# deletes its PtahSchema (its plans go with it) and the database before applying again.
+"$kubectl" -n "$ns" delete ptahschema shop --ignore-not-found --wait --timeout=120s >/dev/null ||
+  echo "the previous demo PtahSchema is still being deleted; going on" >&2
+rm -f "$data/shop.db" "$data/shop.db-journal" "$data/shop.db-wal" "$data/shop.db-shm"
+
 say "applying the sample schema to sqlite:////data/shop.db (runner Pods mount $data at /data)"
 "$kubectl" -n "$ns" create secret generic shop-db --from-literal=url="sqlite:////data/shop.db" \
   --dry-run=client -o yaml | "$kubectl" apply -f - >/dev/null
