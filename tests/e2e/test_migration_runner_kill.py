@@ -63,8 +63,10 @@ def test_runner_stopped_mid_file_is_uncertain_then_partial_and_never_rerun(
 ) -> None:
     url = mysql_database
     # The network cut ends only through the Job's deadline (the runner sets no socket
-    # timeout); long enough to reach the second statement on a loaded machine.
-    runner = {"activeDeadlineSeconds": 40} if way == "network-cut" else {}
+    # timeout); long enough to reach the second statement on a loaded machine. A Pod
+    # force-deleted is never seen to stop, so its proof waits for the hold (the Job's
+    # deadline + 60 s): the same short deadline keeps that wait short.
+    runner = {"activeDeadlineSeconds": 40} if way in ("network-cut", "pod-deleted") else {}
     uid, pod = runner_in_second_statement(
         kube, namespace, operator, url, FILES, timeout=90, runner=runner
     )
@@ -116,7 +118,7 @@ def test_runner_stopped_mid_file_is_uncertain_then_partial_and_never_rerun(
             and bool(s.get("unresolvedRun"))
             and bool((s.get("history") or {}).get("dirty"))
         ),
-        timeout=120,
+        timeout=240,
         log=operator.log_path,
     )
     record = s["unresolvedRun"]

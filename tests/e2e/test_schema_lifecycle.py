@@ -210,7 +210,9 @@ def test_deletion_waits_while_proof_is_owed(
 ) -> None:
     secret(kube, namespace, "pg", pg_database)
     operator.start(proof_retry_seconds="5")
-    schema(kube, namespace, "pg", PG_V1, "pg", "postgres")
+    # The Apply Pod is deleted and may be gone before anyone sees it stop; then the proof
+    # waits for the hold (the Job's deadline + 60 s), kept short here.
+    schema(kube, namespace, "pg", PG_V1, "pg", "postgres", runner={"activeDeadlineSeconds": 60})
     wait_status(kube, namespace, "pg", "Ready", ready, log=operator.log_path)
     with table_locked(pg_database, pg_admin_url) as (holder, waiter):
         set_sql(kube, namespace, "pg", PG_V2)
@@ -240,6 +242,7 @@ def test_deletion_waits_while_proof_is_owed(
         "pg",
         "proof owed, deletion held",
         lambda s: s.get("phase") == "ProofNotSettled",
+        timeout=240,
         log=operator.log_path,
     )
     obj = kube.get(SCHEMA, namespace, "pg")
