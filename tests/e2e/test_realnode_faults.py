@@ -75,7 +75,11 @@ def test_runner_pod_evicted_mid_statement_is_accounted_and_never_rerun(
     """The Eviction API (graceful: SIGTERM to the runner in its second statement): the
     run ends partial, the resource stops on the dirty file, and nothing reruns it."""
     url = mysql_database
-    uid, pod = runner_in_second_statement(kube, namespace, operator, url, FILES)
+    # The evicted Pod may be gone before anyone sees it stop; then the proof waits for the
+    # hold (the Job's deadline + 60 s), which this short deadline keeps short.
+    uid, pod = runner_in_second_statement(
+        kube, namespace, operator, url, FILES, runner={"activeDeadlineSeconds": 40}
+    )
     name = pod["metadata"]["name"]
     cluster.api().post(
         f"/api/v1/namespaces/{namespace}/pods/{name}/eviction",
@@ -97,7 +101,7 @@ def test_runner_pod_evicted_mid_statement_is_accounted_and_never_rerun(
                 and bool((s.get("history") or {}).get("dirty"))
             )
         ),
-        timeout=180,
+        timeout=300,
         log=operator.log_path,
     )
     assert len(migrate_jobs(kube, namespace, uid)) == 1
