@@ -19,7 +19,6 @@ lifecycle made of it:
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ from ptah.lifecycle.step import Result
 from ptah.runner.frame import parse_result_for
 from ptah.workload.job import CONTAINER, LABEL_OPERATION, LABEL_OPERATION_TYPE
 from support.databases import database_url, fresh_database
-from support.lifecycle_harness import SIDES, Harness
+from support.lifecycle_harness import SIDES, Harness, real_pause
 
 pytestmark = pytest.mark.integration
 
@@ -68,7 +67,7 @@ class PostgresHarness(Harness):
         return self.pod_url
 
     def wait(self, result: Result) -> None:
-        time.sleep(min(result.requeue_after or 0.5, 0.5))
+        real_pause(result)
 
     def tables(self) -> set[str]:
         with open_target(self.url) as target, target.connection.cursor() as cur:

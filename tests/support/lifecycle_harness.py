@@ -93,6 +93,12 @@ class MigrationSide(Side):
         return h.migrated()
 
 
+def real_pause(result: Result) -> None:
+    """Between two passes on the real port: the pass's own requeue, at most 0.5 s, while
+    the real node runs the Job (pacing, not evidence; the callers wait on state)."""
+    time.sleep(min(result.requeue_after or 0.5, 0.5))
+
+
 SIDES: dict[str, Side] = {"schema": SchemaSide(), "migration": MigrationSide()}
 
 
@@ -359,7 +365,7 @@ class RealHarness(Harness):
         return f"sqlite:///{self.db_path}"
 
     def wait(self, result: Result) -> None:
-        time.sleep(min(result.requeue_after or 0.5, 0.5))
+        real_pause(result)
 
     def tables(self) -> set[str]:
         if not self.db_path.exists():
