@@ -21,7 +21,16 @@ from typing import Any
 import e2esupport
 import psycopg
 import pytest
-from e2esupport import PTAH, Operator, approve, events, sqlite_columns, wait_for, with_database
+from e2esupport import (
+    PTAH,
+    Operator,
+    approve,
+    events,
+    pass_writes,
+    sqlite_columns,
+    wait_for,
+    with_database,
+)
 from migflow import with_sum, write_tree
 
 from ptah.engines.versioned import sumfile
@@ -373,7 +382,10 @@ def test_operator_sigkill_mid_wave_resumes_and_a_target_added_mid_rollout_joins(
     for db in [*dbs, added]:
         assert sqlite_columns(db, "users") == ["id", "name", "email"]
     assert operator.runs == 2
-    # Idle after convergence: the rollout and its children are not written again.
+    # Idle after convergence: the rollout and its children are not written again, and
+    # the passes send no write at all (`pass_writes`: a write that changes nothing keeps
+    # the resourceVersion).
+    writes = pass_writes(operator)
     before = {
         c["metadata"]["name"]: c["metadata"]["resourceVersion"]
         for kind in (ROLLOUT, MIGRATION, SCHEMA)
@@ -389,6 +401,7 @@ def test_operator_sigkill_mid_wave_resumes_and_a_target_added_mid_rollout_joins(
         for c in kube.list(kind, namespace)
     }
     assert after == before
+    assert pass_writes(operator) == writes
 
 
 def _passes(operator: Operator) -> float:
