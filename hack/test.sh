@@ -51,7 +51,25 @@ if [ "${PTAH_MUTATION:-sim}" != "off" ]; then
     bash hack/mutation.sh --stages sim
   fi
 fi
-step "pytest"
-printf '(setup, lint and simulation took %ss in all)\n' "$((t_step - t_all))"
+printf '(setup, lint and simulation took %ss in all)\n' "$((SECONDS - t_all))"
+if [ "$#" -gt 0 ]; then
+  step "pytest $*"
+  pytest "$@"
+  exit
+fi
+# Without arguments: every test, in two runs that share one real node (started by the
+# first test that needs it, stopped here at the end). Most of the time goes to the
+# end-to-end tests waiting on the apiserver, the kubelet and the holds, so the second
+# run takes two tests at a time (pytest-xdist, one module per worker). The tests
+# marked node_exclusive disturb the node or the host, so they run first, alone.
+PTAH_TEST_REAL_STATE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ptah-test-node.XXXXXX")
+export PTAH_TEST_REAL_STATE_DIR
+stop_node() { ptah dev down --state-dir "$PTAH_TEST_REAL_STATE_DIR" --purge >/dev/null 2>&1 || true; }
+trap stop_node EXIT
+rc=0
+step "pytest: the node_exclusive tests, one at a time"
+pytest -m node_exclusive --durations=10 || rc=$?
+step "pytest: every other test, two at a time"
 # pytest's summary stays the last line (CI reads it).
-pytest "$@"
+pytest -m "not node_exclusive" -n 2 --dist loadfile --durations=30 || rc=$?
+exit "$rc"

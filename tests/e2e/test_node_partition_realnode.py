@@ -12,7 +12,9 @@ from test_node_partition import (
     test_force_deleted_pod_on_a_paused_node_keeps_the_lease_until_the_runner_stops as test_paused_kubelet_keeps_the_lease_until_the_runner_stops,  # noqa: E501
 )
 
-pytestmark = pytest.mark.integration
+# node_exclusive: it pauses the real node's kubelet, so nothing else may run on the
+# machine meanwhile (hack/test.sh runs these first, one at a time).
+pytestmark = [pytest.mark.integration, pytest.mark.node_exclusive]
 E2E_NODE = "real"
 
 __all__ = ["test_paused_kubelet_keeps_the_lease_until_the_runner_stops"]

@@ -31,7 +31,9 @@ from migflow import (
 from ptah.kube.real import RealCluster
 from ptah.testing.devcluster import cluster as devcluster
 
-pytestmark = pytest.mark.integration
+# node_exclusive: it kills and restarts the real node's kubelet, so nothing else may run on the
+# machine meanwhile (hack/test.sh runs these first, one at a time).
+pytestmark = [pytest.mark.integration, pytest.mark.node_exclusive]
 
 mysql_database = migflow.mysql_database
 

@@ -18,7 +18,9 @@ from ptah.testing.devcluster import hostchanges, imagebuild, node
 if TYPE_CHECKING:
     from support.cluster import Cluster
 
-pytestmark = pytest.mark.integration
+# node_exclusive: it compares the host before and after a node of its own, so nothing
+# else may run on the machine meanwhile (hack/test.sh runs these first, one at a time).
+pytestmark = [pytest.mark.integration, pytest.mark.node_exclusive]
 
 JSON = dict[str, Any]
 RESTRICTED = {

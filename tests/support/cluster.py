@@ -10,7 +10,9 @@ fixtures by ``tests/conftest.py``.
   containerd and runc, ``ptah dev up --node real``) in its own state dir (or reused
   from ``$PTAH_TEST_REAL_STATE_DIR``), with the base and project images built from the
   Dockerfile and loaded (``ptah dev images``), and the test databases' ports forwarded
-  to its bridge address (``Cluster.pod_url``).
+  to its bridge address (``Cluster.pod_url``). Several pytest processes (the xdist
+  workers of ``hack/test.sh``) share one reused node: the first to arrive starts it and
+  loads the images, under a lock in the state dir, and the others then find it running.
 * ``namespace`` (function): a fresh namespace per test, with its ``default``
   ServiceAccount present, deleted afterwards.
 
@@ -21,6 +23,7 @@ If a control-plane binary is missing the fixture fails naming it (never skips un
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import subprocess
@@ -226,14 +229,29 @@ def load_images(info: devcluster.ClusterInfo) -> None:
         imagebuild.load(lay, name)
 
 
+@contextlib.contextmanager
+def setup_lock(state_dir: Path) -> Iterator[None]:
+    """Held while one process starts (or reuses) the node in ``state_dir`` and loads its
+    images: two processes starting the same node at once would race for its ports and
+    import the same image twice."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with open(state_dir / "setup.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 @pytest.fixture(scope="session")
 def real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """``$PTAH_TEST_REAL_STATE_DIR``: reuse (and leave running) that real node."""
     reuse = os.environ.get("PTAH_TEST_REAL_STATE_DIR")
     state_dir = Path(reuse) if reuse else tmp_path_factory.mktemp("ptah-node")
     try:
-        info = start_real(state_dir)
-        load_images(info)
+        with setup_lock(state_dir):
+            info = start_real(state_dir)
+            load_images(info)
         yield Cluster(info)
     finally:
         if not reuse:
