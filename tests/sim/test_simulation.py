@@ -87,6 +87,6 @@ def test_a_deterministic_failure_read_again_is_caught(monkeypatch: pytest.Monkey
     load), and the invariant sees a reading dispatched again on the same inputs."""
     counter = iter(range(10**9))
     for module in (claim, outcome, supervise):  # each step comparing a reading's inputs
-        monkeypatch.setattr(module, "_reading_inputs", lambda p, fp: f"changed-{next(counter)}")
+        monkeypatch.setattr(module, "reading_inputs", lambda p, fp: f"changed-{next(counter)}")
     found = _violations(range(0, 30))
     assert any("failed deterministically, with the same inputs" in v for v in found)

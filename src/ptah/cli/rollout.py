@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from ptah.cli.approve import current_plan, parse_resource, render_plan, who
-from ptah.cli.status import CliError, _columns, add_cluster_args, explain, run_cli
+from ptah.cli.status import CliError, add_cluster_args, explain, format_columns, run_cli
 from ptah.kube.errors import AlreadyExists, ApiError
 from ptah.kube.kinds import APPROVAL, MIGRATION, ROLLOUT, SCHEMA, Kind
 from ptah.kube.port import Cluster, Obj
@@ -191,7 +191,7 @@ def rollout_status(
                 str(r.get("reason") or "-"),
             ]
         )
-    out.write("\n" + _columns(table) if rows else f"\nno target is {phase}\n")
+    out.write("\n" + format_columns(table) if rows else f"\nno target is {phase}\n")
     return 0
 
 

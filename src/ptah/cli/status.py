@@ -200,10 +200,10 @@ def render(rows: Sequence[Row], all_namespaces: bool) -> str:
         if all_namespaces:
             cells.insert(0, r.namespace)
         table.append(cells)
-    return _columns(table)
+    return format_columns(table)
 
 
-def _columns(table: Iterable[list[str]]) -> str:
+def format_columns(table: Iterable[list[str]]) -> str:
     table = list(table)
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]

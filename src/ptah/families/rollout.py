@@ -62,7 +62,7 @@ from ptah.lifecycle.context import Env, ObjectPass
 from ptah.lifecycle.family import Watch
 from ptah.lifecycle.report import PassReport
 from ptah.lifecycle.step import Result
-from ptah.workload.names import _label_safe
+from ptah.workload.names import label_safe
 
 LABEL_ROLLOUT = "ptah.io/rollout"
 LABEL_ROLLOUT_APPROVAL = "ptah.io/rollout-approval"
@@ -186,14 +186,14 @@ def _selected(
 def child_name(rollout: str, target: Target) -> str:
     """``<rollout>-<target>``, DNS-safe and at most 63 characters; a hash keeps two long
     names that share a prefix apart."""
-    plain = _label_safe(f"{rollout}-{target.name}", 63)
+    plain = label_safe(f"{rollout}-{target.name}", 63)
     if plain == f"{rollout}-{target.name}":
         return plain
-    return f"{_label_safe(f'{rollout}-{target.name}', 52)}-{digest(target.name, 10)}"
+    return f"{label_safe(f'{rollout}-{target.name}', 52)}-{digest(target.name, 10)}"
 
 
 def _label_value(text: str) -> str:
-    return text if len(text) <= 63 else f"{_label_safe(text, 52)}-{digest(text, 10)}"
+    return text if len(text) <= 63 else f"{label_safe(text, 52)}-{digest(text, 10)}"
 
 
 # ------------------------------------------------------------------ children
@@ -475,7 +475,7 @@ class _Pass(ObjectPass):
     def _child_approval_name(self, approval: Obj, child: Child) -> str:
         assert child.obj is not None
         pair = digest([approval["metadata"]["uid"], child.obj["metadata"]["uid"]], 12)
-        return f"{_label_safe(str(child.obj['metadata']['name']), 48)}-ra-{pair}"
+        return f"{label_safe(str(child.obj['metadata']['name']), 48)}-ra-{pair}"
 
     def _unspent(self, view: View, approval: Obj, child: Child) -> bool:
         """Not yet spent on this target: its approval named after the pair is absent."""

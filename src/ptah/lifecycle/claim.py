@@ -13,13 +13,13 @@ from ptah.lifecycle.authorize import Refusal, authorize, policy_name
 from ptah.lifecycle.conditions import observation
 from ptah.lifecycle.context import Pass
 from ptah.lifecycle.family import Observe, Work
-from ptah.lifecycle.outcome import _failure_text, _reading_inputs, _stalled, _stalled_on
-from ptah.lifecycle.step import AGAIN, Result, _observe, _since
+from ptah.lifecycle.outcome import failure_text, reading_inputs, stalled_observation, stalled_on
+from ptah.lifecycle.step import AGAIN, Result, observe, seconds_since
 from ptah.targetlock import expected_epoch
 from ptah.workload import names
 
 
-def _authorize(
+def authorize_work(
     p: Pass, what: Work | ActiveOperation
 ) -> tuple[PlanSpec, dict[str, Any] | None] | Refusal:
     """The same re-read at the claim and again at the dispatch boundary."""
@@ -33,20 +33,20 @@ def _authorize(
     )
 
 
-def _claim(p: Pass, work: Work) -> Result:
+def claim_step(p: Pass, work: Work) -> Result:
     """Persist the claim: the finalizer, then the claim naming the Job to be."""
     s = p.status
     if work.mutating:
         if s.record is not None:
-            return _observe(
+            return observe(
                 p, Observe("ProofOwed", message="a mutating claim is refused while proof is owed")
             )
         assert work.expected_database
-        verdict = _authorize(p, work)
+        verdict = authorize_work(p, work)
         if isinstance(verdict, Refusal) and verdict.standing:
             # The policy in force forbids this plan: reading again would compute it again.
             # It stays until the policy or the spec changes (either discards it).
-            return _observe(
+            return observe(
                 p,
                 Observe(
                     "Blocked",
@@ -66,20 +66,20 @@ def _claim(p: Pass, work: Work) -> Result:
             writes.emit_event(p, verdict.reason, f"plan discarded: {verdict.message}", warning=True)
             return AGAIN
     failure = s.reading_failure
-    inputs = None if work.mutating else _reading_inputs(p, work.input_fingerprint)
-    if inputs is not None and _stalled_on(failure, inputs):
+    inputs = None if work.mutating else reading_inputs(p, work.input_fingerprint)
+    if inputs is not None and stalled_on(failure, inputs):
         assert failure is not None
-        return _observe(p, _stalled(failure))
+        return observe(p, stalled_observation(failure))
     if not work.mutating and s.next_reading_after:
-        wait = _since(p, s.next_reading_after, "")
+        wait = seconds_since(p, s.next_reading_after, "")
         if wait is not None and wait < 0:
             # No failure recorded: the pause follows a fenced run (the database was busy).
             why = (
-                f"the last reading failed ({_failure_text(failure)})"
+                f"the last reading failed ({failure_text(failure)})"
                 if failure is not None
                 else "the last run found the database's fence taken"
             )
-            return _observe(
+            return observe(
                 p,
                 Observe(
                     "Retrying",
@@ -148,7 +148,7 @@ def _new_claim(p: Pass, work: Work, inputs: str | None) -> ActiveOperation:
     )
 
 
-def _bind_realm(p: Pass, op: ActiveOperation) -> Result:
+def bind_realm(p: Pass, op: ActiveOperation) -> Result:
     assert op.lease is not None
     outcome = writes.acquire_lease(p, op.lease, op.job_name)
     if outcome.acquired:
@@ -167,7 +167,7 @@ def _bind_realm(p: Pass, op: ActiveOperation) -> Result:
         message = f"the Lease has expired, but {outcome.holder_running}"
     elif outcome.held_by is not None:
         message = f"operation {outcome.held_by.partition('/')[2]} holds this database's Lease"
-    return _observe(
+    return observe(
         p,
         Observe(
             "WaitingForTarget",

@@ -24,13 +24,13 @@ from ptah.lifecycle.conditions import observation
 from ptah.lifecycle.context import Pass
 from ptah.lifecycle.family import Observe
 from ptah.lifecycle.plans import publish_plan
-from ptah.lifecycle.release import Seen, _staged_release, uncertain_run_may_write
-from ptah.lifecycle.step import AGAIN, Result, _next_attempt
+from ptah.lifecycle.release import Seen, staged_release, uncertain_run_may_write
+from ptah.lifecycle.step import AGAIN, Result, next_attempt_number
 from ptah.runner.frame import ResultFrame
 from ptah.runner.wire import DETERMINISTIC_REASONS, one_line
 
 
-def _lost(
+def lost_run(
     p: Pass,
     op: ActiveOperation,
     reason: str,
@@ -41,7 +41,7 @@ def _lost(
     """No account: uncertain for a mutating claim, a retry for a reading."""
     if not op.mutating:
         failure = _failure(p, op, reason, detail, retry=True)
-        return _drop(p, op, reason, detail, retry=True, failure=failure)
+        return drop_claim(p, op, reason, detail, retry=True, failure=failure)
     record = UncertainRecord(
         operation_id=op.operation_id,
         type=op.type,
@@ -64,7 +64,7 @@ def _lost(
     )
     extra = {
         "currentPlan": None,
-        "nextAttempt": _next_attempt(p),
+        "nextAttempt": next_attempt_number(p),
         **observation(
             p,
             Observe(
@@ -74,7 +74,7 @@ def _lost(
             ),
         ),
     }
-    release = _staged_release(p, op, seen)
+    release = staged_release(p, op, seen)
     writes.write_outcome(
         p,
         op,
@@ -98,7 +98,7 @@ def _reading_pause(p: Pass) -> dict[str, Any]:
     }
 
 
-def _drop(
+def drop_claim(
     p: Pass,
     op: ActiveOperation,
     reason: str,
@@ -113,9 +113,9 @@ def _drop(
     A failed reading (``failure``) says why in its condition and Event. A transient one
     is tried again after a growing pause (``poll_seconds * 2**n``, at most
     ``retry_ceiling_seconds``), never in a tight loop; one the same inputs would
-    reproduce is Stalled and dispatches nothing until they change (see ``_claim``).
+    reproduce is Stalled and dispatches nothing until they change (see ``claim_step``).
     """
-    extra: dict[str, Any] = {"nextAttempt": _next_attempt(p)}
+    extra: dict[str, Any] = {"nextAttempt": next_attempt_number(p)}
     text = f"{reason}: {message}" if message else reason
     obs = Observe("Retrying" if retry else "Replanning", message=text)
     if failure is not None:
@@ -127,16 +127,16 @@ def _drop(
             pause = min(p.env.retry_ceiling_seconds, p.env.poll_seconds * 2**failures)
             at = rfc3339(p.cluster.now() + timedelta(seconds=pause))
             extra["nextReadingAfter"] = at
-            text = f"{_failure_text(failure)}; reading again at {at}"
+            text = f"{failure_text(failure)}; reading again at {at}"
             obs = Observe("Retrying", message=text, waiting_for="the next reading")
         else:
-            obs = _stalled(failure)
+            obs = stalled_observation(failure)
             text = obs.message
     if discard_plan:
         extra["currentPlan"] = None
     extra.update(observation(p, obs))
     ended = "Failed" if failure is not None else "Dropped"
-    release = _staged_release(p, op)
+    release = staged_release(p, op)
     writes.write_outcome(p, op, writes.OutcomePatch(ended, release=release, fields=extra))
     writes.emit_event(p, reason if failure is None else "ReadingFailed", text, warning=True)
     if failure is not None and not failure.retry:
@@ -154,12 +154,12 @@ def _failure(
         retry=retry,
         # The inputs the reading was claimed under, not those at the failure: a policy
         # edited while it ran and edited back must not let the same inputs run again.
-        inputs="" if retry else (op.reading_inputs or _reading_inputs(p, op.input_fingerprint)),
+        inputs="" if retry else (op.reading_inputs or reading_inputs(p, op.input_fingerprint)),
         at=p.now_iso(),
     )
 
 
-def _reading_inputs(p: Pass, input_fingerprint: str) -> str:
+def reading_inputs(p: Pass, input_fingerprint: str) -> str:
     """What a reading depends on: its own inputs (source, generation, Secret binding),
     the Secret as it is now (a proof reading is claimed before the binding step, so its
     binding can be behind) and the verification policy. A deterministic failure holds
@@ -170,26 +170,26 @@ def _reading_inputs(p: Pass, input_fingerprint: str) -> str:
     return digest([input_fingerprint, secret, policy])
 
 
-def _stalled_on(failure: ReadingFailure | None, inputs: str) -> bool:
+def stalled_on(failure: ReadingFailure | None, inputs: str) -> bool:
     """A deterministic failure that the same inputs would reproduce."""
     return failure is not None and not failure.retry and inputs == failure.inputs
 
 
-def _failure_text(failure: ReadingFailure) -> str:
+def failure_text(failure: ReadingFailure) -> str:
     return f"{failure.reason}: {failure.message}" if failure.message else failure.reason
 
 
-def _stalled(failure: ReadingFailure) -> Observe:
+def stalled_observation(failure: ReadingFailure) -> Observe:
     return Observe(
         "Blocked",
         stalled_reason=failure.reason,
-        message=f"the reading failed: {_failure_text(failure)}; nothing runs until the "
+        message=f"the reading failed: {failure_text(failure)}; nothing runs until the "
         "source, spec, verification policy or Secret changes",
         waiting_for="a change of the source, spec, verification policy or Secret",
     )
 
 
-def _finish(p: Pass, op: ActiveOperation, frame: ResultFrame, seen: Seen) -> Result:
+def finish_run(p: Pass, op: ActiveOperation, frame: ResultFrame, seen: Seen) -> Result:
     if op.mutating:
         return _finish_mutation(p, op, frame, seen)
     return _finish_reading(p, op, frame)
@@ -204,7 +204,7 @@ def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame, seen: See
         reason=frame.reason or None,
         at=p.now_iso(),
     )
-    extra: dict[str, Any] = {"nextAttempt": _next_attempt(p)}
+    extra: dict[str, Any] = {"nextAttempt": next_attempt_number(p)}
     if frame.outcome == "succeeded":
         extra["appliedPlanDigest"] = op.plan_digest
         extra["currentPlan"] = None
@@ -234,7 +234,7 @@ def _finish_mutation(p: Pass, op: ActiveOperation, frame: ResultFrame, seen: See
     said = f"{op.type} {op.operation_id} {outcome.lower()}"
     if frame.outcome != "succeeded":
         said = f"{said}: {why}"
-    release = _staged_release(p, op, seen)
+    release = staged_release(p, op, seen)
     ended = writes.OutcomePatch(outcome, release=release, last_mutation=last, fields=extra)
     writes.write_outcome(p, op, ended)
     # A fenced run met a second writer: the Lease alone did not keep the database to one.
@@ -249,7 +249,9 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
         detail = str(frame.data.get("message") or "")
         retry = reason not in DETERMINISTIC_REASONS
         failure = _failure(p, op, reason, detail, retry=retry)
-        return _drop(p, op, "ReadingFailed", _failure_text(failure), retry=retry, failure=failure)
+        return drop_claim(
+            p, op, "ReadingFailed", failure_text(failure), retry=retry, failure=failure
+        )
     settle = (
         record is not None
         and record.database == frame.database.digest
@@ -267,7 +269,7 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
             summary=_identity_summary(frame),
         ).replacing(),
         "lastReadingAt": p.now_iso(),
-        "nextAttempt": _next_attempt(p),
+        "nextAttempt": next_attempt_number(p),
         "readingFailures": None,
         "nextReadingAfter": None,
         "readingFailure": None,

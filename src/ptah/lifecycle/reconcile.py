@@ -19,14 +19,14 @@ from dataclasses import replace
 
 from ptah.lifecycle import writes
 from ptah.lifecycle.authorize import Refusal, current_binding
-from ptah.lifecycle.claim import _claim
+from ptah.lifecycle.claim import claim_step
 from ptah.lifecycle.context import ABANDON_ANNOTATION, FINALIZER, Env, Pass
 from ptah.lifecycle.decide import decide, reading_work
 from ptah.lifecycle.family import AnyFamily, Observe
-from ptah.lifecycle.release import _release_step, uncertain_run_may_write
+from ptah.lifecycle.release import release_step, uncertain_run_may_write
 from ptah.lifecycle.report import PassReport
-from ptah.lifecycle.step import AGAIN, Result, _observe, _since
-from ptah.lifecycle.supervise import _supervise_step
+from ptah.lifecycle.step import AGAIN, Result, observe, seconds_since
+from ptah.lifecycle.supervise import supervise_step
 
 
 def reconcile(
@@ -40,9 +40,9 @@ def reconcile(
         return Result(report=report)
     p = Pass(env, family, obj, report)
     steps: tuple[Callable[[Pass], Result | None], ...] = (
-        _release_step,
+        release_step,
         _orphan_finalizer_step,
-        _supervise_step,
+        supervise_step,
         _prove_step,
         _deletion_step,
         _binding_step,
@@ -97,7 +97,7 @@ def _prove_step(p: Pass) -> Result | None:
     if writing is not None:
         # The run may still be writing: a reading now could catch it half way, and no
         # reading proves anything until nothing of it can write.
-        return _observe(
+        return observe(
             p,
             Observe(
                 "ProofOwed",
@@ -107,11 +107,11 @@ def _prove_step(p: Pass) -> Result | None:
                 requeue_after=p.env.poll_seconds,
             ),
         )
-    waited = _since(p, p.status.last_reading_at, record.recorded_at)
+    waited = seconds_since(p, p.status.last_reading_at, record.recorded_at)
     if waited is not None and waited < p.env.proof_retry_seconds:
         # A reading already ran after the record and did not settle it. Another one
         # runs after a pause; meanwhile the resource says exactly what it waits for.
-        return _observe(
+        return observe(
             p,
             Observe(
                 "ProofNotSettled",
@@ -127,8 +127,8 @@ def _prove_step(p: Pass) -> Result | None:
         )
     work = reading_work(p, record.database)
     if isinstance(work, Observe):
-        return _observe(p, work)
-    return _claim(p, work)
+        return observe(p, work)
+    return claim_step(p, work)
 
 
 # --------------------------------------------------------------- the rest
@@ -141,7 +141,7 @@ def _deletion_step(p: Pass) -> Result | None:
 def _binding_step(p: Pass) -> Result | None:
     binding = current_binding(p)
     if isinstance(binding, Refusal):
-        return _observe(
+        return observe(
             p,
             Observe(
                 "Blocked",
@@ -158,12 +158,12 @@ def _binding_step(p: Pass) -> Result | None:
 
 def _suspend_step(p: Pass) -> Result | None:
     if p.spec.get("suspend"):
-        return _observe(p, Observe("Suspended", message="spec.suspend is true"))
+        return observe(p, Observe("Suspended", message="spec.suspend is true"))
     return None
 
 
 def _decide_step(p: Pass) -> Result | None:
     decision = decide(p)
     if isinstance(decision, Observe):
-        return _observe(p, decision)
-    return _claim(p, decision)
+        return observe(p, decision)
+    return claim_step(p, decision)

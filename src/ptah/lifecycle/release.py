@@ -16,7 +16,7 @@ from ptah.lifecycle import executor, writes
 from ptah.lifecycle.context import Pass
 from ptah.lifecycle.family import Observe
 from ptah.lifecycle.request import runner_spec
-from ptah.lifecycle.step import AGAIN, Result, _observe, _since
+from ptah.lifecycle.step import AGAIN, Result, observe, seconds_since
 from ptah.workload.job import LABEL_OPERATION
 
 
@@ -63,7 +63,7 @@ def operation_running(p: Pass, operation_id: str) -> bool:
     )
 
 
-def _release_step(p: Pass) -> Result | None:
+def release_step(p: Pass) -> Result | None:
     staged = p.status.pending_lock_release
     if staged is None:
         return None
@@ -79,7 +79,7 @@ def _release_step(p: Pass) -> Result | None:
         # counts, and the record names why the release is withheld.
         writes.write_release_evidence(p, verdict.evidence)
         staged = verdict.evidence
-    left = _since(p, staged.hold_until, "")
+    left = seconds_since(p, staged.hold_until, "")
     if left is None or left < 0:
         # Keep the tenure while the executor may write; nobody else may take it.
         if staged.epoch is not None:
@@ -89,7 +89,7 @@ def _release_step(p: Pass) -> Result | None:
             # run to stop, see uncertain_run_may_write), and the Lease stays ours
             # meanwhile. Only the supervise and prove steps can run while it is owed.
             return None
-        return _observe(
+        return observe(
             p,
             Observe(
                 "ReleasePending",
@@ -119,7 +119,7 @@ class Seen:
     job_pods: int
 
 
-def _staged_release(p: Pass, op: ActiveOperation, seen: Seen | None = None) -> LockRelease | None:
+def staged_release(p: Pass, op: ActiveOperation, seen: Seen | None = None) -> LockRelease | None:
     if op.lease is None:
         return None
     hold_until = None

@@ -23,7 +23,7 @@ class Result:
 AGAIN = Result(0.0)
 
 
-def _observe(p: Pass, obs: Observe) -> Result:
+def observe(p: Pass, obs: Observe) -> Result:
     """Publish ``obs``; a pass that changes nothing writes nothing."""
     fields = observation(p, obs)
     if differs(p, fields):
@@ -31,7 +31,7 @@ def _observe(p: Pass, obs: Observe) -> Result:
     return Result(obs.requeue_after)
 
 
-def _since(p: Pass, stamp: str | None, not_before: str) -> float | None:
+def seconds_since(p: Pass, stamp: str | None, not_before: str) -> float | None:
     """Seconds since ``stamp`` (negative when it lies ahead), or None when there is no
     stamp or it is older than ``not_before``."""
     if not stamp or stamp < not_before:
@@ -39,5 +39,5 @@ def _since(p: Pass, stamp: str | None, not_before: str) -> float | None:
     return p.seconds_since(stamp)
 
 
-def _next_attempt(p: Pass) -> int:
+def next_attempt_number(p: Pass) -> int:
     return (p.status.next_attempt or 1) + 1

@@ -12,24 +12,31 @@ from ptah.kube.kinds import JOB
 from ptah.lifecycle import executor, writes
 from ptah.lifecycle.account import account
 from ptah.lifecycle.authorize import Refusal
-from ptah.lifecycle.claim import _authorize, _bind_realm
+from ptah.lifecycle.claim import authorize_work, bind_realm
 from ptah.lifecycle.conditions import observation
 from ptah.lifecycle.context import Pass
 from ptah.lifecycle.family import Observe
-from ptah.lifecycle.outcome import _drop, _finish, _lost, _reading_inputs, _stalled, _stalled_on
+from ptah.lifecycle.outcome import (
+    drop_claim,
+    finish_run,
+    lost_run,
+    reading_inputs,
+    stalled_observation,
+    stalled_on,
+)
 from ptah.lifecycle.release import Seen
 from ptah.lifecycle.request import job_request, runner_spec
-from ptah.lifecycle.step import AGAIN, Result, _next_attempt, _observe
+from ptah.lifecycle.step import AGAIN, Result, next_attempt_number, observe
 from ptah.targetlock import expected_epoch
 from ptah.workload.job import build_job, intent_drift
 
 
-def _supervise_step(p: Pass) -> Result | None:
+def supervise_step(p: Pass) -> Result | None:
     op = p.status.active_operation
     if op is None:
         return None
     if op.mutating and op.lease is not None and op.lease.epoch is None:
-        return _bind_realm(p, op)
+        return bind_realm(p, op)
     if op.admission_snapshot is None:
         return _resolve_envelope(p, op)
     if op.dispatch_started is None:
@@ -50,7 +57,7 @@ def _dispatch(p: Pass, op: ActiveOperation) -> Result:
     assert op.admission_snapshot is not None
     req = job_request(p, op)
     if not podintent.template_matches(op.admission_snapshot, req):
-        return _drop(p, op, "AdmissionEnvelopeChanged", "the runner Pod template changed")
+        return drop_claim(p, op, "AdmissionEnvelopeChanged", "the runner Pod template changed")
     approval: dict[str, Any] | None = None
     if op.mutating:
         assert op.plan_name and op.plan_digest and op.lease and op.lease.epoch is not None
@@ -66,17 +73,20 @@ def _dispatch(p: Pass, op: ActiveOperation) -> Result:
             )
             writes.write_lease_expectation(p, op, lease)
             return AGAIN
-        verdict = _authorize(p, op)
+        verdict = authorize_work(p, op)
         if isinstance(verdict, Refusal):
-            return _drop(p, op, verdict.reason, verdict.message, discard_plan=True)
+            return drop_claim(p, op, verdict.reason, verdict.message, discard_plan=True)
         approval = verdict[1]
     else:
         failure = p.status.reading_failure
-        if _stalled_on(failure, _reading_inputs(p, op.input_fingerprint)):
+        if stalled_on(failure, reading_inputs(p, op.input_fingerprint)):
             # The same re-check at the claim and at the dispatch boundary: the inputs
             # moved back to those a deterministic failure holds on since the claim.
             assert failure is not None
-            extra = {"nextAttempt": _next_attempt(p), **observation(p, _stalled(failure))}
+            extra = {
+                "nextAttempt": next_attempt_number(p),
+                **observation(p, stalled_observation(failure)),
+            }
             writes.write_outcome(p, op, writes.OutcomePatch("Dropped", fields=extra))
             return Result()
     if approval is not None:
@@ -96,10 +106,10 @@ def _adopt(p: Pass, op: ActiveOperation) -> Result:
     """Read the Job back under the reserved name; adopt it only if it is exactly ours."""
     live = p.cluster.get(JOB, p.namespace, op.job_name)
     if live is None:
-        return _lost(p, op, "JobMissing", "no Job under the reserved name after dispatch")
+        return lost_run(p, op, "JobMissing", "no Job under the reserved name after dispatch")
     drift = intent_drift(live, job_request(p, op))
     if drift is not None:
-        return _lost(p, op, "JobIntentDrift", drift)
+        return lost_run(p, op, "JobIntentDrift", drift)
     writes.write_job_uid(p, op, live["metadata"]["uid"])
     writes.emit_event(p, "Dispatched", f"{op.type} Job {op.job_name} is running")
     return Result(p.env.poll_seconds)
@@ -108,19 +118,19 @@ def _adopt(p: Pass, op: ActiveOperation) -> Result:
 def _watch(p: Pass, op: ActiveOperation) -> Result:
     live = p.cluster.get(JOB, p.namespace, op.job_name)
     if live is None or live["metadata"]["uid"] != op.job_uid:
-        return _lost(p, op, "JobGone", "the claimed Job is gone")
+        return lost_run(p, op, "JobGone", "the claimed Job is gone")
     drift = intent_drift(live, job_request(p, op))
     if drift is not None:
-        return _lost(p, op, "JobIntentDrift", drift)
+        return lost_run(p, op, "JobIntentDrift", drift)
     if op.mutating:
         assert op.lease is not None and op.lease.epoch is not None
         if not writes.renew_lease(p, op.lease.lease_name, op.lease.holder, op.lease.epoch):
-            return _lost(
+            return lost_run(
                 p, op, "ContinuityLost", "the Lease epoch changed under a dispatched claim"
             )
     if not executor.job_terminal(live):
         phase = "Applying" if op.mutating else "Reading"
-        return _observe(
+        return observe(
             p,
             Observe(
                 phase, message=f"Job {op.job_name} is running", requeue_after=p.env.poll_seconds
@@ -133,5 +143,5 @@ def _watch(p: Pass, op: ActiveOperation) -> Result:
     writes.write_job_ttl(p, live, runner.ttl_seconds_after_finished)
     seen = Seen(acc.seen, acc.job_pods)
     if acc.frame is None:
-        return _lost(p, op, acc.reason, acc.detail, acc.pods, seen)
-    return _finish(p, op, acc.frame, seen)
+        return lost_run(p, op, acc.reason, acc.detail, acc.pods, seen)
+    return finish_run(p, op, acc.frame, seen)

@@ -10,7 +10,7 @@ from ptah.api.digest import digest
 _DNS = re.compile(r"[^a-z0-9-]+")
 
 
-def _label_safe(text: str, limit: int) -> str:
+def label_safe(text: str, limit: int) -> str:
     return _DNS.sub("-", text.lower()).strip("-")[:limit].rstrip("-") or "x"
 
 
@@ -33,7 +33,7 @@ def job_name(
     folded = digest(
         [resource_uid, op_type, operation_id, binding_epoch, input_fingerprint, attempt], 12
     )
-    return f"ptah-{op_type.lower()}-{_label_safe(resource_name, 36)}-{folded}"
+    return f"ptah-{op_type.lower()}-{label_safe(resource_name, 36)}-{folded}"
 
 
 def lease_name(coordination_digest: str) -> str:
@@ -45,4 +45,4 @@ def input_configmap_name(content_digest: str) -> str:
 
 
 def plan_name(owner_name: str, plan_digest: str) -> str:
-    return f"{_label_safe(owner_name, 40)}-{plan_digest[:16]}"
+    return f"{label_safe(owner_name, 40)}-{plan_digest[:16]}"
