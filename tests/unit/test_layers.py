@@ -87,3 +87,17 @@ def test_the_operator_knows_no_family(module: str) -> None:
         elif isinstance(node, ast.Import):
             offending += [a.name for a in node.names if a.name.startswith("ptah.families")]
     assert offending == []
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    """A name one module takes from another is part of that module's interface, so it
+    is public: ``from ptah.x import _name`` means a rule lives in two places, or one
+    module leans on another's internals."""
+    offending = []
+    for path in sorted(SRC.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ptah"):
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                if private:
+                    offending.append(f"{path.relative_to(SRC)}: {node.module} {private}")
+    assert offending == []
