@@ -147,9 +147,7 @@ def bench_images(cold: bool) -> JSON:
     t0 = time.monotonic()
     imagebuild.build_pause()
     imagebuild.build_project(ROOT)
-    out["image_build_cold_s" if cold else "image_build_first_s"] = round(
-        time.monotonic() - t0, 2
-    )
+    out["image_build_cold_s" if cold else "image_build_first_s"] = round(time.monotonic() - t0, 2)
     out["image_build_warm_s"] = round(imagebuild.build_project(ROOT).seconds, 2)
     # A source change: a copy of the build context with one module touched, so the
     # checkout itself is never modified.

@@ -17,7 +17,11 @@ modules each entry imports before that moment (``python -X importtime``, cumulat
 the largest first) and the heavy packages among them, which must be none for the
 runner before it connects.
 
-    .venv/bin/python bench/startup.py [--rounds 7]
+With ``--baseline SRC`` (another checkout's ``src``, e.g. ``/work/main/src``), the
+runner's ``identify`` is also run from that tree and from this one through the same
+launcher, interleaved in the same rounds: the before/after of a start-up change.
+
+    .venv/bin/python bench/startup.py [--rounds 7] [--baseline /work/main/src]
 """
 
 from __future__ import annotations
@@ -76,9 +80,12 @@ class Relay:
         if getattr(self, name) is not None:
             return
         setattr(self, name, time.perf_counter())
-        try:  # utime + stime, fields 14 and 15 of /proc/PID/stat, in clock ticks
-            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            self.cpu[name] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        try:  # nanoseconds on a CPU, all threads (schedstat; /proc/PID/stat has 10 ms ticks)
+            ns = sum(
+                int(Path(task, "schedstat").read_text().split()[0])
+                for task in Path(f"/proc/{self.pid}/task").iterdir()
+            )
+            self.cpu[name] = ns / 1e9
         except (OSError, IndexError, ValueError):
             pass
 
@@ -245,7 +252,7 @@ def summary(label: str, runs: list[Run], ref: float, what: str) -> str:
         text += f"  {what} {first:6.3f}s (min {min(firsts):.3f}s, {first / ref:4.1f}x ref)"
     cpus = [r.first_cpu for r in runs if r.first_cpu is not None]
     if cpus:
-        text += f" cpu by then {statistics.median(cpus):.2f}s"
+        text += f" cpu by then {statistics.median(cpus):.3f}s"
     return text
 
 
@@ -253,6 +260,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--top", type=int, default=6, help="imports listed per entry")
+    ap.add_argument("--baseline", type=Path, help="another tree's src: its runner beside this one")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="ptah-bench-startup-"))
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("PTAH_")}
@@ -313,6 +321,16 @@ def main() -> int:
             "1st API request",
         ),
     ]
+    if args.baseline:
+        launcher = "import sys; from ptah.runner.main import main; sys.exit(main())"
+        here = Path(__file__).resolve().parents[1] / "src"
+
+        def from_tree(src: Path) -> Callable[[], Run]:
+            env = {**runner_env, "PYTHONPATH": str(src)}
+            return lambda: spawn([PY, "-c", launcher, "identify"], env, db, "replied", False)
+
+        for name, src in (("baseline", args.baseline.resolve()), ("this tree", here)):
+            cases.append((f"runner identify, {name}", from_tree(src), "1st db round trip"))
     results: dict[str, list[Run]] = {label: [] for label, _, _ in cases}
     for _label, fn, _ in cases:  # warm the page cache and the bytecode once
         fn()
@@ -331,6 +349,26 @@ def main() -> int:
             f"({'met' if first <= RUNNER_TARGET_S else 'NOT met'} on this run; "
             f"the driver import alone is "
             f"{statistics.median(r.wall for r in results[cases[1][0]]) / ref:.1f}x ref)"
+        )
+    if args.baseline:
+        before, after = (
+            statistics.median(
+                r.first if r.first is not None else r.wall
+                for r in results[f"runner identify, {name}"]
+            )
+            for name in ("baseline", "this tree")
+        )
+        cpu_before, cpu_after = (
+            statistics.median(
+                r.first_cpu if r.first_cpu is not None else r.cpu
+                for r in results[f"runner identify, {name}"]
+            )
+            for name in ("baseline", "this tree")
+        )
+        print(
+            f"runner identify to 1st contact: baseline {before:.3f}s, this tree {after:.3f}s"
+            f" (ratio {after / before:.2f}); CPU by then: baseline {cpu_before:.3f}s,"
+            f" this tree {cpu_after:.3f}s (ratio {cpu_after / cpu_before:.2f})"
         )
 
     print("\nimports before the first contact (cumulative ms, python -X importtime):")

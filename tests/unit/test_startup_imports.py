@@ -2,8 +2,11 @@
 
 Every runner Job pays the runner's start-up before its first database round trip, so the
 runner must not load the frame's models (pydantic), the planner (sqlglot), the operator's
-libraries or another engine's driver before it connects; ``ptah --help`` must not load
-any of them at all. (Time itself is measured by ``bench/startup.py``, not here.)
+libraries or another engine's driver before it connects, nor, before its own driver, what
+only the opened target needs (``AFTER_CONNECT``) or the heavy stdlib a driver may bring
+(``STDLIB_HEAVY``: loaded by ptah first, it would cost the SQLite runner, and every
+runner if a driver stopped loading it); ``ptah --help`` must not load any of them at all.
+(Time itself is measured by ``bench/startup.py``, not here.)
 """
 
 from __future__ import annotations
@@ -13,31 +16,47 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from ptah.runner.main import LATE_PACKAGES
+from ptah import failures
+from ptah.runner.main import AFTER_CONNECT, LATE_PACKAGES
 
+DRIVERS = {"postgres": "psycopg", "mysql": "pymysql"}
+# What psycopg's import pulls in (asyncio alone is a third of it): none of it is the
+# runner's to load.
+STDLIB_HEAVY = ("asyncio", "ssl", "importlib.metadata", "email", "logging", "ctypes")
 # On SQLite, neither of the other engines' drivers may load either.
-HEAVY = (*LATE_PACKAGES, "psycopg", "pymysql")
+HEAVY = (*LATE_PACKAGES, *DRIVERS.values(), *AFTER_CONNECT, *STDLIB_HEAVY)
 
-# Record the heavy packages loaded at the moment the runner opens its database, run the
-# operation, and print the record as the last stderr line.
+# Record the heavy modules loaded at the moment the runner opens its database, and when
+# its driver's import begins, run the operation, and print the record as the last stderr
+# line. A heavy name is a package or a dotted module ("importlib.metadata").
 PROBE = """
-import json, sys
+import gc, json, sys
 import ptah.engines.connect as connect
 import ptah.runner.main as main
 HEAVY = set(json.loads(sys.argv[1]))
-seen = []
+DRIVER = sys.argv[2]
+def heavy():
+    return sorted(n for n in HEAVY if n in sys.modules)
+seen, at_driver = [], []
 real = connect.open_url
 def probe(url):
-    seen.append(sorted({n.split(".")[0] for n in sys.modules} & HEAVY))
+    seen.append(heavy())
     return real(url)
 connect.open_url = probe
-main.open_url = probe
-code = main.main(sys.argv[2:])
-end = sorted({n.split(".")[0] for n in sys.modules} & HEAVY)
-sys.stderr.write("\\nPROBE " + json.dumps({"code": code, "seen": seen, "end": end}) + "\\n")
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name == DRIVER and not at_driver:
+            at_driver.append({"heavy": heavy(), "collector": gc.isenabled()})
+        return None
+sys.meta_path.insert(0, Watch())
+code = main.main(sys.argv[3:])
+record = {"code": code, "seen": seen, "driver": at_driver, "end": heavy()}
+record["collector_after"] = gc.isenabled()
+sys.stderr.write("\\nPROBE " + json.dumps(record) + "\\n")
 """
 
 
@@ -48,10 +67,15 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def _probe(args: list[str], tmp_path: Path) -> tuple[dict[str, object], str]:
+def _probe(
+    args: list[str], tmp_path: Path, url: str | None = None, driver: str = ""
+) -> tuple[dict[str, Any], str]:
+    env = _env(tmp_path)
+    if url is not None:
+        env["PTAH_DB_URL"] = url
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(HEAVY), *args],
-        env=_env(tmp_path),
+        [sys.executable, "-c", PROBE, json.dumps(HEAVY), driver, *args],
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
@@ -83,7 +107,31 @@ def test_runner_connects_before_loading_heavy_packages(operation: str, tmp_path:
     assert record["seen"] == [[]], f"loaded before connecting: {record['seen']}"
     assert stdout.count("PTAH-RESULT-FRAME v1 ") == 1
     # The frame itself costs no pydantic: only planning and applying load the SQL parser.
-    assert record["end"] == (["sqlglot"] if operation in ("plan", "apply") else [])
+    end = set(record["end"])
+    late = ["sqlglot"] if operation in ("plan", "apply") else []
+    assert sorted(end & {*LATE_PACKAGES, *DRIVERS.values()}) == late
+    # What waits for the open target did load by the end (the frame line is hashed), so
+    # the check at the open could have seen it.
+    assert "hashlib" in end
+
+
+@pytest.mark.parametrize("engine", sorted(DRIVERS))
+def test_runner_loads_its_driver_first(engine: str, tmp_path: Path) -> None:
+    """On PostgreSQL and MariaDB the driver is the start-up: when its import begins, the
+    runner has loaded nothing heavy of its own, and the collector is paused for it (and
+    running again afterwards). Port 1 refuses at once: the open fails, after the import."""
+    driver = DRIVERS[engine]
+    scheme = "postgresql" if engine == "postgres" else "mysql"
+    url = f"{scheme}://ptah@127.0.0.1:1/startup"
+    record, stdout = _probe(["identify"], tmp_path, url, driver)
+    # Nothing listens on port 1: the driver loaded and tried.
+    assert record["code"] == failures.UNREACHABLE.exit_code
+    assert f'"reason":"{failures.UNREACHABLE.reason}"' in stdout
+    assert record["driver"] == [{"heavy": [], "collector": False}], record["driver"]
+    assert record["collector_after"] is True
+    # The driver's import is what brings these, so the probe could have seen them.
+    if engine == "postgres":
+        assert {"asyncio", "logging"} <= set(record["end"]), record["end"]
 
 
 def test_runner_frame_still_printed_when_the_url_is_bad(tmp_path: Path) -> None:
@@ -101,6 +149,7 @@ def test_runner_frame_still_printed_when_the_url_is_bad(tmp_path: Path) -> None:
 
 
 def test_ptah_help_loads_no_heavy_package() -> None:
+    heavy = (*LATE_PACKAGES, *DRIVERS.values(), *STDLIB_HEAVY)
     code = (
         "import json, sys\n"
         "import ptah.cli.main as m\n"
@@ -112,7 +161,7 @@ def test_ptah_help_loads_no_heavy_package() -> None:
         "print('LOADED', json.dumps(sorted({n.split('.')[0] for n in sys.modules} & heavy)))\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", code, json.dumps(HEAVY)],
+        [sys.executable, "-c", code, json.dumps(heavy)],
         capture_output=True,
         text=True,
         timeout=120,

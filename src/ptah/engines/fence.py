@@ -39,7 +39,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import os
 import time
 from collections.abc import Iterator
@@ -101,6 +100,8 @@ def lock_name(realm: str) -> str:
 
 def pg_key(realm: str) -> int:
     """The PostgreSQL advisory-lock key: 64 bits of a hash of the realm."""
+    import hashlib  # after the connection: see ptah.runner.main.AFTER_CONNECT
+
     digest = hashlib.sha256((LOCK_PREFIX + realm).encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
 

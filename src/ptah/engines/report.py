@@ -8,7 +8,6 @@ that the engines never import the runner (the arrow points runner -> engines onl
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Literal
@@ -50,5 +49,7 @@ class DatabaseIdentity:
 
     @property
     def digest(self) -> str:
+        import hashlib  # after the connection: see ptah.runner.main.AFTER_CONNECT
+
         canonical = json.dumps({"engine": self.engine, "key": self.key}, sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:32]

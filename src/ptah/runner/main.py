@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ptah import failures
-from ptah.engines import fence
 from ptah.runner import operations
 from ptah.runner.emit import Output, run_operation
 
@@ -35,6 +34,11 @@ LATE_PACKAGES = (
     "cryptography",
     "prometheus_client",
 )
+
+# Nor, before the driver loads, these: the realm's fence and the hashing that only the
+# fence and the frame use wait until the target is open (the connect path is the parser,
+# the URL and the engine's open). tests/unit/test_startup_imports.py checks this too.
+AFTER_CONNECT = ("ptah.engines.fence", "hashlib")
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -156,6 +160,8 @@ def _add_dirs(parser: argparse.ArgumentParser) -> None:
 
 def _realm() -> str | None:
     """The claim's realm, when the Job names it (the opened database's otherwise)."""
+    from ptah.engines import fence
+
     return os.environ.get(fence.REALM_ENV) or None
 
 

@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ptah import failures
-from ptah.engines import fence
 from ptah.engines.base import EngineError
-from ptah.runner.emit import Run
-from ptah.runner.wire import Payload
 
 if TYPE_CHECKING:
     from ptah.engines.model import Statement
+    from ptah.runner.emit import Run
+    from ptah.runner.wire import Payload
 
 
 def identify(run: Run) -> Payload:
@@ -82,6 +81,8 @@ def apply(
 ) -> Payload:
     """Apply the plan under the realm's fence (``realm``: the claim's, when given), each
     statement under its lock timeout and retries (the environment's, unless given)."""
+    from ptah.engines import fence
+
     try:
         key = fence.realm_of(run.identity.digest, realm)
     except fence.WrongRealm as exc:

@@ -14,7 +14,6 @@ A frame is exactly one line of the runner's stdout::
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import asdict
@@ -84,6 +83,8 @@ def payload(
 
 def frame_line(text: str) -> str:
     """The single stdout line carrying the JSON payload ``text``."""
+    import hashlib  # after the connection: see ptah.runner.main.AFTER_CONNECT
+
     digest = hashlib.sha256(text.encode()).hexdigest()
     return f"{PREFIX} {VERSION} {len(text.encode())} {digest} {text}"
 
