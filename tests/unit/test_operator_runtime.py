@@ -352,8 +352,10 @@ def test_the_periodic_resync_rereads_only_what_is_not_at_rest_at_the_version_wat
     ready = cluster.patch(kinds.SCHEMA, "ns", "s", {"status": {"phase": "Ready"}}, "status")
     passes: list[str] = []
 
-    def one_pass(env: Any, family: Any, namespace: str, name: str, report: Any) -> Result:
-        obj = env.cluster.get(family.kind, namespace, name)  # as every pass starts
+    def one_pass(
+        env: Any, family: Any, namespace: str, name: str, report: Any, known: Any = None
+    ) -> Result:
+        obj = env.cluster.get(family.kind, namespace, name)  # as every unchained pass starts
         report.saw(obj)
         passes.append(obj["metadata"]["resourceVersion"])
         return Result(requeue_after=600.0, report=report)
@@ -435,3 +437,74 @@ def test_a_collected_job_wakes_only_an_owner_with_work_in_flight() -> None:
     c.queue.done(key)
     c.handle(WatchEvent("DELETED", kinds.JOB, job))
     assert c.queue.get(0) == key  # in flight: a vanished Job is its next step
+
+
+def test_a_chained_pass_starts_from_the_last_write_and_a_change_since_is_not_lost() -> None:
+    """Passes chained in one worker read the resource once: each later pass starts from
+    what the previous pass's write returned. A change made by someone else between two
+    chained passes makes the next write conflict (it carries the version the pass started
+    from), and the pass after it reads afresh and keeps the change."""
+    from ptah.operator.controller import Controller, Settings
+    from ptah.operator.main import families
+
+    class Counting(MemoryCluster):
+        reads = 0
+
+        def get(self, kind: kinds.Kind, namespace: str, name: str) -> dict[str, Any] | None:
+            if kind == kinds.SCHEMA:
+                self.reads += 1
+            return super().get(kind, namespace, name)
+
+    cluster = Counting()
+    cluster.create(
+        kinds.SECRET,
+        {"metadata": {"name": "db", "namespace": "ns"}, "stringData": {"url": "sqlite:///x"}},
+    )
+    spec = {
+        "target": {"engine": "sqlite", "secretRef": {"name": "db"}},
+        "source": {"inline": "CREATE TABLE t (id INTEGER PRIMARY KEY);"},
+    }
+    cluster.create(
+        kinds.SCHEMA,
+        {
+            "apiVersion": kinds.SCHEMA.api_version,
+            "kind": "PtahSchema",
+            "metadata": {"name": "s", "namespace": "ns"},
+            "spec": spec,
+        },
+    )
+    c = Controller(cluster, families(), Settings(lock_namespace="sys"))
+    key = Key("PtahSchema", "ns", "s")
+
+    again, known = c.process(key, chain=True)
+    passes = 1
+    while again:
+        again, known = c.process(key, chain=True, known=known)
+        passes += 1
+    assert passes >= 3, passes  # finalizer, claim, envelope, dispatch...
+    assert cluster.reads == 1
+    assert len(cluster.list(kinds.JOB, "ns")) == 1
+    # Another resource, with a foreign write between its first two chained passes.
+    cluster.create(
+        kinds.SCHEMA,
+        {
+            "apiVersion": kinds.SCHEMA.api_version,
+            "kind": "PtahSchema",
+            "metadata": {"name": "s2", "namespace": "ns"},
+            "spec": spec,
+        },
+    )
+    key = Key("PtahSchema", "ns", "s2")
+    cluster.reads = 0
+    again, known = c.process(key, chain=True)
+    assert again and known is not None
+    cluster.patch(kinds.SCHEMA, "ns", "s2", {"metadata": {"labels": {"team": "a"}}})
+    again, _ = c.process(key, chain=True, known=known)
+    assert not again and c.queue.failures(key) == 1  # the write conflicted, nothing lost
+    again, known = c.process(key, chain=True)  # as the retry runs: it reads
+    while again:
+        again, known = c.process(key, chain=True, known=known)
+    assert cluster.reads == 2
+    live = cluster.get(kinds.SCHEMA, "ns", "s2")
+    assert live is not None and live["metadata"]["labels"] == {"team": "a"}
+    assert (live.get("status") or {}).get("activeOperation", {}).get("jobUid")

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from ptah.kube.port import Obj
 from ptah.lifecycle import writes
 from ptah.lifecycle.authorize import Refusal, current_binding
 from ptah.lifecycle.claim import claim_step
@@ -30,12 +31,25 @@ from ptah.lifecycle.supervise import supervise_step
 
 
 def reconcile(
-    env: Env, family: AnyFamily, namespace: str, name: str, report: PassReport | None = None
+    env: Env,
+    family: AnyFamily,
+    namespace: str,
+    name: str,
+    report: PassReport | None = None,
+    known: Obj | None = None,
 ) -> Result:
     """One pass over the resource; ``report`` (filled as the pass goes, so a caller
-    still has it when the pass raises) comes back with the result."""
+    still has it when the pass raises) comes back with the result.
+
+    ``known``: the resource as the apiserver returned it to the write this process made
+    to it last, handed on by a caller running the next pass at once (a chained pass).
+    That response is the state a read would have returned the instant after the write,
+    so the pass starts from it instead of reading again; a change made by anyone since
+    then cannot be lost: every write of the resource carries the resourceVersion the
+    pass started from, so the first one fails with a conflict, and the watch event
+    queues another pass, which reads."""
     report = PassReport() if report is None else report
-    obj = env.cluster.get(family.kind, namespace, name)
+    obj = known if known is not None else env.cluster.get(family.kind, namespace, name)
     if obj is None:
         return Result(report=report)
     p = Pass(env, family, obj, report)

@@ -14,7 +14,9 @@ contiguous steps (claim, Lease, envelope, dispatch; outcome, release, the next c
 without going to the back of the queue behind every other resource's steps. Each pass
 is still one step ending in its own write; what changes is only who waits: with 200
 resources created at once, the first Jobs run while the later resources are claimed,
-instead of after all 200 have crept through each step in turn.
+instead of after all 200 have crept through each step in turn. A chained pass starts
+from the resource as the previous pass's last write of it returned it (``known`` of
+``reconcile``), not from one more read of it.
 """
 
 from __future__ import annotations
@@ -260,24 +262,30 @@ class Controller:
                 self._busy += 1
             try:
                 passes = 0
+                known: Obj | None = None
                 while self.is_leader() and not self.stop.is_set():
                     passes += 1
-                    if not self.process(key, chain=passes < CHAIN):
+                    again, known = self.process(key, chain=passes < CHAIN, known=known)
+                    if not again:
                         break
             finally:
                 with self._busy_lock:
                     self._busy -= 1
                 self.queue.done(key)
 
-    def process(self, key: Key, *, chain: bool = False) -> bool:
-        """One pass over ``key``. With ``chain``, a pass asking to run again at once is
-        not queued: True tells the caller to run the next pass itself."""
+    def process(
+        self, key: Key, *, chain: bool = False, known: Obj | None = None
+    ) -> tuple[bool, Obj | None]:
+        """One pass over ``key``; a family's starts from ``known`` when given (see
+        ``reconcile``). With ``chain``, a pass asking to run again at once is not queued:
+        ``(True, obj)`` tells the caller to run the next pass itself, from ``obj`` (the
+        resource as this pass left it; None for a driver, whose pass reads its own)."""
         family = self.families.get(key.kind)
         driver = self.drivers.get(key.kind)
         if family is None and driver is None:
-            return False
+            return False, None
         if self.settings.label_selector and not self.index.has(key):
-            return False
+            return False, None
         report = PassReport()
         jobs = _JobLog(self, key)
         env = self._pass_env(report, jobs)
@@ -287,14 +295,14 @@ class Controller:
         try:
             with self.metrics.in_pass():
                 if family is not None:
-                    result = reconcile(env, family, key.namespace, key.name, report)
+                    result = reconcile(env, family, key.namespace, key.name, report, known=known)
                 else:
                     assert driver is not None
                     result = driver.reconcile(env, key.namespace, key.name, report)
         except LeadershipLost as exc:
             log.warning("leadership_lost_mid_pass", resource=str(key), before=str(exc))
             outcome = "lost"
-            return False
+            return False, None
         except errors.ApiError as exc:
             outcome = "conflict" if isinstance(exc, errors.Conflict) else "api_error"
             delay = self.queue.add_rate_limited(key)
@@ -334,7 +342,7 @@ class Controller:
             self.metrics.observe_pass(key, label, report, time.monotonic() - started, outcome)
             if outcome in ("ok", "conflict", "api_error"):
                 self._announce(key, report)
-        return again
+        return again, (report.last if again and family is not None else None)
 
     def _note_rest(self, key: Key, obj: Obj | None, requeue_after: float | None) -> bool:
         """Remember whether the pass left ``key`` at rest (and at which version); True
