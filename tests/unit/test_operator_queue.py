@@ -130,3 +130,33 @@ def test_reschedule_replaces_a_sooner_pending_time() -> None:
     q.reschedule("b", None)
     clock.t = 200
     assert q.get(0) is None and len(q) == 0
+
+
+def test_a_chain_cut_short_for_urgent_work_resumes_first_among_the_keys_in_order() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    for k in ("a", "b", "c"):
+        q.add(k)
+    assert q.get(0) == "a" and not q.taken_urgent("a")
+    assert not q.urgent_waiting()
+    q.add("job-owner", urgent=True)  # a Job moved while "a" chains its passes
+    assert q.urgent_waiting()
+    q.resume("a")  # the chain yields between two passes
+    q.resume("a")  # once is enough: never queued twice
+    q.done("a")
+    assert q.get(0) == "job-owner" and q.taken_urgent("job-owner")
+    assert not q.urgent_waiting()
+    q.done("job-owner")
+    assert not q.taken_urgent("job-owner")
+    assert [q.get(0), q.get(0), q.get(0), q.get(0)] == ["a", "b", "c", None]
+
+
+def test_resume_of_a_key_already_due_again_keeps_its_place() -> None:
+    q: WorkQueue[str] = WorkQueue()
+    q.add("a")
+    q.add("b")
+    assert q.get(0) == "a"
+    q.add("a", urgent=True)  # its own Job moved during the pass
+    q.resume("a")
+    q.done("a")
+    assert [q.get(0), q.get(0), q.get(0)] == ["a", "b", None]
+    assert q.taken_urgent("a")

@@ -508,3 +508,46 @@ def test_a_chained_pass_starts_from_the_last_write_and_a_change_since_is_not_los
     live = cluster.get(kinds.SCHEMA, "ns", "s2")
     assert live is not None and live["metadata"]["labels"] == {"team": "a"}
     assert (live.get("status") or {}).get("activeOperation", {}).get("jobUid")
+
+
+def test_a_chain_of_new_work_yields_to_work_in_flight_between_two_passes() -> None:
+    """A resource's chain of passes holds its worker while it claims and dispatches; a
+    Job that moved meanwhile (its owner queued urgent) is served after the current pass,
+    not after the whole chain, and the chain resumes ahead of the other new work. A chain
+    taken as urgent runs on."""
+    from ptah.operator.controller import Controller, Settings
+    from ptah.operator.main import families
+
+    cluster = MemoryCluster()
+    cluster.create(
+        kinds.SECRET,
+        {"metadata": {"name": "db", "namespace": "ns"}, "stringData": {"url": "sqlite:///x"}},
+    )
+    for name in ("s", "t"):
+        cluster.create(
+            kinds.SCHEMA,
+            {
+                "apiVersion": kinds.SCHEMA.api_version,
+                "kind": "PtahSchema",
+                "metadata": {"name": name, "namespace": "ns"},
+                "spec": {
+                    "target": {"engine": "sqlite", "secretRef": {"name": "db"}},
+                    "source": {"inline": "CREATE TABLE t (id INTEGER PRIMARY KEY);"},
+                },
+            },
+        )
+    c = Controller(cluster, families(), Settings(lock_namespace="sys"))
+    s, t, busy = (Key("PtahSchema", "ns", n) for n in ("s", "t", "busy"))
+    c.queue.add(s)
+    c.queue.add(t)
+    assert c.queue.get(0) == s
+    c.queue.add(busy, urgent=True)  # its Job completed
+    assert c.serve(s) == 1  # yielded after its first pass
+    c.queue.done(s)
+    assert [c.queue.get(0), c.queue.get(0)] == [busy, s]
+    c.queue.done(busy)
+    c.queue.done(s)
+    c.queue.add(t, urgent=True)  # say t's Job moved: its chain is work in flight
+    c.queue.add(Key("PtahSchema", "ns", "other"), urgent=True)
+    assert c.queue.get(0) == t
+    assert c.serve(t) > 2  # it runs on, other urgent work waiting or not

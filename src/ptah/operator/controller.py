@@ -16,7 +16,8 @@ is still one step ending in its own write; what changes is only who waits: with 
 resources created at once, the first Jobs run while the later resources are claimed,
 instead of after all 200 have crept through each step in turn. A chained pass starts
 from the resource as the previous pass's last write of it returned it (``known`` of
-``reconcile``), not from one more read of it.
+``reconcile``), not from one more read of it. A chain of new work yields to work in
+flight (a Job or Pod moved) waiting for a worker, between two of its passes.
 """
 
 from __future__ import annotations
@@ -261,17 +262,29 @@ class Controller:
             with self._busy_lock:
                 self._busy += 1
             try:
-                passes = 0
-                known: Obj | None = None
-                while self.is_leader() and not self.stop.is_set():
-                    passes += 1
-                    again, known = self.process(key, chain=passes < CHAIN, known=known)
-                    if not again:
-                        break
+                self.serve(key)
             finally:
                 with self._busy_lock:
                     self._busy -= 1
                 self.queue.done(key)
+
+    def serve(self, key: Key) -> int:
+        """The passes of one key taken from the queue (marked processing): the first, and
+        each next one a pass asks for at once, up to ``CHAIN``. A chain of new work (a
+        key not taken as urgent) yields between two passes to work in flight waiting
+        for a worker, and resumes first among the keys in order. Returns the passes run."""
+        passes = 0
+        known: Obj | None = None
+        urgent = self.queue.taken_urgent(key)
+        while self.is_leader() and not self.stop.is_set():
+            passes += 1
+            again, known = self.process(key, chain=passes < CHAIN, known=known)
+            if not again:
+                break
+            if not urgent and self.queue.urgent_waiting():
+                self.queue.resume(key)
+                break
+        return passes
 
     def process(
         self, key: Key, *, chain: bool = False, known: Obj | None = None

@@ -13,6 +13,9 @@ An ``urgent`` add goes ahead of the keys waiting in order: the operator uses it 
 work in flight (a Job or Pod of the key moved), so accounting a finished Job and
 handing its Lease back never waits behind a queue of new claims. Urgency changes only
 the order: a key is still deduplicated, never processed twice at once, never lost.
+A worker running a chain of passes for a key it did not take as urgent asks
+``urgent_waiting`` between passes and, when so, hands the key back with ``resume``: it
+goes first among the keys waiting in order, behind the urgent ones.
 """
 
 from __future__ import annotations
@@ -80,6 +83,8 @@ class WorkQueue(Generic[K]):
         self._urgent: deque[K] = deque()  # taken before _ready
         self._dirty: set[K] = set()
         self._dirty_urgent: set[K] = set()  # dirty keys added urgent while processing
+        self._dirty_resume: set[K] = set()  # dirty keys resumed while processing
+        self._taken_urgent: set[K] = set()  # keys being processed that were taken urgent
         self._processing: set[K] = set()
         self._delayed: list[tuple[float, int, K]] = []
         self._due: dict[K, float] = {}
@@ -109,6 +114,31 @@ class WorkQueue(Generic[K]):
             return
         (self._urgent if urgent else self._ready).append(key)
         self._cond.notify()
+
+    def resume(self, key: K) -> None:
+        """Queue ``key`` again first among the keys waiting in order (behind the urgent
+        ones): a chain of passes cut short so that urgent work need not wait for it."""
+        with self._cond:
+            if self._shutdown:
+                return
+            if key in self._dirty:
+                return  # already waiting (or due to run again): it keeps its place
+            self._dirty.add(key)
+            if key in self._processing:
+                self._dirty_resume.add(key)
+                return
+            self._ready.appendleft(key)
+            self._cond.notify()
+
+    def urgent_waiting(self) -> bool:
+        """Whether a key added urgent is waiting for a worker."""
+        with self._cond:
+            return bool(self._urgent)
+
+    def taken_urgent(self, key: K) -> bool:
+        """Whether ``key``, being processed, was taken from the urgent keys."""
+        with self._cond:
+            return key in self._taken_urgent
 
     def add_after(self, key: K, delay: float) -> None:
         """Add ``key`` after ``delay`` seconds; an earlier pending time for it wins."""
@@ -159,7 +189,11 @@ class WorkQueue(Generic[K]):
                     raise ShutDown
                 self._promote_due()
                 if self._urgent or self._ready:
-                    key = (self._urgent or self._ready).popleft()
+                    if self._urgent:
+                        key = self._urgent.popleft()
+                        self._taken_urgent.add(key)
+                    else:
+                        key = self._ready.popleft()
                     self._dirty.discard(key)
                     self._processing.add(key)
                     return key
@@ -184,10 +218,18 @@ class WorkQueue(Generic[K]):
     def done(self, key: K) -> None:
         with self._cond:
             self._processing.discard(key)
+            self._taken_urgent.discard(key)
             urgent = key in self._dirty_urgent
+            resumed = key in self._dirty_resume
             self._dirty_urgent.discard(key)
+            self._dirty_resume.discard(key)
             if key in self._dirty:
-                (self._urgent if urgent else self._ready).append(key)
+                if urgent:
+                    self._urgent.append(key)
+                elif resumed:
+                    self._ready.appendleft(key)
+                else:
+                    self._ready.append(key)
                 self._cond.notify()
 
     # -- lifecycle --
