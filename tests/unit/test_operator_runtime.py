@@ -551,3 +551,40 @@ def test_a_chain_of_new_work_yields_to_work_in_flight_between_two_passes() -> No
     c.queue.add(Key("PtahSchema", "ns", "other"), urgent=True)
     assert c.queue.get(0) == t
     assert c.serve(t) > 2  # it runs on, other urgent work waiting or not
+
+
+def test_one_pass_reads_the_secret_once_between_two_writes() -> None:
+    """The binding step and the claim's authorization judge one reading of the Secret's
+    metadata when nothing was written between them; every durable write of the pass
+    ends that reading, so a check after a write reads again (and sees a change)."""
+    from ptah.lifecycle.context import Env, Pass
+    from ptah.operator.main import families
+
+    class Counting(MemoryCluster):
+        reads = 0
+
+        def get_metadata(self, kind: kinds.Kind, namespace: str, name: str) -> Any:
+            if kind == kinds.SECRET:
+                self.reads += 1
+            return super().get_metadata(kind, namespace, name)
+
+    cluster = Counting()
+    cluster.create(kinds.SECRET, {"metadata": {"name": "db", "namespace": "ns"}})
+    obj = cluster.create(
+        kinds.SCHEMA,
+        {
+            "apiVersion": kinds.SCHEMA.api_version,
+            "kind": "PtahSchema",
+            "metadata": {"name": "s", "namespace": "ns"},
+            "spec": {},
+        },
+    )
+    p = Pass(Env(cluster), families()["PtahSchema"], obj)
+    first = p.secret_metadata("db")
+    assert p.secret_metadata("db") is first and cluster.reads == 1
+    moved = cluster.patch(kinds.SECRET, "ns", "db", {"metadata": {"labels": {"x": "y"}}})
+    p.commit("write_observation", lambda: None)  # any durable write of the pass
+    again = p.secret_metadata("db")
+    assert cluster.reads == 2 and again is not None
+    assert again["metadata"]["resourceVersion"] == moved["metadata"]["resourceVersion"]
+    assert p.secret_metadata("other") is None and cluster.reads == 3

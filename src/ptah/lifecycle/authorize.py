@@ -14,7 +14,7 @@ from typing import Any
 from ptah.api.common import ExecutionBinding
 from ptah.api.digest import digest
 from ptah.api.resources import PlanSpec, PtahApproval, approval_consumed
-from ptah.kube.kinds import APPROVAL, CONFIGMAP, PLAN, SECRET
+from ptah.kube.kinds import APPROVAL, CONFIGMAP, PLAN
 from ptah.lifecycle.context import Pass
 
 
@@ -68,7 +68,7 @@ def current_binding(p: Pass) -> ExecutionBinding | Refusal:
     """The execution binding as the Secret's metadata says now. Only the metadata is
     fetched: the credentials never reach the operator."""
     ref = p.spec["target"]["secretRef"]
-    secret = p.cluster.get_metadata(SECRET, p.namespace, ref["name"])
+    secret = p.secret_metadata(ref["name"])
     if secret is None:
         return Refusal("SecretMissing", f"Secret {ref['name']!r} does not exist")
     meta = secret["metadata"]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ptah.api.common import LifecycleStatus
 from ptah.kube.clock import parse_rfc3339, rfc3339
+from ptah.kube.kinds import SECRET
 from ptah.kube.port import Cluster
 from ptah.lifecycle.report import PassReport
 from ptah.targetlock import ExpiryObserver
@@ -113,6 +114,26 @@ class Pass(ObjectPass):
     _parsed: tuple[dict[str, Any], LifecycleStatus] | None = field(
         default=None, init=False, repr=False, compare=False
     )
+
+    _secret: tuple[int, str, dict[str, Any] | None] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    _writes: int = field(default=0, init=False, repr=False, compare=False)
+
+    def commit(self, write: str, action: Callable[[], T]) -> T:
+        self._writes += 1
+        return super().commit(write, action)
+
+    def secret_metadata(self, name: str) -> dict[str, Any] | None:
+        """The Secret's metadata, read once between two durable writes of the pass: the
+        binding step and the claim's authorization both judge the binding, and a second
+        read a few milliseconds after the first, with nothing written between them,
+        proves nothing the first did not. Any write of the pass ends the reading."""
+        memo = self._secret
+        if memo is None or memo[0] != self._writes or memo[1] != name:
+            memo = (self._writes, name, self.cluster.get_metadata(SECRET, self.namespace, name))
+            self._secret = memo
+        return memo[2]
 
     @property
     def status(self) -> LifecycleStatus:
