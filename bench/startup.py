@@ -160,8 +160,11 @@ def spawn(argv: list[str], env: dict[str, str], relay: Relay | None, stamp: str,
     )
 
 
-def importtime(code: str, env: dict[str, str]) -> tuple[list[tuple[int, str]], list[str]]:
-    """Top-level imports of ``code`` by cumulative microseconds, and the heavy packages."""
+def importtime(
+    code: str, env: dict[str, str], inside: tuple[str, ...] = ()
+) -> tuple[list[tuple[int, str]], list[str]]:
+    """Top-level imports of ``code`` by cumulative microseconds, and the heavy packages;
+    with ``inside``, those modules instead, wherever in the import tree each first loads."""
     proc = subprocess.run(
         [PY, "-X", "importtime", "-c", code], env=env, capture_output=True, text=True, check=True
     )
@@ -174,9 +177,15 @@ def importtime(code: str, env: dict[str, str]) -> tuple[list[tuple[int, str]], l
         if not cumulative.strip().isdigit():
             continue  # the header
         names.add(name.strip().split(".")[0])
-        if not name.startswith("  "):  # nested imports are indented further
-            rows.append((int(cumulative), name.strip()))
+        if name.strip() in inside or (not inside and not name.startswith("  ")):
+            rows.append((int(cumulative), name.strip()))  # nested ones are indented further
     return sorted(rows, reverse=True), sorted(names & set(HEAVY))
+
+
+# The stdlib psycopg 3's import brings (asyncio for one exception class, importlib.metadata
+# for its version string): shown so that the driver's share of the runner's start-up is
+# not a lump.
+DRIVER_STDLIB = ("asyncio", "importlib.metadata", "ctypes.util", "logging", "ssl")
 
 
 PROBE = """
@@ -385,6 +394,14 @@ def main() -> int:
         listed = ", ".join(f"{n} {us / 1000:.0f}" for us, n in top[: args.top])
         print(f"  {label:36s} {total:5.0f} ms: {listed}")
         print(f"  {'':36s} heavy packages: {', '.join(heavy) or 'none'}")
+    parts, _ = importtime("import psycopg", base_env, DRIVER_STDLIB)
+    whole, _ = importtime("import psycopg", base_env)
+    driver = next((us for us, n in whole if n == "psycopg"), 0)
+    print(
+        f"  {'the driver (import psycopg)':36s} {driver / 1000:5.0f} ms, of which stdlib: "
+        + ", ".join(f"{n} {us / 1000:.0f}" for us, n in parts)
+        + " (nested: they overlap)"
+    )
     print(
         f"heavy packages loaded when the runner opens its database: {heavy_at_connect(runner_env)}"
     )
