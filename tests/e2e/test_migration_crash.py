@@ -117,11 +117,12 @@ def test_killed_between_marker_and_create_is_never_recreated(
     kube: RealCluster, namespace: str, operator: Operator, tmp_path: Path, point: str
 ) -> None:
     """Killed after dispatchStarted, before the create: the restarted operator never
-    creates the Job; the run is ``unresolvedRun``; the proving History reading (the
-    versions still pending) does not settle it; Stalled until a person abandons the
-    proof. Deletion is held while the proof is owed, and then while the Lease release
-    is withheld (a Job that vanished unseen may still be writing) until the Job's
-    deadline has passed (a short ``activeDeadlineSeconds`` keeps that to ~70 s)."""
+    creates the Job; the run is ``unresolvedRun``. An empty reserved name is no evidence
+    that nothing ran (a Job deleted with its Pods unseen leaves the same), so the proof
+    and the release wait for the hold (the Job's deadline + the Pod's + 60 s: 80 s with
+    a 10 s ``activeDeadlineSeconds``); then the Lease is left to expire and the proving
+    History reading (the versions still pending) does not settle it; Stalled until a
+    person abandons the proof. Deletion is held while the proof is owed."""
     url = setup(kube, namespace, tmp_path, runner={"activeDeadlineSeconds": 10})
     kill_at(operator, point)
     operator.start()
@@ -129,10 +130,21 @@ def test_killed_between_marker_and_create_is_never_recreated(
         kube,
         namespace,
         "app",
-        "proof not settled",
-        lambda s: s.get("phase") == "ProofNotSettled",
+        "the proof owed, the release withheld",
+        lambda s: s.get("phase") == "ProofOwed" and bool(s.get("pendingLockRelease")),
         log=operator.log_path,
     )
+    assert "not evidence that none ran" in s["pendingLockRelease"]["withheld"], s
+    s = wait_mstatus(
+        kube,
+        namespace,
+        "app",
+        "proof not settled",
+        lambda s: s.get("phase") == "ProofNotSettled",
+        timeout=150,
+        log=operator.log_path,
+    )
+    assert not s.get("pendingLockRelease")
     record = s["unresolvedRun"]
     assert record["reason"] == "JobMissing"
     assert s["lastMutation"]["outcome"] == "Uncertain"
@@ -155,24 +167,15 @@ def test_killed_between_marker_and_create_is_never_recreated(
         "app",
         {"metadata": {"annotations": {"ptah.io/abandon-proof": record["operationId"]}}},
     )
-    s = wait_mstatus(
-        kube,
-        namespace,
-        "app",
-        "proof abandoned, the release still withheld",
-        lambda s: not s.get("unresolvedRun") and s.get("pendingLockRelease"),
-        log=operator.log_path,
-    )
-    assert record["operationId"] in s["abandonedProofs"]
-    assert kube.get(MIGRATION, namespace, "app") is not None
     wait_for(
-        "the resource let go once the Job's deadline passed",
+        "the resource let go once the proof was abandoned",
         lambda: kube.get(MIGRATION, namespace, "app") is None,
-        timeout=150,
+        timeout=90,
     )
     assert not history_exists(url)  # nothing ever ran
     reasons = [e["reason"] for e in events(kube, namespace, "app")]
-    assert "ProofAbandoned" in reasons, reasons
+    assert "ProofAbandoned" in reasons and "LeaseLeftToExpire" in reasons, reasons
+    assert "LeaseReleased" not in reasons, reasons
 
 
 def history_exists(url: str) -> bool:
@@ -189,9 +192,10 @@ def test_outcome_lost_is_proved_by_a_history_reading(
     """Killed right after the create; the Job runs to the end and is then deleted with
     its Pod before the operator returns, so its frame is gone. The run is uncertain
     (``JobGone``), and the History reading that follows (nothing pending, same
-    database) settles it: converged, no Migrate attributed. The Lease release stays
-    withheld until the Job's deadline has passed (the vanished Job was never seen to
-    end), and only then is the resource Ready."""
+    database) settles it: converged, no Migrate attributed. The proof and the Lease
+    release wait for the hold (the vanished Job was never seen to end: the Job's deadline
+    + the Pod's + 60 s, 80 s from the restarted operator's first sighting), and only then
+    is the resource Ready."""
     url = setup(kube, namespace, tmp_path, runner={"activeDeadlineSeconds": 10})
     kill_at(operator, "after:write_job_uid:Migrate")
     wait_history(
@@ -220,7 +224,7 @@ def test_outcome_lost_is_proved_by_a_history_reading(
     wait_for(
         "the proof settled",
         lambda: any(e["reason"] == "ProofSettled" for e in events(kube, namespace, "app")),
-        timeout=90,
+        timeout=150,
     )
     s = mstatus(kube, namespace, "app")
     assert not s.get("unresolvedRun")

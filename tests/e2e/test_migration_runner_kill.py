@@ -62,11 +62,13 @@ def test_runner_stopped_mid_file_is_uncertain_then_partial_and_never_rerun(
     way: str,
 ) -> None:
     url = mysql_database
-    # The network cut ends only through the Job's deadline (the runner sets no socket
-    # timeout); long enough to reach the second statement on a loaded machine. A Pod
-    # force-deleted is never seen to stop, so its proof waits for the hold (the Job's
-    # deadline + 60 s): the same short deadline keeps that wait short.
-    runner = {"activeDeadlineSeconds": 40} if way in ("network-cut", "pod-deleted") else {}
+    # The network cut ends only through the deadline (the runner sets no socket timeout);
+    # long enough to reach the second statement on a loaded machine. A Pod force-deleted
+    # is never seen to stop, so its proof waits for the hold (the Job's deadline + the
+    # Pod's + 60 s), and so may the network-cut one's (its Pod deleted at the deadline):
+    # shorter deadlines keep those waits near what they were (100 s).
+    deadlines = {"network-cut": 30, "pod-deleted": 20}
+    runner = {"activeDeadlineSeconds": deadlines[way]} if way in deadlines else {}
     uid, pod = runner_in_second_statement(
         kube, namespace, operator, url, FILES, timeout=90, runner=runner
     )

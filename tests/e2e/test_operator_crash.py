@@ -18,6 +18,7 @@ import pytest
 from e2esupport import (
     Operator,
     approve,
+    events,
     jobs_of,
     ready,
     schema,
@@ -104,18 +105,37 @@ def test_killed_after_dispatch_started_is_uncertain_and_never_recreated(
     kube: RealCluster, namespace: str, operator: Operator, tmp_path: Path
 ) -> None:
     """Killed after dispatchStarted and before the create: the Job may or may not exist,
-    so the restarted operator never creates it; the outcome is uncertain, and the fresh
-    reading (the database still lacks the table) refuses to settle it. Only after a
-    person abandons the proof by annotation does a new claim dispatch, under a new name."""
+    so the restarted operator never creates it; the outcome is uncertain. An empty
+    reserved name is no evidence that nothing ran (a Job deleted with its Pods before
+    anyone saw it leaves the same), so the proof waits for the hold with the Lease kept;
+    then the Lease is left to expire and the fresh reading (the database still lacks the
+    table) refuses to settle it. Only after a person abandons the proof by annotation does
+    a new claim dispatch, under a new name."""
     db = tmp_path / "app.db"
     secret(kube, namespace, "db", f"sqlite:///{db}")
-    # A Job that vanished before anyone saw it end "may still be writing": the Lease is
-    # kept until dispatch + the Job's active deadline (+60 s), then left to expire.
-    # The shortest deadline and Lease keep this test near two minutes.
+    # A Job never seen "may still be writing": the Lease is kept for the hold (the Job's
+    # deadline + the Pod's + 60 s, from the restarted operator's first sighting), then
+    # left to expire. The shortest deadline and Lease keep this test near two minutes.
     schema(kube, namespace, "app", SQL, "db", "sqlite", runner={"activeDeadlineSeconds": 10})
     operator.options["--lease-duration"] = "10"
     kill_and_restart(operator, "after:write_dispatch_started:Apply")
 
+    s = wait_status(
+        kube,
+        namespace,
+        "app",
+        "the proof owed, the release withheld",
+        lambda s: s.get("phase") == "ProofOwed" and bool(s.get("pendingLockRelease")),
+        timeout=60,
+        log=operator.log_path,
+    )
+    assert s["pendingLockRelease"]["operationId"] == s["pendingObservation"]["operationId"]
+    assert "not evidence that none ran" in s["pendingLockRelease"]["withheld"], s
+    holder = s["pendingLockRelease"]["holder"]
+    lease = kube.get(LEASE, namespace, s["pendingLockRelease"]["leaseName"])
+    assert lease is not None and lease["spec"]["holderIdentity"] == holder
+    record = s["pendingObservation"]
+    assert record["reason"] == "JobMissing"
     s = wait_status(
         kube,
         namespace,
@@ -125,14 +145,11 @@ def test_killed_after_dispatch_started_is_uncertain_and_never_recreated(
         timeout=150,
         log=operator.log_path,
     )
-    # The proof does not wait for the release, and the release does not wait for the
-    # proof: the Lease stays withheld (renewed) until the Job's deadline has passed.
-    assert s["pendingLockRelease"]["operationId"] == s["pendingObservation"]["operationId"]
-    holder = s["pendingLockRelease"]["holder"]
-    lease = kube.get(LEASE, namespace, s["pendingLockRelease"]["leaseName"])
-    assert lease is not None and lease["spec"]["holderIdentity"] == holder
-    record = s["pendingObservation"]
-    assert record["reason"] == "JobMissing"
+    # The proof read only once the hold had passed and the Lease was left to expire.
+    assert not s.get("pendingLockRelease")
+    reasons = [e["reason"] for e in events(kube, namespace, "app")]
+    assert "LeaseLeftToExpire" in reasons and "LeaseReleased" not in reasons, reasons
+    assert s["pendingObservation"]["operationId"] == record["operationId"]
     assert s["lastMutation"]["outcome"] == "Uncertain"
     assert sqlite_tables(db) == []
     uid = uid_of(kube, namespace, "app")

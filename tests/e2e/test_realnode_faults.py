@@ -78,9 +78,9 @@ def test_runner_pod_evicted_mid_statement_is_accounted_and_never_rerun(
     run ends partial, the resource stops on the dirty file, and nothing reruns it."""
     url = mysql_database
     # The evicted Pod may be gone before anyone sees it stop; then the proof waits for the
-    # hold (the Job's deadline + 60 s), which this short deadline keeps short.
+    # hold (the Job's deadline + the Pod's + 60 s), which this short deadline keeps short.
     uid, pod = runner_in_second_statement(
-        kube, namespace, operator, url, FILES, runner={"activeDeadlineSeconds": 40}
+        kube, namespace, operator, url, FILES, runner={"activeDeadlineSeconds": 20}
     )
     name = pod["metadata"]["name"]
     cluster.api().post(

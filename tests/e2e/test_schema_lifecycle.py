@@ -211,8 +211,8 @@ def test_deletion_waits_while_proof_is_owed(
     secret(kube, namespace, "pg", pg_database)
     operator.start(proof_retry_seconds="5")
     # The Apply Pod is deleted and may be gone before anyone sees it stop; then the proof
-    # waits for the hold (the Job's deadline + 60 s), kept short here.
-    schema(kube, namespace, "pg", PG_V1, "pg", "postgres", runner={"activeDeadlineSeconds": 60})
+    # waits for the hold (the Job's deadline + the Pod's + 60 s: 120 s), kept short here.
+    schema(kube, namespace, "pg", PG_V1, "pg", "postgres", runner={"activeDeadlineSeconds": 30})
     wait_status(kube, namespace, "pg", "Ready", ready, log=operator.log_path)
     with table_locked(pg_database, pg_admin_url) as (holder, waiter):
         set_sql(kube, namespace, "pg", PG_V2)

@@ -46,7 +46,9 @@ def _lock_waiter(admin: psycopg.Connection[Any], database: str, holder: int) -> 
     return None if row is None else int(row[0])
 
 
-DEADLINE = 60  # the runner Job's activeDeadlineSeconds in the uncertain-Apply test
+# The runner's activeDeadlineSeconds (its Job's and its Pod's) in the uncertain-Apply
+# test: the hold is twice this + 60 s (120 s), as long as it was with a 60 s Job deadline.
+DEADLINE = 30
 
 
 def test_apply_pod_killed_mid_run_is_uncertain_until_a_reading_proves_it(
@@ -56,7 +58,7 @@ def test_apply_pod_killed_mid_run_is_uncertain_until_a_reading_proves_it(
     secret(kube, namespace, "pg", pg_database)
     operator.start(proof_retry_seconds="5")
     # The Pod is deleted before anyone sees it stop, so nothing proves its process ended:
-    # the proof waits for the hold (the Job's deadline + 60 s), kept short here.
+    # the proof waits for the hold (the Job's deadline + the Pod's + 60 s), kept short here.
     schema(
         kube,
         namespace,
@@ -144,7 +146,7 @@ def test_apply_pod_killed_mid_run_is_uncertain_until_a_reading_proves_it(
         "pg",
         "the reading refuses to settle",
         lambda s: s.get("phase") == "ProofNotSettled",
-        timeout=DEADLINE + 150,
+        timeout=2 * DEADLINE + 150,
         log=operator.log_path,
     )
     assert pg_columns(pg_database, "users") == ["id", "name"]

@@ -5,8 +5,10 @@
 * an abandon (and a repair recorded in a migration's history) leads to a fresh reading
   by itself, so a repaired migration reaches Ready without an unrelated event: the
   loops here pass only when the previous pass asked to be requeued;
-* a claim that never created its Job releases once the API has shown no Job and no Pod
-  under the reserved name across a full resync, long before the Job's deadline hold.
+* a claim whose Job was never seen under its reserved name is not taken for one that
+  never ran (absence is not evidence: a Job created and deleted with its Pods before
+  anyone saw it leaves the same empty name): its proof and its release wait for the hold,
+  the record saying so, and the Lease is then left to expire, never released.
 """
 
 from __future__ import annotations
@@ -36,15 +38,18 @@ def _abandon(h: MemoryHarness, kind: Any, name: str, operation_id: str) -> None:
 
 
 def _uncertain_apply_that_never_ran(h: MemoryHarness) -> dict[str, Any]:
-    """The controller stops right after ``dispatchStarted``: no Job is ever created; the
-    proving reading finds the database unchanged and does not settle."""
+    """The controller stops right after ``dispatchStarted``: no Job is ever created. No
+    one can tell that from a Job deleted unseen, so the proof waits for the hold; then
+    the proving reading finds the database unchanged and does not settle."""
     h.run(lambda: (h.claim() or {}).get("type") == "Apply")
     h.run_to_stop("after", "write_dispatch_started")
     claim = h.claim()
     assert claim is not None and claim["type"] == "Apply" and claim["dispatchStarted"]
-    h.run(lambda: h.phase() == "ProofNotSettled")
+    h.run(lambda: h.phase() == "ProofOwed")
     record = h.status()["pendingObservation"]
     assert record["reason"] == "JobMissing"
+    h.clock.advance(h.status()["pendingLockRelease"]["holdSeconds"] + 1)
+    h.run(lambda: h.phase() == "ProofNotSettled")
     return dict(record)
 
 
@@ -106,43 +111,53 @@ def test_abandon_with_no_approval_needed_dispatches_only_a_new_digest() -> None:
     assert h.job_creates == 1
 
 
-def test_a_claim_that_never_created_its_job_releases_after_a_full_resync() -> None:
+def test_a_reserved_name_never_seen_as_a_job_holds_the_proof_and_the_release() -> None:
+    """The controller stops after ``dispatchStarted``: no Job and no Pod is ever seen
+    under the reserved name. That is also what a Job created, then deleted with its Pods
+    before anyone saw it, leaves behind while its process may still run, so nothing is
+    settled and nothing released on it: the proof reads nothing and the Lease stays held
+    until the hold (the Job's deadline + the Pod's + 60 s) has passed, the record saying
+    why; then the Lease is left to expire, never released, and only then the proof reads."""
     h = MemoryHarness(SIDES["schema"])
     h.create()
-    record = _uncertain_apply_that_never_ran(h)
-    dispatched = h.clock.now()
-    lease = h.lease()
-    assert lease is not None and lease["spec"]["holderIdentity"]
-    _abandon(h, SCHEMA, NAME, record["operationId"])
-    h.patch_resource({"spec": {"suspend": True}})  # nothing new is claimed meanwhile
-    h.run(lambda: h.phase() == "ReleasePending")
+    h.run(lambda: (h.claim() or {}).get("type") == "Apply")
+    h.run_to_stop("after", "write_dispatch_started")
+    h.run(lambda: h.phase() == "ProofOwed")
     s = h.status()
-    message = next(c["message"] for c in s["conditions"] if c["type"] == "Reconciling")
-    assert f"no Job and no Pod under the reserved name {record['jobName']}" in message, message
-    assert "across a full resync (300 s)" in message, message
-    assert "may still be writing" not in message and "never said" not in message
-    assert s["pendingLockRelease"]["absentSince"]
-    h.run(lambda: not h.status().get("pendingLockRelease"), passes=400)
-    released_after = (h.clock.now() - dispatched).total_seconds()
-    assert released_after < 900, released_after  # the hold would be 960 s
+    record, staged = s["pendingObservation"], s["pendingLockRelease"]
+    assert record["reason"] == "JobMissing"
+    jobs = len(h.jobs())
+    for _ in range(60):  # 300 s: past a full resync, far short of the hold
+        h.one_pass()
+        h.wait(Result())
+    s = h.status()
+    assert h.phase() == "ProofOwed" and len(h.jobs()) == jobs  # no reading dispatched
+    withheld = s["pendingLockRelease"]["withheld"]
+    assert f"no Job and no Pod was ever seen under the reserved name {record['jobName']}" in (
+        withheld
+    )
+    assert "not evidence that none ran" in withheld, withheld
+    message = next(c["message"] for c in s["conditions"] if c["type"] == "Ready")
+    assert "not evidence that none ran" in message, message
+    assert "never said" not in message
     lease = h.lease()
-    assert lease is not None and not lease["spec"].get("holderIdentity")
+    assert lease is not None and lease["spec"]["holderIdentity"] == staged["holder"]
+    h.clock.advance(staged["holdSeconds"])
+    h.run(lambda: h.phase() == "ProofNotSettled")
     events = _events(h.admin)
-    released = [m for r, m in events if r == "LeaseReleased"]
-    assert released, events
-    assert f"the Job {record['jobName']} was never created" in released[0]
-    assert "no Job and no Pod under that name across a full resync" in released[0]
-    assert not [m for r, m in events if r == "LeaseLeftToExpire" or "never said" in m]
+    left = [m for r, m in events if r == "LeaseLeftToExpire"]
+    assert left and "not evidence that none ran" in left[0], events
+    assert not [m for r, m in events if r == "LeaseReleased"]
     assert h.admin.get(JOB, NS, record["jobName"]) is None
 
 
 def test_a_job_appearing_under_the_reserved_name_keeps_the_release_withheld() -> None:
     h = MemoryHarness(SIDES["schema"])
     h.create()
-    record = _uncertain_apply_that_never_ran(h)
-    _abandon(h, SCHEMA, NAME, record["operationId"])
-    h.patch_resource({"spec": {"suspend": True}})
-    h.run(lambda: bool((h.status().get("pendingLockRelease") or {}).get("absentSince")))
+    h.run(lambda: (h.claim() or {}).get("type") == "Apply")
+    h.run_to_stop("after", "write_dispatch_started")
+    h.run(lambda: h.phase() == "ProofOwed")
+    record = h.status()["pendingObservation"]
     # A create that was in flight lands late: a Job (and its running Pod) appear.
     h.admin.create(
         JOB,

@@ -16,11 +16,13 @@ from typing import Any
 
 import pytest
 
+from ptah.kube.clock import parse_rfc3339
 from ptah.kube.kinds import EVENT, JOB, POD
 from ptah.lifecycle import executor, outcome, reconcile, release
 from ptah.lifecycle.executor import Verdict
 from ptah.testing.sim.kubelet import NS, PodRun
 from ptah.testing.sim.schedule import run_schedule
+from ptah.testing.sim.world import SkewedView
 from support.lifecycle_harness import SIDES, MemoryHarness
 
 
@@ -103,7 +105,7 @@ def test_the_lease_stays_held_while_the_partitioned_runner_writes() -> None:
     assert h.status()["pendingObservation"]["operationId"] == op
     assert h.phase() == "ProofOwed" and "may still be writing" in _message(h)
     assert _holder(h) == staged["holder"]
-    h.clock.advance(1000)  # past dispatch + the Job's deadline (900 s) + 60 s
+    _past_the_hold(h)
     h.run(lambda: h.status().get("pendingObservation") is None, passes=400)
     assert h.status().get("pendingLockRelease") is None
     assert h.db.executions[op] == 1
@@ -111,6 +113,14 @@ def test_the_lease_stays_held_while_the_partitioned_runner_writes() -> None:
     left = [m for r, m in _events(h) if r == "LeaseLeftToExpire"]
     assert left and "the Pod was deleted before it was seen to stop" in left[0], left
     assert not [r for r, _ in _events(h) if r == "LeaseReleased"]
+
+
+def _past_the_hold(h: MemoryHarness) -> None:
+    """Time moves past the hold: the Job's deadline + the Pod's + 60 s (1,860 s by
+    default), from this controller's first sighting of the run."""
+    staged = h.status()["pendingLockRelease"]
+    assert staged["holdSeconds"] == 900 + 900 + 60, staged
+    h.clock.advance(staged["holdSeconds"] + 1)
 
 
 def _message(h: MemoryHarness) -> str:
@@ -156,7 +166,7 @@ def test_a_complete_looking_database_does_not_settle_a_run_that_may_still_write(
     run.grace = 0  # the process dies; the API still cannot say so
     h.kubelet.step()
     assert not run.truth.alive
-    h.clock.advance(1000)
+    _past_the_hold(h)
     h.run(lambda: h.status().get("pendingObservation") is None, passes=400)
     assert h.status()["lastMutation"]["outcome"] == "Converged"
     assert h.db.executions[op] == 1
@@ -184,7 +194,12 @@ def test_without_evidence_the_lease_is_left_to_expire_saying_what_was_seen() -> 
     _partition_and_force_delete(h, run)
     h.run(lambda: h.status().get("pendingObservation") is not None)
     holder = h.status()["pendingLockRelease"]["holder"]
-    h.clock.advance(1000)  # past dispatch + the Job's deadline (900 s) + 60 s
+    # Past the old hold (dispatch + the Job's deadline + 60 s): a Pod admitted just before
+    # the Job's deadline may still run for its own, so the release is still withheld.
+    h.clock.advance(900 + 60 + 5)
+    _passes(h, 3)
+    assert h.status()["pendingLockRelease"]["holder"] == holder
+    _past_the_hold(h)
     h.run(lambda: h.status().get("pendingLockRelease") is None)
     # Never released by us: the holder stays until the Lease expires by itself.
     assert _holder(h) == holder
@@ -299,3 +314,58 @@ def test_the_simulation_kills_the_old_rule(monkeypatch: pytest.MonkeyPatch) -> N
         if found:
             break
     assert found and "still writes to" in found[0], found
+
+
+def test_a_cut_off_process_dies_at_its_pods_own_deadline() -> None:
+    """The Job's deadline is enforced through the API, which a node cut off from it
+    cannot hear; the runner Pod carries its own deadline, which the node's kubelet
+    enforces alone. The simulated kubelet kills a cut-off process there, whatever its
+    work still needs, so the hold (the Job's deadline + the Pod's + 60 s) is a bound."""
+    h = MemoryHarness(SIDES["schema"])
+    run = _running_apply(h)
+    assert run.truth is not None and run.started_at is not None
+    job = h.admin.get(JOB, NS, run.job)
+    assert job is not None
+    assert job["spec"]["template"]["spec"]["activeDeadlineSeconds"] == 900
+    assert run.deadline == 900
+    _partition_and_force_delete(h, run)  # steps_left = 10**6: it would write for ever
+    started = run.started_at
+    h.clock.advance(899 - (h.clock.now() - started).total_seconds())
+    h.kubelet.step()
+    assert run.truth.alive and run.operation_id in h.db.writers
+    h.clock.advance(1)
+    h.kubelet.step()
+    assert not run.truth.alive and run.operation_id not in h.db.writers
+    assert h.kubelet.partitioned  # still cut off: the kubelet needed no API for it
+
+
+def test_a_controller_whose_clock_runs_ahead_does_not_end_the_hold_early() -> None:
+    """The hold is measured on each controller's own clock, from its own first sighting of
+    the run, never from ``holdUntil`` (stamped with the dispatching controller's clock). A
+    replica whose clock is 1,500 s ahead takes over while the force-deleted Pod's process
+    writes on: by its clock ``holdUntil`` has long passed, yet it keeps the Lease, and the
+    proof waits, for the whole hold from when it first saw the run."""
+    h = MemoryHarness(SIDES["schema"])
+    run = _running_apply(h)
+    assert run.truth is not None
+    _partition_and_force_delete(h, run)
+    h.run(lambda: h.status().get("pendingObservation") is not None)
+    staged = h.status()["pendingLockRelease"]
+    ahead = SkewedView(h.cluster, 1500)  # type: ignore[arg-type]
+    h.env = h.fresh_env()
+    h.env.cluster = ahead  # type: ignore[assignment]
+    h.clock.advance(staged["holdSeconds"] - 1500 + 60)
+    assert ahead.now() > parse_rfc3339(staged["holdUntil"])
+    _passes(h, 5)
+    assert run.truth.alive  # within its deadlines, still writing
+    s = h.status()
+    assert s["pendingLockRelease"]["operationId"] == staged["operationId"], s
+    assert s["pendingObservation"]["operationId"] == staged["operationId"]
+    assert h.phase() == "ProofOwed"
+    assert _holder(h) == staged["holder"]
+    assert not [r for r, _ in _events(h) if r == "LeaseLeftToExpire"]
+    # The process dies at its Pod's deadline; the hold, by this replica's clock, passes.
+    h.clock.advance(staged["holdSeconds"])
+    h.run(lambda: h.status().get("pendingObservation") is None, passes=400)
+    assert not run.truth.alive
+    assert [r for r, _ in _events(h) if r == "LeaseLeftToExpire"]

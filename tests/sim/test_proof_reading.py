@@ -44,10 +44,11 @@ def _uncertain_apply() -> tuple[World, Invariants]:
     record = status(world)["pendingObservation"]
     assert record["operationId"] == claim["operationId"]
     # No one saw the Job end, so its executor may still write: the proof waits until the
-    # hold (the Job's deadline + 60 s) has passed and the Lease is left to expire.
+    # hold (the Job's deadline + the Pod's + 60 s) has passed and the Lease is left to
+    # expire.
     one_pass(world, inv)
     assert status(world)["phase"] == "ProofOwed"
-    world.clock.advance(1000)
+    world.clock.advance(status(world)["pendingLockRelease"]["holdSeconds"] + 1)
     return world, inv
 
 

@@ -8,6 +8,7 @@ from ptah import podintent
 from ptah.api.common import RunnerSpec, SecretKeyRef
 from ptah.families.schema import SchemaFamily
 from ptah.lifecycle.context import Env, Pass
+from ptah.lifecycle.hold import MARGIN_SECONDS, hold_seconds
 from ptah.lifecycle.request import runner_spec
 from ptah.testing.memory import MemoryCluster
 from ptah.workload import names
@@ -57,6 +58,18 @@ def test_live_job_with_server_defaults_matches_its_intent() -> None:
     live = build_job(req)
     live["metadata"]["ownerReferences"][0]["uid"] = "someone-else"
     assert intent_drift(live, req) == "the Job is not controlled by exactly this resource"
+
+
+def test_runner_pods_carry_the_deadline_their_node_enforces_and_the_hold_bounds_it() -> None:
+    """The Job's deadline is enforced through the API; the Pod's own, the same value, by
+    its kubelet even when cut off. The hold covers both: the latest start plus the
+    longest run plus the margin, and a changed deadline changes the admission envelope."""
+    runner = RunnerSpec(active_deadline_seconds=120)
+    job = build_job(_req(runner))
+    assert job["spec"]["activeDeadlineSeconds"] == 120
+    assert job["spec"]["template"]["spec"]["activeDeadlineSeconds"] == 120
+    assert hold_seconds(runner) == 120 + 120 + MARGIN_SECONDS
+    assert not podintent.template_matches(podintent.resolve(_req()), _req(runner))
 
 
 def test_security_context_is_part_of_the_admission_envelope() -> None:

@@ -252,8 +252,16 @@ class LockRelease(Model):
     )
     hold_until: str | None = Field(
         default=None,
-        description="While the executor may still write, the Lease is renewed until then "
-        "(dispatch plus the Job's active deadline), and afterwards left to expire.",
+        description="Dispatch plus holdSeconds, on the dispatching controller's clock: "
+        "while the executor may still write, the Lease is renewed until then, and "
+        "afterwards left to expire. Each controller measures the hold on its own clock.",
+    )
+    hold_seconds: int | None = Field(
+        default=None,
+        description="How long after its dispatch the executor can still run at most: the "
+        "Job's active deadline (the latest a runner Pod can start) plus the Pod's (the "
+        "longest it then runs, enforced by its node even when cut off from the API) plus "
+        "a margin of 60 s.",
     )
     staged_at: str
     pods: list[PodSeen] = Field(
@@ -261,10 +269,6 @@ class LockRelease(Model):
     )
     job_pods: int | None = Field(
         default=None, description="The Job's own count of the Pods it ran, once seen terminal."
-    )
-    absent_since: str | None = Field(
-        default=None,
-        description="A Job never seen: since when no Job and no Pod is under its reserved name.",
     )
     withheld: str | None = Field(default=None, description="Why the release is withheld.")
 

@@ -34,10 +34,10 @@ T = TypeVar("T")
 
 @dataclass
 class Env:
-    """What a controller process brings to every pass. ``observer`` and ``absences``
+    """What a controller process brings to every pass. ``observer`` and ``sightings``
     are the only state kept between passes, and both are this process's own first
     observations, measured on its own clock: a Lease's expiry (the seed requires it),
-    and since when a reserved Job name has shown no Job and no Pod."""
+    and since when a dispatched run's hold counts (:mod:`ptah.lifecycle.hold`)."""
 
     cluster: Cluster
     lock_namespace: str = "ptah-system"
@@ -50,8 +50,7 @@ class Env:
     proof_retry_seconds: float = 300.0
     # A transient reading failure is retried after poll_seconds * 2**n, at most this.
     retry_ceiling_seconds: float = 300.0
-    resync_seconds: float = 300.0
-    absences: dict[str, datetime] = field(default_factory=dict)
+    sightings: dict[str, datetime] = field(default_factory=dict)
 
 
 class ObjectPass:

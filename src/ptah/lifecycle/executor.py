@@ -13,9 +13,12 @@ reported. So "stopped" needs evidence, and absence is not evidence:
 * a Job's own count of the Pods it ran (``active + succeeded + failed``, read once it
   is terminal) says how many Pods must have been seen to stop; a Job that was never
   seen terminal may have run Pods nobody saw;
-* a Job that was never seen at all (the claim died between ``dispatchStarted`` and the
-  create) stopped only once its proof is settled or abandoned (the claim given up) and
-  the API then shows no Job and no Pod under the reserved name across a full resync.
+* a Job never seen at all under the reserved name is a Job that may have vanished
+  unseen: "the controller died before the create" and "the create landed, and the Job and
+  its Pods were deleted before anyone saw them while a process lives on" leave the same
+  empty name, so absence is not evidence. It is treated like a Job deleted before it was
+  seen to end: the release (and the proof, :func:`ptah.lifecycle.release.uncertain_run_may_write`)
+  waits for the hold (:mod:`ptah.lifecycle.hold`).
 
 What was seen is kept in the staged release (:class:`ptah.api.common.LockRelease`), so
 a Pod seen to stop and then collected still counts, and the record says why a release
@@ -130,15 +133,11 @@ def still_writing(known: list[PodSeen], listed: set[str], job_pods: int | None) 
 class Verdict:
     """``writing`` False means stopped on evidence (``why`` says which); otherwise ``why``
     says what keeps the release withheld. ``evidence`` is the staged release updated with
-    what this pass saw (written back when it changed). ``awaits_proof`` marks the one
-    withholding that is not about a process at all: a Job never seen to exist, whose
-    absence is counted only once its proof is settled or abandoned, so the proof must
-    not wait for this release in turn."""
+    what this pass saw (written back when it changed)."""
 
     writing: bool
     why: str
     evidence: LockRelease
-    awaits_proof: bool = False
 
 
 def judge(p: Pass, staged: LockRelease) -> Verdict:
@@ -151,9 +150,6 @@ def judge(p: Pass, staged: LockRelease) -> Verdict:
         pods = p.cluster.list(POD, p.namespace, {LABEL_OPERATION: staged.operation_id})
     except errors.ApiError as exc:
         return Verdict(True, f"the API could not say ({exc.reason})", staged)
-    if staged.job_uid is None and job is None and not pods and not staged.pods:
-        return _never_created(p, staged)
-    p.env.absences.pop(_absence_key(p, staged), None)
     job_uid = staged.job_uid or (job["metadata"]["uid"] if job is not None else None)
     if job is not None and job["metadata"]["uid"] != job_uid:
         job = None  # another Job under the name says nothing about ours
@@ -170,6 +166,14 @@ def judge(p: Pass, staged: LockRelease) -> Verdict:
         job_pods = max(job_pods or 0, pods_ran(job))
     elif job is not None:
         why = f"the Job {staged.job_name} has not finished"
+    elif job_pods is None and job_uid is None and not known:
+        # Absence is not evidence: an empty reserved name is also what a Job created and
+        # deleted (with its Pods) before anyone saw it leaves behind.
+        why = (
+            f"no Job and no Pod was ever seen under the reserved name {staged.job_name}; "
+            "that is not evidence that none ran (a Job deleted with its Pods before anyone "
+            "saw it leaves the same empty name)"
+        )
     elif job_pods is None:
         why = f"the Job {staged.job_name} was deleted before it was seen to end"
     why = still_writing(known, {pod["metadata"]["uid"] for pod in pods}, job_pods) or why
@@ -178,7 +182,6 @@ def judge(p: Pass, staged: LockRelease) -> Verdict:
             "job_uid": job_uid,
             "pods": known,
             "job_pods": job_pods,
-            "absent_since": None,
             "withheld": why or staged.withheld,
         }
     )
@@ -187,42 +190,3 @@ def judge(p: Pass, staged: LockRelease) -> Verdict:
             return Verdict(False, f"the Job {staged.job_name} ran no Pod", evidence)
         return Verdict(False, "every Pod of the Job was seen to stop", evidence)
     return Verdict(True, why, evidence)
-
-
-def _never_created(p: Pass, staged: LockRelease) -> Verdict:
-    """The reserved name was never seen as a Job. The claim is cleared, so no pass creates
-    it; once the API has shown neither a Job nor a Pod under that name across a full
-    resync, nothing was ever started. The resync is measured from this process's own
-    first sighting of the absence, on its own clock (a restarted process starts over);
-    ``absentSince`` in the record only says since when anyone saw it."""
-    resync = p.env.resync_seconds
-    record = p.status.record
-    if record is not None and record.operation_id == staged.operation_id:
-        # While its proof is owed the claim is not given up: the Lease stays, and the
-        # resync is counted only once the proof is settled or abandoned.
-        p.env.absences.pop(_absence_key(p, staged), None)
-        why = (
-            f"no Job and no Pod under the reserved name {staged.job_name}; the proof of "
-            f"{staged.operation_id} is owed, then a full resync ({resync:g} s) must pass"
-        )
-        return Verdict(True, why, staged.model_copy(update={"withheld": why}), awaits_proof=True)
-    now = p.cluster.now()
-    first = p.env.absences.setdefault(_absence_key(p, staged), now)
-    if (now - first).total_seconds() >= resync:
-        return Verdict(
-            False,
-            f"the Job {staged.job_name} was never created: no Job and no Pod under that "
-            f"name across a full resync ({resync:g} s)",
-            staged,
-        )
-    absent_since = staged.absent_since or p.now_iso()
-    why = (
-        f"no Job and no Pod under the reserved name {staged.job_name} since {absent_since}; "
-        f"held until that holds across a full resync ({resync:g} s)"
-    )
-    evidence = staged.model_copy(update={"absent_since": absent_since, "withheld": why})
-    return Verdict(True, why, evidence)
-
-
-def _absence_key(p: Pass, staged: LockRelease) -> str:
-    return f"{p.namespace}/{staged.job_name}/{staged.operation_id}"

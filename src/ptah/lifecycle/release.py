@@ -6,17 +6,15 @@ an uncertain run; the release an outcome stages."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
 
 from ptah.api.common import ActiveOperation, LockRelease, PodSeen
 from ptah.kube import errors
-from ptah.kube.clock import parse_rfc3339, rfc3339
 from ptah.kube.kinds import POD
-from ptah.lifecycle import executor, writes
+from ptah.lifecycle import executor, hold, writes
 from ptah.lifecycle.context import Pass
 from ptah.lifecycle.family import Observe
 from ptah.lifecycle.request import runner_spec
-from ptah.lifecycle.step import AGAIN, Result, observe, seconds_since
+from ptah.lifecycle.step import AGAIN, Result, observe
 from ptah.workload.job import LABEL_OPERATION
 
 
@@ -24,8 +22,8 @@ def may_still_write(p: Pass, staged: LockRelease) -> executor.Verdict:
     """Whether the executor may still write, and why: stopped only on evidence
     (:mod:`ptah.lifecycle.executor`). A Job that is not terminal, a Pod that has not
     stopped, a Pod deleted before it was seen to stop, a Job that vanished before anyone
-    saw it end, a reserved name not yet shown empty across a full resync, and a read that
-    could not say are all "may still be writing"."""
+    saw it end, a reserved name never seen as a Job (absence is not evidence), and a read
+    that could not say are all "may still be writing"."""
     return executor.judge(p, staged)
 
 
@@ -38,14 +36,14 @@ def uncertain_run_may_write(p: Pass, operation_id: str) -> str | None:
     on evidence, :func:`may_still_write`): a Pod deleted before it was seen to stop keeps
     the proof waiting, however complete the database looks (another Pod of the same Job
     may have finished the work while the deleted one still runs), until the hold passes
-    and the release step gives the Lease up to expiry. A Job never seen to exist is the
-    exception: its release waits for the proof, so the proof does not wait for it.
-    Without a staged release, any Pod of the run that the API shows not stopped keeps
+    and the release step gives the Lease up to expiry. A Job never seen under its
+    reserved name is no exception: it may have run and been deleted unseen. Without a
+    staged release, any Pod of the run that the API shows not stopped keeps
     the proof waiting."""
     staged = p.status.pending_lock_release
     if staged is not None and staged.operation_id == operation_id:
         verdict = may_still_write(p, staged)
-        if verdict.writing and not verdict.awaits_proof:
+        if verdict.writing:
             return verdict.why
     if operation_running(p, operation_id):
         return "its Pod is still running"
@@ -71,6 +69,7 @@ def release_step(p: Pass) -> Result | None:
     if not verdict.writing:
         writes.release_lease(p, staged)
         writes.clear_lock_release(p)
+        hold.forget(p, staged)
         if staged.withheld:
             writes.emit_event(p, "LeaseReleased", f"{staged.lease_name} released: {verdict.why}")
         return AGAIN
@@ -79,8 +78,7 @@ def release_step(p: Pass) -> Result | None:
         # counts, and the record names why the release is withheld.
         writes.write_release_evidence(p, verdict.evidence)
         staged = verdict.evidence
-    left = seconds_since(p, staged.hold_until, "")
-    if left is None or left < 0:
+    if hold.seconds_left(p, staged) > 0:
         # Keep the tenure while the executor may write; nobody else may take it.
         if staged.epoch is not None:
             writes.renew_lease(p, staged.lease_name, staged.holder, staged.epoch)
@@ -98,14 +96,16 @@ def release_step(p: Pass) -> Result | None:
                 requeue_after=p.env.poll_seconds,
             ),
         )
-    # Past the Job's deadline and still no evidence: never hand the database back by a
-    # release; stop renewing and let the Lease expire.
+    # Past the hold and still no evidence: never hand the database back by a release;
+    # stop renewing and let the Lease expire.
     writes.clear_lock_release(p)
+    hold.forget(p, staged)
     writes.emit_event(
         p,
         "LeaseLeftToExpire",
         f"{staged.lease_name} will expire, not be released: {verdict.why}, and the "
-        "hold (the Job's deadline + 60 s) has passed",
+        "hold (the Job's deadline + the Pod's deadline + 60 s, by this controller's "
+        "clock) has passed",
         True,
     )
     return AGAIN
@@ -122,11 +122,11 @@ class Seen:
 def staged_release(p: Pass, op: ActiveOperation, seen: Seen | None = None) -> LockRelease | None:
     if op.lease is None:
         return None
-    hold_until = None
+    hold_until = hold_for = None
     if op.dispatch_started:
-        runner = runner_spec(p)
-        started = parse_rfc3339(op.dispatch_started)
-        hold_until = rfc3339(started + timedelta(seconds=runner.active_deadline_seconds + 60))
+        hold_for = hold.hold_seconds(runner_spec(p))
+        hold_until = hold.hold_until(op.dispatch_started, hold_for)
+        hold.saw_run(p, op.operation_id)
     pods = seen.pods if seen else []
     job_pods = seen.job_pods if seen else None
     why = executor.still_writing(pods, {pod.uid for pod in pods}, job_pods) if seen else None
@@ -141,6 +141,7 @@ def staged_release(p: Pass, op: ActiveOperation, seen: Seen | None = None) -> Lo
         # Stopped on evidence: every Pod the terminal Job ran was seen to stop.
         executor_stopped=seen is not None and why is None,
         hold_until=hold_until,
+        hold_seconds=hold_for,
         staged_at=p.now_iso(),
         pods=pods,
         job_pods=job_pods,

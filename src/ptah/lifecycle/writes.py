@@ -28,7 +28,7 @@ from ptah.api.common import (
 from ptah.kube import errors
 from ptah.kube.events import record_event
 from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, PLAN, Kind
-from ptah.lifecycle import takeover
+from ptah.lifecycle import hold, takeover
 from ptah.lifecycle.context import FINALIZER, Pass
 from ptah.lifecycle.report import Ended, JobCreation, OperationRef
 from ptah.targetlock import Outcome, acquire, release, renew
@@ -227,6 +227,10 @@ def consume_approval(p: Pass, approval: dict[str, Any], operation_id: str) -> No
 def write_dispatch_started(p: Pass, op: ActiveOperation) -> ActiveOperation:
     op = op.model_copy(update={"dispatch_started": p.now_iso()})
     _status(p, "write_dispatch_started", _claim_fields(op))
+    if op.lease is not None and op.dispatch_started:
+        # The run's hold counts from this stamp on this process's clock
+        # (ptah.lifecycle.hold); only once it is written, since only then can it dispatch.
+        hold.saw_dispatch(p, op.operation_id, op.dispatch_started)
     return op
 
 

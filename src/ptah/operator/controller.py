@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import structlog
@@ -143,6 +144,9 @@ class Controller:
         self.queue: WorkQueue[Key] = WorkQueue()
         self.index = Index()
         self.observer = ExpiryObserver()
+        # This process's first sightings of dispatched runs, kept across passes like the
+        # observer: each run's hold is measured from them (ptah.lifecycle.hold).
+        self.sightings: dict[str, datetime] = {}
         self.stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._busy = 0
@@ -393,7 +397,7 @@ class Controller:
             poll_seconds=s.poll_seconds,
             proof_retry_seconds=s.proof_retry_seconds,
             retry_ceiling_seconds=s.retry_ceiling_seconds,
-            resync_seconds=s.resync_seconds,
+            sightings=self.sightings,
             runner_defaults=s.runner_defaults,
         )
 

@@ -119,7 +119,14 @@ def pod_spec(req: JobRequest) -> dict[str, Any]:
         container["resources"] = req.runner.resources
     if req.runner.security_context:
         container["securityContext"] = req.runner.security_context
-    spec: dict[str, Any] = {"restartPolicy": "Never", "containers": [container]}
+    # The Pod's own deadline, beside the Job's: the Job controller enforces the Job's
+    # through the API, which a node cut off from it cannot hear; the kubelet enforces the
+    # Pod's on its own. Together they bound how long a runner can live (ptah.lifecycle.hold).
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "activeDeadlineSeconds": req.runner.active_deadline_seconds,
+        "containers": [container],
+    }
     volumes = [{"name": m.name, **m.source} for m in mounts]
     if cache is not None:
         volumes.append(cache)

@@ -46,7 +46,8 @@ RULES: dict[str, str] = {
     "a writer (a force-deleted Pod on a node cut off from the API still writes)",
     "release-on-evidence": "Release coordination on evidence: a Lease is released only once "
     "every Pod its operation ran reported its container terminated; without that evidence "
-    "(a Pod deleted unseen), past the Job's deadline, it is left to expire, never released",
+    "(a Pod deleted unseen, a Job never seen), past the hold, it is left to expire, never "
+    "released",
     "release-after-outcome": "Release coordination: release follows the durable outcome "
     "patch, never leads it (no release while the claim is live)",
     "release-first": "pendingLockRelease: the next pass releases it before anything else "
@@ -518,11 +519,8 @@ class Invariants(Watcher):
         if op in self._may_write():
             self.fail("lease-while-executor", f"Lease {lease} released while {op} may still write")
         self._no_writer_under(lease, holder, "released")
-        staged = (((found or (None, {}))[1].get("status") or {}).get("pendingLockRelease")) or {}
-        if staged.get("operationId") != op or staged.get("jobUid") or staged.get("pods"):
-            # A Job its controller never saw is released by absence across a full resync
-            # (the documented exception); the executor invariants above still judge it.
-            self._released_on_evidence(lease, op)
+        # No exception for a Job its controller never saw: absence is not evidence.
+        self._released_on_evidence(lease, op)
 
     def _released_on_evidence(self, lease: str, op: str) -> None:
         """A release hands the database back only on evidence: every Pod the operation's

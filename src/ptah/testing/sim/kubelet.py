@@ -17,7 +17,13 @@ controller:
   every Pod is bound to a node, so "stopped" means what its node reported;
 - kubelet lag both ways: a container that printed its frame but has not exited
   yet, a Job marked terminal before its Pods stop, or only some steps after;
-- the Job's active deadline, enforced as the Job controller does;
+- the Job's active deadline, enforced as the Job controller does (through the API: no
+  Pod of a Job past its deadline is created or started, and its running Pods are
+  deleted), and the Pod's own ``activeDeadlineSeconds``, enforced as a kubelet does, on
+  the node, from the container's start and even while the node is cut off: the process
+  is killed at its deadline, whatever the API can hear. A Pod can start late (left
+  unscheduled until its Job's deadline is near), so a process may outlive the Job's
+  deadline by up to the Pod's;
 - a node cut off from the API (a partition) while its containers keep running and
   writing: nothing they do reaches the API (no status, no log) until it reconnects, and
   meanwhile a running Pod may be force-deleted (``kubectl delete --force``): its object
@@ -45,7 +51,7 @@ import json
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from ptah.kube.clock import parse_rfc3339
@@ -118,6 +124,9 @@ class PodRun:
     exit_reason: str = "Completed"
     grace: int = 0  # kubelet steps a process outlives its deleted Pod
     started: bool = False  # the node started its container
+    started_at: datetime | None = None  # when (the Pod's startTime, on the node's clock)
+    start_after: datetime | None = None  # left unscheduled until then (a late start)
+    deadline: int | None = None  # the Pod's activeDeadlineSeconds
     cut_off: bool = False  # on the node that lost the API (while the partition lasts)
 
 
@@ -148,6 +157,7 @@ class Kubelet:
         return self.cluster.system
 
     def step(self) -> None:
+        self.enforce_pod_deadlines()
         self._start_pods()
         if self.partitioned:
             elsewhere = [name for name, run in self.runs.items() if not run.cut_off]
@@ -172,9 +182,10 @@ class Kubelet:
     # --- the Job controller
 
     def _start_pods(self) -> None:
+        now = self.cluster.now()
         for job in self.api.peek_list(JOB, NS):
-            if (job.get("status") or {}).get("conditions"):
-                continue
+            if (job.get("status") or {}).get("conditions") or self._deadline_passed(job, now):
+                continue  # past its deadline a Job starts no Pod
             uid = job["metadata"]["uid"]
             if any(t.job_uid == uid for t in self.truth.values()):
                 continue  # backoffLimit 0: a Job's Pods are created once
@@ -292,7 +303,20 @@ class Kubelet:
             truth,
             exit_lag=self.rng.choice([0, 0, 1, 2]) if self.faults_on else 0,
             grace=self.rng.choice([0, 1, 2]) if self.faults_on else 0,
+            start_after=self._late_start(job) if mutating else None,
         )
+
+    def _late_start(self, job: dict[str, Any]) -> datetime | None:
+        """Now and then a Pod is left unscheduled (no node fits yet) until its Job's
+        deadline is near: it starts then, and runs for its own deadline from there."""
+        deadline = job["spec"].get("activeDeadlineSeconds")
+        created = job["metadata"].get("creationTimestamp")
+        if not self.faults_on or self.rng.random() >= 0.25 or deadline is None or not created:
+            return None
+        self._count("fault:pod-start-late")
+        # Late by more than the hold's margin, within a schedule's fault phase.
+        late = self.rng.uniform(0.5, 0.95) * min(int(deadline), 300)
+        return parse_rfc3339(created) + timedelta(seconds=late)
 
     def _secret_value(self, env: dict[str, Any] | None) -> str:
         if not env:
@@ -328,13 +352,25 @@ class Kubelet:
                 self._report_exit(run)
                 continue
             if _phase(pod) == "Pending":
+                if run.start_after is not None and self.cluster.now() < run.start_after:
+                    continue  # not scheduled yet
                 self.api.patch(POD, NS, name, {"status": _running()}, "status")
                 run.started = True
+                run.started_at = self.cluster.now()
+                deadline = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+                run.deadline = int(deadline) if deadline is not None else None
                 if run.mutating and run.db is not None:
                     run.db.writers.add(run.operation_id)
                     run.db.max_concurrent_writers = max(
                         run.db.max_concurrent_writers, len(run.db.writers)
                     )
+                if run.start_after is not None and self.faults_on and self.rng.random() < 0.8:
+                    # Started late, a long run, and its node loses the API past the Job's
+                    # deadline: the Job controller fails the Job and deletes the Pod, and
+                    # only the Pod's own deadline, on the node, ends the process.
+                    self._count("fault:late-start-cut-off")
+                    run.steps_left = 10**6
+                    self.partition(self.rng.randint(40, 80))
                 continue
             if run.done:
                 run.exit_lag -= 1
@@ -347,6 +383,39 @@ class Kubelet:
             self._complete(run)
             if run.exit_lag <= 0:
                 self._exit(run)
+
+    def start_now(self, job_name: str) -> list[PodRun]:
+        """The Job controller and the kubelet act at once on one Job: its Pod created and
+        its container started (a fault aimed at the instant after a create)."""
+        job = self.api.peek(JOB, NS, job_name)
+        if job is None:
+            return []
+        if not any(t.job_uid == job["metadata"]["uid"] for t in self.truth.values()):
+            self._create_pod(job, "a", extra=False)
+        names = [name for name, run in self.runs.items() if run.job == job_name]
+        self._run_pods(names)
+        return [self.runs[name] for name in names if name in self.runs]
+
+    def enforce_pod_deadlines(self) -> None:
+        """The kubelet's own deadline: a container running past its Pod's
+        ``activeDeadlineSeconds`` is killed on the node, connected or not (the kubelet
+        needs no API for it); the exit is reported when the node can report. Called
+        before every controller pass as well as every kubelet step, since a real kubelet
+        does not wait for a step."""
+        now = self.cluster.now()
+        for run in list(self.runs.values()):
+            if run.started_at is None or run.deadline is None:
+                continue
+            if (now - run.started_at).total_seconds() < run.deadline:
+                continue
+            self._count("pod-deadline-kill")
+            self._killed(run)
+            run.exit_code, run.exit_reason = 137, "DeadlineExceeded"
+            run.done = True
+            if self.partitioned and run.cut_off:
+                self._unsent_exits[run.pod] = run
+            else:
+                self._report_exit(run)
 
     def kill(self, name: str) -> None:
         """The process of Pod ``name`` dies now (its Pod was deleted, its deadline passed)."""

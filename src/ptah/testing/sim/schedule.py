@@ -118,15 +118,17 @@ def _busy(world: World) -> bool:
 
 
 def _drain(world: World, inv: Invariants, rounds: int = 300) -> None:
-    """Let every started operation finish: round-robin passes, the kubelet, a poll's
-    worth of time; people only approve and abandon proofs."""
+    """Let every started operation finish: round-robin passes, the kubelet, some
+    time (10 s a round, two polls: 3,000 s in all, past the longest hold a restart can
+    start over, the Job's and the Pod's 900 s + 60 s); people only approve and abandon
+    proofs."""
     for _ in range(rounds):
         before = world.cluster.requests.effective_writes
         for res in world.resources:
             world.reconcile_one(res)
             inv.after_step(check_secrets=False)
         world.kubelet.step()
-        world.clock.advance(5)
+        world.clock.advance(10)
         inv.after_step(check_secrets=False)
         if not _busy(world) and world.cluster.requests.effective_writes == before:
             return

@@ -156,6 +156,12 @@ class World:
             },
         )
         target = {"engine": "postgres", "secretRef": {"name": f"{name}-db", "key": "url"}}
+        # Now and then a short runner deadline, so the hold (the Job's deadline + the
+        # Pod's + 60 s) passes within a schedule and a Pod's own deadline kills a process
+        # cut off from the API. Drawn from its own stream: the world is otherwise built as
+        # it was.
+        aside = random.Random(f"{self.seed}/{name}/deadline")
+        deadline = aside.choice([60, 120, 300]) if aside.random() < 0.4 else None
         if family is SCHEMA_FAMILY:
             spec: dict[str, Any] = {
                 "target": target,
@@ -175,6 +181,8 @@ class World:
                 "policy": {"approval": self.rng.choice(["Never", "Always"])},
             }
             kind = MIGRATION
+        if deadline is not None:
+            spec["runner"] = {"activeDeadlineSeconds": deadline}
         api.create(
             kind,
             {
@@ -222,6 +230,14 @@ class World:
             and self.rng.random() < 0.05
         ):
             self._revoke_approval()
+        if (
+            self.faults_on
+            and when == "after"
+            and write == "create_job"
+            and self._mutating_now()
+            and self.rng.random() < 0.04
+        ):
+            self._job_vanishes_unseen()
         if self.crash is None:
             return
         target_write, target_when, remaining = self.crash
@@ -286,6 +302,7 @@ class World:
     _current: SimResource | None = None
 
     def reconcile_one(self, res: SimResource | None = None) -> None:
+        self.kubelet.enforce_pod_deadlines()  # a node kills at the deadline, not at a step
         now = self.clock.now()
         for replica in self.replicas:
             if replica.down_until is not None and replica.down_until <= now:
@@ -442,6 +459,26 @@ class World:
         obj = self.cluster.system.peek(res.family.kind, NS, res.name) if res else None
         claim = ((obj or {}).get("status") or {}).get("activeOperation") or {}
         return self.cluster.system.get(JOB, NS, claim.get("jobName", "")) if claim else None
+
+    def _job_vanishes_unseen(self) -> None:
+        """The create landed; before the controller records the Job's UID, the Job's Pod
+        starts on a node that then loses the API, the Job is deleted with its Pods (a
+        person, a cleanup controller), and the controller stops. Nobody ever saw the Job
+        under its reserved name, while its process writes on: the empty name looks just
+        like a create that never happened (seed 3011927 of the 32,000-schedule run)."""
+        job = self._claimed_job()
+        if job is None:
+            return
+        name = job["metadata"]["name"]
+        runs = self.kubelet.start_now(name)
+        if not any(run.started for run in runs):
+            return
+        self.watcher.fault("job-vanished-unseen", self._current)
+        self.kubelet.partition(self.rng.randint(5, 30))
+        self.cluster.system.delete(JOB, NS, name, propagation="Background")
+        self.crashes.append("after:create_job")
+        self.watcher.fault("stop", self._current)
+        raise ControllerStopped("after create_job, the Job vanished unseen")
 
     def _revoke_approval(self) -> None:
         """A reviewer takes back the approval a claim in flight names, between its claim

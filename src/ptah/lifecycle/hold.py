@@ -1,0 +1,81 @@
+"""The hold: the longest a dispatched runner can still be running, and how a controller
+measures it.
+
+A release withheld for lack of evidence (a Pod deleted before it was seen to stop, a Job
+that vanished unseen, a reserved name never seen as a Job) ends only when nothing of the
+run can still be alive, whatever the API shows. That bound comes from two deadlines, both
+enforced without Ptah:
+
+* the Job's ``activeDeadlineSeconds``, enforced by the Job controller through the API:
+  after it no runner Pod of the Job is created or admitted, so it bounds the latest start;
+* the runner Pod's own ``activeDeadlineSeconds`` (the same value, set in the Pod template,
+  :func:`ptah.workload.job.pod_spec`), enforced by the node's kubelet on its own, even
+  while the node is cut off from the API: a Pod admitted just before the Job's deadline
+  is killed that long after its start.
+
+So a run dispatched at ``t`` is over by ``t`` + Job deadline + Pod deadline + a margin
+(:data:`MARGIN_SECONDS`: the create's latency, the Job controller's lag at its deadline
+and the kill's grace period, 30 s by default). That length, ``holdSeconds``, is stored in
+the staged release, so a later edit of ``spec.runner`` does not shorten a hold.
+
+The hold is measured like a Lease's expiry: on this process's own clock, from its own
+first sighting of the run (its own write of ``dispatchStarted``, the outcome it staged,
+or the first time it saw the staged release), never from a stamp another controller
+wrote with its clock, so an offset between two replicas' clocks cannot end it early. A
+restarted process starts over, which only lengthens the wait. The clock assumption left
+is that clocks run at about the same rate and are not stepped forward by more than the
+margin while a hold runs (docs/mutation-lifecycle.md, "The clock assumption").
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from ptah.api.common import LockRelease, RunnerSpec
+from ptah.kube.clock import parse_rfc3339, rfc3339
+from ptah.lifecycle.context import Pass
+from ptah.lifecycle.request import runner_spec
+
+MARGIN_SECONDS = 60
+
+
+def hold_seconds(runner: RunnerSpec) -> int:
+    """The Job's deadline + the Pod's deadline + the margin."""
+    return 2 * runner.active_deadline_seconds + MARGIN_SECONDS
+
+
+def hold_until(dispatch_started: str, seconds: int) -> str:
+    """When the hold ends on the clock that stamped ``dispatch_started`` (for people)."""
+    return rfc3339(parse_rfc3339(dispatch_started) + timedelta(seconds=seconds))
+
+
+def _key(p: Pass, operation_id: str) -> str:
+    return f"{p.namespace}/{p.name}/{operation_id}"
+
+
+def saw_dispatch(p: Pass, operation_id: str, dispatch_started: str) -> None:
+    """This process stamped ``dispatchStarted`` itself: its hold counts from that stamp."""
+    p.env.sightings.setdefault(_key(p, operation_id), parse_rfc3339(dispatch_started))
+
+
+def saw_run(p: Pass, operation_id: str) -> datetime:
+    """This process sees the dispatched run ``operation_id`` now (its claim, as it stages
+    the release, or the staged release): any sighting comes after the dispatch, so the
+    first one is a safe start for the hold on this process's clock."""
+    return p.env.sightings.setdefault(_key(p, operation_id), p.cluster.now())
+
+
+def seconds_left(p: Pass, staged: LockRelease) -> float:
+    """Seconds until the hold of ``staged`` has passed by this process's own clock
+    (negative once it has)."""
+    now = p.cluster.now()
+    first = saw_run(p, staged.operation_id)
+    length = staged.hold_seconds
+    if length is None:  # staged by an older operator: the longest this runner may take
+        length = hold_seconds(runner_spec(p))
+    return length - (now - first).total_seconds()
+
+
+def forget(p: Pass, staged: LockRelease) -> None:
+    """The staged release is gone (released or left to expire): nothing left to measure."""
+    p.env.sightings.pop(_key(p, staged.operation_id), None)
