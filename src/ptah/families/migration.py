@@ -15,6 +15,7 @@ from typing import Any
 
 from ptah.api.common import OperationType, PlanSummary, UncertainRecord
 from ptah.api.digest import digest
+from ptah.api.parsed import parse
 from ptah.api.resources import (
     HistoryReading,
     MigrationSpec,
@@ -59,10 +60,10 @@ class MigrationFamily:
     watches: tuple[Watch, ...] = (Watch(CONFIGMAP),)  # the directory's ConfigMaps
 
     def spec_of(self, p: Pass) -> MigrationSpec:
-        return MigrationSpec.model_validate(p.spec)
+        return parse(MigrationSpec, p.spec)
 
     def status_of(self, obj: dict[str, Any]) -> MigrationStatus:
-        return MigrationStatus.model_validate(obj.get("status") or {})
+        return parse(MigrationStatus, obj.get("status") or {})
 
     def references(self, spec: dict[str, Any]) -> References:
         directory = spec.get("directory") or {}

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from ptah.api.common import OperationType, PlanSummary, UncertainRecord
 from ptah.api.digest import digest
+from ptah.api.parsed import parse
 from ptah.api.resources import PlannedStatement, PlanSpec, SchemaSpec, SchemaStatus
 from ptah.kube.kinds import CONFIGMAP, PLAN, SCHEMA
 from ptah.lifecycle.context import Pass
@@ -40,10 +41,10 @@ class SchemaFamily:
     watches: tuple[Watch, ...] = (Watch(CONFIGMAP),)  # the desired source's ConfigMap
 
     def spec_of(self, p: Pass) -> SchemaSpec:
-        return SchemaSpec.model_validate(p.spec)
+        return parse(SchemaSpec, p.spec)
 
     def status_of(self, obj: dict[str, Any]) -> SchemaStatus:
-        return SchemaStatus.model_validate(obj.get("status") or {})
+        return parse(SchemaStatus, obj.get("status") or {})
 
     def references(self, spec: dict[str, Any]) -> References:
         ref = (spec.get("source") or {}).get("configMapKeyRef") or {}
