@@ -98,7 +98,7 @@ class SchemaFamily:
     def _policy_args(p: Pass) -> list[str]:
         """The spec's ownership and ignore policy, as the runner's plan options."""
         try:
-            policy = SchemaSpec.model_validate(p.spec).policy
+            policy = parse(SchemaSpec, p.spec).policy
         except ValidationError:
             return []
         args = ["--ownership", policy.ownership] if policy.ownership != "ignore" else []

@@ -32,7 +32,7 @@ def decide(p: Pass) -> Work | Observe:
         spec = family.spec_of(p)
     except ValidationError as exc:
         return invalid_spec(exc)
-    status = family.status_of(p.obj)
+    status = p.status  # the family's status model, parsed once for this object
     plan = status.current_plan
     if (
         plan is None

@@ -4,6 +4,7 @@ resource's own."""
 from __future__ import annotations
 
 from ptah.api.common import ActiveOperation, RunnerSpec, SecretKeyRef
+from ptah.api.parsed import parse
 from ptah.lifecycle.context import Pass
 from ptah.workload.job import JobRequest, Mount, Owner
 
@@ -11,7 +12,7 @@ from ptah.workload.job import JobRequest, Mount, Owner
 def runner_spec(p: Pass) -> RunnerSpec:
     """The runner settings: the installation's defaults, overridden field by field by the
     resource's own spec.runner."""
-    return RunnerSpec.model_validate({**p.env.runner_defaults, **(p.spec.get("runner") or {})})
+    return parse(RunnerSpec, {**p.env.runner_defaults, **(p.spec.get("runner") or {})})
 
 
 def job_request(p: Pass, op: ActiveOperation) -> JobRequest:
