@@ -108,7 +108,7 @@ def _busy(world: World) -> bool:
     if world.kubelet.runs:
         return True
     for res in world.resources:
-        obj = world.cluster.system.get(res.family.kind, "default", res.name)
+        obj = world.cluster.system.peek(res.family.kind, "default", res.name)
         status = (obj or {}).get("status") or {}
         if status.get("activeOperation") or status.get("pendingLockRelease"):
             return True

@@ -265,7 +265,7 @@ class World:
 
     def _mutating_now(self) -> bool:
         res = self._current
-        obj = self.cluster.system.get(res.family.kind, NS, res.name) if res else None
+        obj = self.cluster.system.peek(res.family.kind, NS, res.name) if res else None
         status = (obj or {}).get("status") or {}
         claim = status.get("activeOperation") or {}
         return bool(claim.get("mutating") or status.get("pendingLockRelease"))
@@ -342,7 +342,7 @@ class World:
         """People: approve, edit, suspend, delete, rotate, abandon a proof."""
         api = self.cluster.system
         res = self.rng.choice(self.resources)
-        obj = api.get(res.family.kind, NS, res.name)
+        obj = api.peek(res.family.kind, NS, res.name)
         if obj is None:
             return
         status = obj.get("status") or {}
@@ -430,7 +430,7 @@ class World:
     def _owner_of(self, job: dict[str, Any]) -> SimResource | None:
         owners = {r.get("uid") for r in job["metadata"].get("ownerReferences", [])}
         for res in self.resources:
-            obj = self.cluster.system.get(res.family.kind, NS, res.name)
+            obj = self.cluster.system.peek(res.family.kind, NS, res.name)
             if obj is not None and obj["metadata"]["uid"] in owners:
                 return res
         return None
