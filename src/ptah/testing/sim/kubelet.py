@@ -750,14 +750,18 @@ class Kubelet:
         the API shows: a Pod is counted once seen terminal, and a Pod deleted before it
         was counted counts as failed (whatever its process still does)."""
         uid = job["metadata"]["uid"]
-        listed = {
-            p["metadata"]["name"]: p for p in self.api.peek_list(POD, NS) if _owned_by(p, uid)
-        }
         created = self._created(uid)
+        listed: dict[str, dict[str, Any]] | None = None  # read only for a Pod not counted yet
         for t in created:
             key = (uid, t.pod)
             if key in self._counted:
                 continue
+            if listed is None:
+                listed = {
+                    p["metadata"]["name"]: p
+                    for p in self.api.peek_list(POD, NS)
+                    if _owned_by(p, uid)
+                }
             pod = listed.get(t.pod)
             if pod is None:
                 self._counted[key] = "Failed"
