@@ -38,6 +38,6 @@ def _sha256(data: str) -> str:
     return hashlib.sha256(data.encode()).hexdigest()
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=256)
 def _digest_of(key: bytes) -> str:
     return _sha256(canonical(marshal.loads(key)))

@@ -27,7 +27,7 @@ from pydantic import BaseModel
 M = TypeVar("M", bound=BaseModel)
 
 _MARSHAL_VERSION = 2  # no refs, no interned flags: the bytes depend only on the value
-_CACHED = 2048  # distinct (model, value) pairs kept; a status is a few kB
+_CACHED = 128  # distinct (model, value) pairs kept: one schedule's statuses and specs
 
 
 def parse(model: type[M], value: Any) -> M:
