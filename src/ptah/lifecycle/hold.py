@@ -15,7 +15,7 @@ enforced without Ptah:
 
 So a run dispatched at ``t`` is over by ``t`` + Job deadline + Pod deadline + a margin
 (:data:`MARGIN_SECONDS`: the create's latency, the Job controller's lag at its deadline
-and the kill's grace period, 30 s by default). That length, ``holdSeconds``, is stored in
+and the kill's grace period, 60 s). That length, ``holdSeconds``, is stored in
 the staged release, so a later edit of ``spec.runner`` does not shorten a hold.
 
 The hold is measured like a Lease's expiry: on this process's own clock, from its own
