@@ -565,6 +565,10 @@ class World:
 
     def _approve(self, res: SimResource, digest: str) -> None:
         name = f"{res.name}-approval-{self.rng.randint(0, 10**6)}"
+        while self.cluster.system.peek(APPROVAL, NS, name) is not None:
+            # A long schedule draws the same number twice; a person picks another name
+            # (without another draw, so every other schedule stays as it was).
+            name += "-again"
         self.cluster.system.create(
             APPROVAL,
             {
