@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from ptah.kube.clock import SimClock
@@ -329,3 +330,31 @@ def test_a_dirty_migration_reads_again_by_itself_after_a_resolve() -> None:
     rig.db.history.append("1")
     assert rig.drive(_ready(rig, ["1", "2"])), rig.status()
     assert rig.history_jobs() >= 2
+
+
+def test_a_reading_stamped_ahead_by_another_clock_is_not_a_reading_after_the_record() -> None:
+    """Two controllers' clocks cannot order a reading and a record: a reading taken
+    before the record, stamped by a replica whose clock runs ahead, carries a later
+    ``lastReadingAt`` than the record's ``recordedAt``. The prove step must still read
+    (the 100,000-schedule run of session 5 found both families resting with a record
+    never read, seeds 5054201 and 5008591); only a reading that finished with the record
+    in place (``proofReadAt`` on the record) paces the next one."""
+    h = MemoryHarness(SIDES["schema"])
+    h.create()
+    h.run(lambda: (h.claim() or {}).get("type") == "Apply")
+    h.run_to_stop("after", "write_dispatch_started")
+    h.run(lambda: h.phase() == "ProofOwed")
+    h.clock.advance(h.status()["pendingLockRelease"]["holdSeconds"] + 1)
+    record = h.status()["pendingObservation"]
+    assert not record.get("proofReadAt")
+    ahead = (h.clock.now() + timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    h.admin.patch(SIDES["schema"].kind, NS, NAME, {"status": {"lastReadingAt": ahead}}, "status")
+    claimed: list[str] = []
+
+    def settled_or_not() -> bool:
+        claimed.append(str((h.claim() or {}).get("type")))
+        return h.phase() == "ProofNotSettled"
+
+    h.run(settled_or_not)
+    assert "Plan" in claimed, "the proof rested on a reading from before the record"
+    assert h.status()["pendingObservation"]["proofReadAt"]

@@ -220,6 +220,11 @@ class UncertainRecord(Model):
     detail: str = ""
     pods: PodEvidence = Field(default_factory=PodEvidence)
     recorded_at: str
+    proof_read_at: str | None = Field(
+        default=None,
+        description="When a proving reading last finished without settling this record "
+        "(set with that reading's outcome; paces the next one).",
+    )
 
 
 class PodSeen(Model):

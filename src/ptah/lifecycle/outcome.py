@@ -286,8 +286,14 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
             outcome="Converged",
             at=p.now_iso(),
         )
+    # A reading that does not settle the record says so on the record itself, so the
+    # prove step knows a reading ran after it without comparing stamps written by two
+    # controllers' clocks (one running behind would make an older reading look newer).
+    read = None
+    if record is not None and not settle:
+        read = record.model_copy(update={"proof_read_at": p.now_iso()})
     outcome = writes.OutcomePatch(
-        "Succeeded", clears_record=settle, last_mutation=converged, fields=extra
+        "Succeeded", record=read, clears_record=settle, last_mutation=converged, fields=extra
     )
     writes.write_outcome(p, op, outcome)
     if settle:

@@ -121,10 +121,12 @@ def _prove_step(p: Pass) -> Result | None:
                 requeue_after=p.env.poll_seconds,
             ),
         )
-    waited = seconds_since(p, p.status.last_reading_at, record.recorded_at)
+    waited = seconds_since(p, record.proof_read_at, "")
     if waited is not None and waited < p.env.proof_retry_seconds:
-        # A reading already ran after the record and did not settle it. Another one
-        # runs after a pause; meanwhile the resource says exactly what it waits for.
+        # A reading already ran after the record and did not settle it (the record says
+        # so itself: stamps of two controllers' clocks cannot order a reading and a
+        # record). Another one runs after a pause; meanwhile the resource says exactly
+        # what it waits for.
         return observe(
             p,
             Observe(
