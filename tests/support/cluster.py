@@ -23,7 +23,6 @@ If a control-plane binary is missing the fixture fails naming it (never skips un
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import subprocess
@@ -41,6 +40,7 @@ from lightkube import Client, KubeConfig
 from ptah.testing.devcluster import cluster as devcluster
 from ptah.testing.devcluster import imagebuild, node, paths
 from ptah.testing.devcluster.apiclient import ApiClient, ApiError, Credentials
+from ptah.testing.devcluster.filelock import file_lock
 from support.databases import db_env, missing
 from support.wait import wait_for
 
@@ -234,13 +234,8 @@ def setup_lock(state_dir: Path) -> Iterator[None]:
     """Held while one process starts (or reuses) the node in ``state_dir`` and loads its
     images: two processes starting the same node at once would race for its ports and
     import the same image twice."""
-    state_dir.mkdir(parents=True, exist_ok=True)
-    with open(state_dir / "setup.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with file_lock(state_dir / "setup.lock"):
+        yield
 
 
 @pytest.fixture(scope="session")

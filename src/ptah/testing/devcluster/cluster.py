@@ -22,13 +22,11 @@ processes recorded in this state dir, and for a real node undoes its host change
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +35,7 @@ import httpx
 from ptah.testing.devcluster import hostchanges, imagebuild, kubeconfig, node, paths, pki
 from ptah.testing.devcluster.apiclient import ssl_context
 from ptah.testing.devcluster.config import ClusterConfig, Ports, port_free
+from ptah.testing.devcluster.filelock import file_lock
 from ptah.testing.devcluster.procs import Proc
 from ptah.testing.devcluster.runtime import kill_pod_processes
 
@@ -112,15 +111,8 @@ def procs(state_dir: Path, real: bool | None = None) -> dict[str, Proc]:
     return {name: Proc(state_dir / "run", name) for name in names}
 
 
-@contextmanager
-def _locked(state_dir: Path) -> Iterator[None]:
-    state_dir.mkdir(parents=True, exist_ok=True)
-    with open(state_dir / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+def _locked(state_dir: Path) -> contextlib.AbstractContextManager[None]:
+    return file_lock(state_dir / ".lock")
 
 
 def _config(state_dir: Path, running: bool, runner_images: list[str], kind: str) -> ClusterConfig:

@@ -19,7 +19,6 @@ Network (one per node, ``10.88.<n>.0/24``):
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import ipaddress
 import json
@@ -33,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ptah.testing.devcluster import hostchanges
+from ptah.testing.devcluster.filelock import file_lock
 
 SERVICE_IP = "10.96.0.1"
 SERVICE_CIDR = "10.96.0.0/16"
@@ -82,13 +82,8 @@ class NodeNet:
 def net_lock(cache: Path) -> Iterator[None]:
     """Held while a node picks its subnet and makes its bridge (nodes of other state
     dirs may start at the same time)."""
-    cache.mkdir(parents=True, exist_ok=True)
-    with open(cache / ".node-net.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with file_lock(cache / ".node-net.lock"):
+        yield
 
 
 def pick_net(prefer: int = 0) -> NodeNet:
