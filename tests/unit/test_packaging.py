@@ -1,5 +1,6 @@
 """The product runs without its test machinery: the wheel leaves ``ptah.testing`` out
-(pyproject's ``packages.find``), and everything the image runs starts without it, while
+(pyproject's ``packages.find``), and ``ptah.sim`` (the short ``python -m ptah.sim``) too,
+and everything the image runs starts without it, while
 ``ptah dev`` says in one line that it needs a checkout's dev venv."""
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ def test_the_wheel_leaves_out_the_test_machinery() -> None:
     find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     options = find["packages"]["find"]
     packages = set(find_packages(where=str(ROOT / options["where"][0]), exclude=options["exclude"]))
-    assert not {p for p in packages if p.startswith("ptah.testing")}, sorted(packages)
+    machinery = {p for p in packages if p.startswith("ptah.testing") or p == "ptah.sim"}
+    assert not machinery, sorted(packages)
     for runtime in ("ptah.runner", "ptah.engines.versioned", "ptah.operator", "ptah.kube"):
         assert runtime in packages, runtime
     assert not (ROOT / "src" / "ptah" / "kube" / "memory.py").exists()
@@ -62,3 +64,24 @@ def test_ptah_dev_says_in_one_line_that_it_needs_the_machinery() -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("ptah dev status: "), proc.stderr
     assert "ptah.testing" in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_the_short_simulation_command_is_the_simulation() -> None:
+    """``python -m ptah.sim`` (the command issue 11 names) runs the same schedules as
+    ``python -m ptah.testing.sim``: same summary line for the same seeds."""
+    args = ["--schedules", "3", "--seed", "11", "--jobs", "1"]
+
+    def summary(module: str) -> str:
+        proc = subprocess.run(
+            [sys.executable, "-m", module, *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=ROOT,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.split(" seconds=")[0]
+
+    short = summary("ptah.sim")
+    assert short.startswith("schedules=3 "), short
+    assert short == summary("ptah.testing.sim")
