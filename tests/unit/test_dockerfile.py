@@ -12,6 +12,9 @@ import fnmatch
 import json
 import re
 import shlex
+import subprocess
+import sys
+import sysconfig
 import tomllib
 from pathlib import Path
 
@@ -135,3 +138,32 @@ def test_files_pip_install_needs_are_copied(path: str) -> None:
     copied = " ".join(a for i, a in instructions() if i == "COPY")
     top = path.split("/")[0]
     assert top in copied, f"pip install . needs {path}"
+
+
+def test_the_runtime_stage_byte_compiles_the_standard_library() -> None:
+    """The base image has no stdlib bytecode and the runtime writes none, so without this
+    step every runner Job compiles each stdlib module it imports (bench/startup.py)."""
+    steps = instructions()
+    last_from = max(n for n, (ins, _) in enumerate(steps) if ins == "FROM")
+    runtime = steps[last_from:]
+    compiles = [
+        (n, shlex.split(args))
+        for n, (ins, args) in enumerate(runtime)
+        if ins == "RUN" and "compileall" in args
+    ]
+    assert compiles, "the runtime stage does not byte-compile the standard library"
+    ((at, words),) = compiles
+    assert words[:3] == ["python", "-m", "compileall"]
+    (base,) = {a.split()[0] for i, a in steps if i == "FROM"}
+    assert words[-1] == "/usr/local/lib/python" + base.split(":")[1].split("-")[0], words
+    (user_at,) = [n for n, (ins, _) in enumerate(runtime) if ins == "USER"]
+    assert at < user_at, "compile as root, before USER: the non-root user cannot write it"
+    # What it leaves out is none of what the runner, the CLI or the operator import.
+    exclude = re.compile(words[words.index("-x") + 1])
+    code = "import sys, psycopg, pymysql, ptah.runner.main, ptah.cli.main, ptah.operator.main\n"
+    code += "print('\\n'.join(str(getattr(m, '__file__', '') or '') for m in sys.modules.values()))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    stdlib = sysconfig.get_path("stdlib")
+    loaded = [f for f in proc.stdout.splitlines() if f.startswith(stdlib + "/")]
+    assert len(loaded) > 100
+    assert not [f for f in loaded if exclude.search(f)]
