@@ -9,6 +9,7 @@ import pytest
 
 from ptah.engines import planner
 from ptah.engines.base import DesiredSchemaInvalid
+from ptah.engines.confine import StatementRefused
 from ptah.engines.connect import open_target
 from ptah.engines.postgres import scratch
 
@@ -79,3 +80,37 @@ def test_the_scratch_dropped_behind_the_plan_is_gone_when_the_plan_returns(
             "SELECT count(*) FROM pg_database WHERE datname = %s", (names[0],)
         ).fetchone()
     assert left == (0,)
+
+
+@pytest.mark.parametrize(
+    "desired, refused",
+    [
+        (_desired(3), None),
+        (_desired(3) + "CREATE TABLE app.t0 (x int);\n", DesiredSchemaInvalid),
+        (_desired(3) + "ALTER SYSTEM SET work_mem = '64MB';\n", StatementRefused),
+    ],
+)
+def test_the_scratch_created_while_the_source_is_checked_is_gone_when_the_plan_returns(
+    pg_db: str, monkeypatch: pytest.MonkeyPatch, desired: str, refused: type | None
+) -> None:
+    """The empty scratch is created beside the confinement check; the load takes it, and
+    a source the check refuses (never loaded) leaves no scratch behind either."""
+    made: list[scratch.Reserved] = []
+    real = scratch.Reserved.__init__
+
+    def noted(self: scratch.Reserved, url: object) -> None:
+        real(self, url)  # type: ignore[arg-type]
+        made.append(self)
+
+    monkeypatch.setattr(scratch.Reserved, "__init__", noted)
+    with open_target(pg_db) as t:
+        if refused is None:
+            assert planner.plan(t, desired).statements
+        else:
+            with pytest.raises(refused):
+                planner.plan(t, desired)
+        assert len(made) == 1
+        found = t.connection.execute(
+            "SELECT count(*) FROM pg_database WHERE datname = %s", (made[0].name,)
+        ).fetchone()
+    assert found == (0,) and made[0].seconds.get("create", 0.0) > 0.0

@@ -392,8 +392,17 @@ def _rule(engine: EngineName) -> Rule:
     return pg_refusal
 
 
+# The source :func:`check` passed last and its statements, handed to the load that follows
+# it (each engine's normalise splits the source it loads): a schema of thousands of
+# statements is then split once per plan, not twice. Keyed by the text itself.
+_passed: tuple[str, EngineName, list[Statement]] | None = None
+
+
 def split(sql: str, engine: EngineName) -> list[Statement]:
     """The desired source's statements with their lines (the splitter's dialect rules)."""
+    passed = _passed
+    if passed is not None and passed[1] == engine and passed[0] == sql:
+        return list(passed[2])
     try:
         return split_statements(sql, engine)
     except SplitError as exc:
@@ -420,4 +429,6 @@ def check(sql: str, engine: EngineName) -> list[Statement]:
         why = rule(words, statement.text)
         if why:
             raise StatementRefused(statement.line, statement.text, why)
+    global _passed
+    _passed = (sql, engine, list(statements))
     return statements

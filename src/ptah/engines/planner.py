@@ -122,13 +122,17 @@ class _Side:
     store: Path | None = None
     warnings: list[str] = field(default_factory=list)
     cached: bool = False
+    settle_seconds: float = 0.0
 
     def settle(self) -> str:
-        """The fingerprint; a side read afresh is stored with it."""
-        fp = self.fingerprint or fingerprint(self.schema)
+        """The fingerprint; a side read afresh is stored with it (once: settling again
+        only gives the fingerprint)."""
+        if self.fingerprint is None:
+            self.fingerprint = fingerprint(self.schema)
         if self.store is not None:
-            _store_cache(self.store, self.schema, self.warnings, fp)
-        return fp
+            _store_cache(self.store, self.schema, self.warnings, self.fingerprint)
+            self.store = None
+        return self.fingerprint
 
 
 def plan(
@@ -142,10 +146,12 @@ def plan(
 
     The desired source is checked (:mod:`ptah.engines.confine`) before
     anything else: a statement that acts outside one database is refused and
-    nothing of the source runs anywhere. A cached normalisation is keyed by the
-    source and by the confinement code that passed it, so a cache hit repeats a
-    verdict this same code gave this same source (and runs nothing of it) instead
-    of tokenizing the whole file again; any other cache key is checked first.
+    nothing of the source runs anywhere (an engine may create its empty scratch
+    meanwhile, ``reserve_scratch``, and drops it unused then). A cached
+    normalisation is keyed by the source and by the confinement code that passed
+    it, so a cache hit repeats a verdict this same code gave this same source (and
+    runs nothing of it) instead of tokenizing the whole file again; any other cache
+    key is checked first.
     """
     ops = ops_for(target)
     settle = getattr(ops, "settle", lambda: None)
@@ -187,6 +193,7 @@ def _plan(
         if pool is not None:
             pool.shutdown(wait=True)
     timings.update(normalise=t1 - t0, inspect=inspect_seconds, waitInspect=t2 - t1)
+    timings["targetFingerprint"] = current.settle_seconds
     if reused:
         timings["inspectionReused"] = 1.0
     t2 = time.perf_counter()
@@ -233,6 +240,17 @@ def _plan(
 
 
 def _read_target(ops: Any, target: Target, cache_dir: str | None) -> tuple[_Side, float, bool]:
+    """The target's schema, timed, and settled (its fingerprint, and its cache entry when
+    it was read afresh): where the engine reads the target beside the scratch, that work
+    is done while the scratch loads instead of after the diff."""
+    side, seconds, reused = _inspect_target(ops, target, cache_dir)
+    t0 = time.perf_counter()
+    side.settle()
+    side.settle_seconds = time.perf_counter() - t0
+    return side, seconds, reused
+
+
+def _inspect_target(ops: Any, target: Target, cache_dir: str | None) -> tuple[_Side, float, bool]:
     """The target's schema, timed. With a cache and an engine that can say cheaply whether
     its catalogs moved (``probed_inspect``), the inspection read under the same digest
     is reused instead of read again; a digest never seen is read and then kept."""
@@ -288,6 +306,9 @@ def _desired(
             timings["cacheHit"] = 1.0
             store = None if cached[2] else cache_file
             return _Side(cached[0], cached[2], store, cached[1], cached=True)
+    reserve = getattr(ops, "reserve_scratch", None)
+    if reserve is not None:  # an empty scratch, made while the source is checked
+        reserve(target, dev_url)
     tc = time.perf_counter()
     confine.check(desired_sql, target.engine)
     timings["confine"] = time.perf_counter() - tc

@@ -38,7 +38,7 @@ from ptah.engines.model import (
     PlanError,
     Schema,
     Statement,
-    canonical,
+    same,
 )
 from ptah.engines.postgres import online as pgonline
 from ptah.engines.postgres.online import (
@@ -256,15 +256,13 @@ class _Diff:
         for kind in ("view", "index", "constraint", "trigger", "rule", "policy", "event_trigger"):
             cur, want = self.pair(kind)
             for name in cur.keys() & want.keys():
-                if canonical(cur[name]) != canonical(want[name]):
+                if not same(cur[name], want[name]):
                     if kind == "constraint" and self.validates(cur[name], want[name]):
                         continue
                     self.ch.replaced.add(f"{kind}:{name}")
         cur, want = self.pair("function")
         for name in cur.keys() & want.keys():
-            if canonical(cur[name]) != canonical(want[name]) and not _replaceable(
-                cur[name], want[name]
-            ):
+            if not same(cur[name], want[name]) and not _replaceable(cur[name], want[name]):
                 self.ch.replaced.add(f"function:{name}")
         for kind in ("range", "collation"):
             cur, want = self.pair(kind)
@@ -564,7 +562,7 @@ class _Diff:
             if self.rebuilt(node):
                 self.drop(node, f"DROP {words.get(cur[name]['kind'], 'FUNCTION')} {name}")
                 self.create(node, want[name]["def"])
-            elif canonical(cur[name]) != canonical(want[name]):
+            elif not same(cur[name], want[name]):
                 self.create(node, want[name]["def"])  # CREATE OR REPLACE keeps dependents
         for name in sorted(want.keys() - cur.keys()):
             self.create(f"function:{name}", want[name]["def"])
@@ -811,7 +809,7 @@ class _Diff:
         self.column_storage(table, col, base, new)
 
     def alter_column(self, table: str, col: str, old: dict[str, Any], new: dict[str, Any]) -> None:
-        if canonical(old) == canonical(new):
+        if same(old, new):
             return
         node = f"table:{table}"
         at = f"ALTER TABLE {table} ALTER COLUMN {col}"
@@ -919,8 +917,8 @@ class _Diff:
         return bool(
             self.online.constraints
             and old["type"] in ("f", "c")
-            and canonical({**old, "def": old["def"].removesuffix(" NOT VALID")}) == canonical(new)
             and old["def"] != new["def"]
+            and same({**old, "def": old["def"].removesuffix(" NOT VALID")}, new)
         )
 
     def add_constraint(self, node: str, c: dict[str, Any]) -> None:

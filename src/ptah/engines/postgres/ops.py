@@ -30,6 +30,7 @@ from ptah.engines.urls import DbUrl
 class PostgresOps:
     # The target is read on its own connection; normalising opens others (the scratch).
     concurrent_inspect = True
+    _reserved: scratch.Reserved | None = None
 
     def version_key(self, target: Target) -> str:
         return f"postgres-{target.connection.info.server_version}"
@@ -59,6 +60,12 @@ class PostgresOps:
             cached = reuse(digest)
             return (cached if cached is not None else pginspect.inspect(conn)), digest
 
+    def reserve_scratch(self, target: Target, dev_url: DbUrl | None) -> None:
+        """Create the temporary scratch while the planner confines the source (without a
+        dev database); :meth:`normalise` loads it, :meth:`settle` drops it if not."""
+        if dev_url is None:
+            self._reserved = scratch.Reserved(target.url)
+
     def normalise(
         self,
         target: Target,
@@ -66,10 +73,17 @@ class PostgresOps:
         dev_url: DbUrl | None,
         policy: SchemaPolicy = DEFAULT_POLICY,
     ) -> tuple[Schema, list[str]]:
-        return scratch.normalise(target.url, desired_sql, dev_url, policy.ownership, policy.ignore)
+        reserved, self._reserved = self._reserved, None
+        return scratch.normalise(
+            target.url, desired_sql, dev_url, policy.ownership, policy.ignore, reserved
+        )
 
     def settle(self) -> None:
-        """Wait for the scratch databases still being dropped behind the plan."""
+        """Wait for the scratch databases still being dropped behind the plan (one this
+        plan created and never loaded is dropped first)."""
+        reserved, self._reserved = self._reserved, None
+        if reserved is not None:
+            reserved.release()
         scratch.settle()
 
     def diff(self, current: Schema, desired: Schema, online: Online = ONLINE) -> list[Statement]:

@@ -10,7 +10,8 @@ that may create databases. The whole desired source goes to the server in
 one simple-protocol round trip; only when it fails without a position is it
 replayed statement by statement (rolled back) to name the line.
 
-A temporary database is dropped afterwards (on a thread of its own, beside the
+A temporary database is created while the planner confines the source (empty, it runs
+nothing of it: :class:`Reserved`) and dropped afterwards (on a thread of its own, beside the
 plan's diff: the planner waits for it, through :func:`settle`, before it returns), so
 nothing needs rolling back there; a large file (more than ``BATCH`` statements) is
 loaded into it in committed batches, because one transaction holds a lock on every
@@ -144,8 +145,12 @@ def normalise(
     dev_url: DbUrl | None,
     ownership: str = "ignore",
     ignore: Sequence[str] = (),
+    reserved: Reserved | None = None,
 ) -> tuple[Schema, list[str]]:
-    """The inspected form of ``desired_sql`` and warnings; refuses what must not run."""
+    """The inspected form of ``desired_sql`` and warnings; refuses what must not run.
+
+    ``reserved``: the temporary scratch created while the source was confined (see
+    :class:`Reserved`); without it, and without a dev database, one is created here."""
     t0 = time.perf_counter()
     load = prepare.prepare(confine.split(desired_sql, "postgres"), ownership)
     seconds: dict[str, float] = {"prepare": time.perf_counter() - t0}
@@ -155,7 +160,7 @@ def normalise(
             with connect(dev_url) as conn:
                 schema = _load_and_inspect(conn, load, True, seconds)
         else:
-            schema = _temporary_database(target_url, load, seconds)
+            schema = _temporary_database(target_url, load, seconds, reserved)
     except psycopg.Error as exc:
         raise DesiredSchemaInvalid(
             scrub(f"desired schema does not load: {exc}", *secrets_)
@@ -171,8 +176,26 @@ def normalise(
     return schema, list(load.warnings)
 
 
-def _temporary_database(url: DbUrl, load: prepare.Load, seconds: dict[str, float]) -> Schema:
-    name = "ptah_scratch_" + secrets.token_hex(6)
+def _temporary_database(
+    url: DbUrl, load: prepare.Load, seconds: dict[str, float], reserved: Reserved | None
+) -> Schema:
+    if reserved is not None:
+        admin, name = reserved.take(seconds)
+    else:
+        name = "ptah_scratch_" + secrets.token_hex(6)
+        admin = _create(url, name, seconds)
+    try:
+        if len(load.statements) > BATCH:
+            with connect(url, database=name, autocommit=True) as conn:
+                return _load_batches(conn, load, seconds)
+        with connect(url, database=name) as conn:
+            return _load_and_inspect(conn, load, False, seconds)
+    finally:
+        _drop_behind(admin, name, seconds)
+
+
+def _create(url: DbUrl, name: str, seconds: dict[str, float]) -> Any:
+    """Create the empty scratch ``name``: the admin connection that drops it after."""
     admin = connect(url, autocommit=True)
     try:
         row = admin.execute(
@@ -191,14 +214,52 @@ def _temporary_database(url: DbUrl, load: prepare.Load, seconds: dict[str, float
     except BaseException:
         admin.close()
         raise
-    try:
-        if len(load.statements) > BATCH:
-            with connect(url, database=name, autocommit=True) as conn:
-                return _load_batches(conn, load, seconds)
-        with connect(url, database=name) as conn:
-            return _load_and_inspect(conn, load, False, seconds)
-    finally:
-        _drop_behind(admin, name, seconds)
+    return admin
+
+
+class Reserved:
+    """A temporary scratch created on a thread of its own while the planner confines the
+    desired source: an empty database runs nothing of the source, and creating one (a
+    copy of ``template0``) costs the server about as long as the check costs the client.
+    One plan owns it: its load takes it (:meth:`take`); one never taken (the source was
+    refused, or the plan failed before its load) is dropped by :meth:`release`, and its
+    creation's own failure is then not the plan's to report."""
+
+    def __init__(self, url: DbUrl) -> None:
+        self.name = "ptah_scratch_" + secrets.token_hex(6)
+        self.seconds: dict[str, float] = {}
+        self._admin: Any = None
+        self._error: BaseException | None = None
+        self._taken = False
+        self._thread = threading.Thread(
+            target=self._create, args=(url,), name=f"create-{self.name}"
+        )
+        self._thread.start()
+
+    def _create(self, url: DbUrl) -> None:
+        try:
+            self._admin = _create(url, self.name, self.seconds)
+        except BaseException as exc:  # raised by take(), on the plan's own thread
+            self._error = exc
+
+    def take(self, seconds: dict[str, float]) -> tuple[Any, str]:
+        """The admin connection and the name, once created; its creation's error."""
+        self._thread.join()
+        if self._taken:
+            raise ScratchUnavailable(f"the scratch database {self.name} was taken already")
+        self._taken = True
+        seconds.update(self.seconds)
+        if self._error is not None:
+            raise self._error
+        return self._admin, self.name
+
+    def release(self) -> None:
+        """Drop it behind (:func:`settle` waits for that), if no load took it."""
+        self._thread.join()
+        if not self._taken:
+            self._taken = True
+            if self._admin is not None:
+                _drop_behind(self._admin, self.name, self.seconds)
 
 
 # Scratch databases being dropped behind the plan (see :func:`settle`).
