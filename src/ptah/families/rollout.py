@@ -53,7 +53,6 @@ from ptah.api.resources import (
 )
 from ptah.kube import errors
 from ptah.kube.clock import rfc3339
-from ptah.kube.events import record_event
 from ptah.kube.kinds import APPROVAL, MIGRATION, PLAN, ROLLOUT, SCHEMA, SECRET, Kind
 from ptah.kube.merge import merge_diff
 from ptah.kube.port import Cluster, Obj
@@ -891,7 +890,7 @@ class _Pass(ObjectPass):
             view.notes.append(("RolloutPaused", message, False))
         self._write(fields)
         for reason_, text, warning in view.notes:
-            record_event(
+            self.env.events(
                 self.cluster,
                 self.obj,
                 reason_,

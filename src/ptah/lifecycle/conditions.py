@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ptah.api.common import ActiveOperation
 from ptah.lifecycle.context import Pass
 from ptah.lifecycle.family import Observe
 
@@ -61,6 +62,21 @@ def observation(p: Pass, obs: Observe) -> dict[str, Any]:
     if applied is not None:
         fields["appliedSource"] = applied
     return fields
+
+
+def in_flight(op: ActiveOperation, requeue_after: float | None = None) -> Observe:
+    """Where a resource stands from its claim to the outcome of the operation claimed:
+    ``Applying`` or ``Reading``. The claim's own status patch publishes it (the phase is
+    not safety state), and every supervising pass while the Job runs says the same, so
+    it is written once: a reading whose outcome leads to an Apply claim says
+    ``Applying`` from that claim, not ``Reading`` until a pass happens to see the Apply's
+    Job running (or never, when the Job ends before such a pass)."""
+    phase = "Applying" if op.mutating else "Reading"
+    return Observe(
+        phase,
+        message=f"{op.type} {op.operation_id}: Job {op.job_name}",
+        requeue_after=requeue_after,
+    )
 
 
 def differs(p: Pass, fields: dict[str, Any]) -> bool:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ptah.api.common import LifecycleStatus
 from ptah.kube.clock import parse_rfc3339, rfc3339
+from ptah.kube.events import EventSink, record_event
 from ptah.kube.kinds import SECRET
 from ptah.kube.port import Cluster
 from ptah.lifecycle.report import PassReport
@@ -51,6 +52,10 @@ class Env:
     # A transient reading failure is retried after poll_seconds * 2**n, at most this.
     retry_ceiling_seconds: float = 300.0
     sightings: dict[str, datetime] = field(default_factory=dict)
+    # Where a pass's Events go: written at once by default (the simulation and the
+    # in-memory tests); the operator hands them to its one background writer
+    # (``ptah.kube.events.EventEmitter``), so no step waits for one.
+    events: EventSink = record_event
 
 
 class ObjectPass:

@@ -13,9 +13,8 @@ from ptah.lifecycle import executor, writes
 from ptah.lifecycle.account import account
 from ptah.lifecycle.authorize import Refusal
 from ptah.lifecycle.claim import authorize_work, bind_realm
-from ptah.lifecycle.conditions import observation
+from ptah.lifecycle.conditions import in_flight, observation
 from ptah.lifecycle.context import Pass
-from ptah.lifecycle.family import Observe
 from ptah.lifecycle.outcome import (
     drop_claim,
     finish_run,
@@ -129,13 +128,7 @@ def _watch(p: Pass, op: ActiveOperation) -> Result:
                 p, op, "ContinuityLost", "the Lease epoch changed under a dispatched claim"
             )
     if not executor.job_terminal(live):
-        phase = "Applying" if op.mutating else "Reading"
-        return observe(
-            p,
-            Observe(
-                phase, message=f"Job {op.job_name} is running", requeue_after=p.env.poll_seconds
-            ),
-        )
+        return observe(p, in_flight(op, requeue_after=p.env.poll_seconds))
     acc = account(p, op, live)
     if acc.waiting:
         return Result(p.env.poll_seconds)

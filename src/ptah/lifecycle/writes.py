@@ -26,9 +26,9 @@ from ptah.api.common import (
     UncertainRecord,
 )
 from ptah.kube import errors
-from ptah.kube.events import record_event
 from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, PLAN, Kind
 from ptah.lifecycle import hold, takeover
+from ptah.lifecycle.conditions import in_flight, observation
 from ptah.lifecycle.context import FINALIZER, Pass
 from ptah.lifecycle.report import Ended, JobCreation, OperationRef
 from ptah.targetlock import Outcome, acquire, release, renew
@@ -119,7 +119,8 @@ def remove_finalizer(p: Pass) -> None:
 
 
 def write_claim(p: Pass, op: ActiveOperation) -> None:
-    _status(p, "write_claim", _claim_fields(op))
+    """The claim, and the phase of the operation it claims (conditions.in_flight)."""
+    _status(p, "write_claim", {**_claim_fields(op), **observation(p, in_flight(op))})
 
 
 def write_lease_expectation(p: Pass, op: ActiveOperation, lease: LeaseClaim) -> None:
@@ -383,8 +384,10 @@ def abandon_proof(p: Pass, record: UncertainRecord) -> None:
 
 
 def emit_event(p: Pass, reason: str, message: str, warning: bool = False) -> None:
-    """Best effort: an Event is telemetry, not a durable record."""
-    record_event(p.cluster, p.obj, reason, message, warning=warning, component=p.env.controller)
+    """Best effort: an Event is telemetry, not a durable record. Every caller records it
+    after the write it reports; the environment's sink may create it later, in the
+    background (``ptah.kube.events.EventEmitter``), never before that write."""
+    p.env.events(p.cluster, p.obj, reason, message, warning=warning, component=p.env.controller)
 
 
 def _owner_ref(p: Pass) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from typing import Any
 import structlog
 
 from ptah.kube import errors
-from ptah.kube.events import record_event
+from ptah.kube.events import EventSink, record_event
 from ptah.kube.kinds import JOB, POD
 from ptah.kube.port import Cluster, Obj
 from ptah.kube.watch import WatchEvent
@@ -133,8 +133,11 @@ class Controller:
         metrics: Metrics | None = None,
         is_leader: Callable[[], bool] = lambda: True,
         drivers: Sequence[Driver] = (),
+        events: EventSink = record_event,
     ) -> None:
         self.cluster = cluster
+        # Every Event of every pass, the phase changes' included (see ptah.kube.events).
+        self.events = events
         self.families = dict(families)
         self.drivers = {d.kind.kind: d for d in drivers}
         self.primary_kinds = frozenset((*self.families, *self.drivers))
@@ -399,6 +402,7 @@ class Controller:
             retry_ceiling_seconds=s.retry_ceiling_seconds,
             sightings=self.sightings,
             runner_defaults=s.runner_defaults,
+            events=self.events,
         )
 
     # -- telemetry --
@@ -417,7 +421,7 @@ class Controller:
             plan=change.plan,
             waiting_for=change.waiting_for,
         )
-        record_event(
+        self.events(
             self.cluster,
             report.last,
             str(change.phase or "Unknown"),

@@ -29,6 +29,7 @@ from ptah.api.common import RunnerSpec
 from ptah.families.migration import MigrationFamily
 from ptah.families.rollout import RolloutController
 from ptah.families.schema import SchemaFamily
+from ptah.kube.events import EventEmitter
 from ptah.kube.kinds import LEASE, Kind
 from ptah.kube.real import RealCluster
 from ptah.kube.watch import Watcher
@@ -149,8 +150,16 @@ class Process:
         self.elector = self._elector() if args.leader_elect else None
         is_leader = self.elector.is_leader if self.elector is not None else (lambda: True)
         fams, drvs = families(), drivers()
+        # One writer for every Event, so no pass waits for one (ptah.kube.events).
+        self.events = EventEmitter(outcome=lambda result: self.metrics.events.labels(result).inc())
         self.controller = Controller(
-            cluster, fams, settings, metrics=self.metrics, is_leader=is_leader, drivers=drvs
+            cluster,
+            fams,
+            settings,
+            metrics=self.metrics,
+            is_leader=is_leader,
+            drivers=drvs,
+            events=self.events,
         )
         self.watch_stop = threading.Event()
         self.selector = ",".join(f"{k}={v}" for k, v in sorted(settings.label_selector.items()))
@@ -238,6 +247,8 @@ class Process:
 
             parts.append(Runnable("probes", probes, stop_probes))
         parts.append(self._election())
+        # Before the workers, stopped after them: the Events of the last passes are written.
+        parts.append(Runnable("events", self.events.start, self.events.stop))
         parts.append(
             Runnable(
                 "workers",

@@ -90,6 +90,13 @@ class Metrics:
             ["verb", "resource"],
             registry=r,
         )
+        self.events = Counter(
+            "ptah_events_total",
+            "Events recorded, by what became of them: written, refused by the apiserver, "
+            "or dropped because the writer's queue was full (Events are best effort)",
+            ["result"],
+            registry=r,
+        )
         self.leader = Gauge("ptah_leader", "1 while this replica is the leader", registry=r)
         self.rollout_targets = Gauge(
             "ptah_rollout_targets",
