@@ -221,7 +221,10 @@ def _why(stage: str, out: str, rc: int) -> str:
     if stage == "sim":
         for line in out.splitlines():
             if line.startswith("replay:"):
-                return line.split("#", 1)[-1].strip()
+                # The seed says how many schedules it took (a shorter run would miss it).
+                seed = re.search(r"--seed (\d+)", line)
+                said = line.split("#", 1)[-1].strip()
+                return f"seed {seed.group(1)}: {said}" if seed else said
     else:
         for line in out.splitlines():
             if line.startswith(("FAILED ", "ERROR ")):

@@ -159,3 +159,19 @@ def test_an_expired_lease_is_not_taken_while_a_vanished_pods_process_writes(
     assert why in message, message
     assert claim["operationId"] in db.writers
     assert held.inv.violations == []
+
+
+def test_an_expired_lease_is_not_taken_while_an_orphaned_pod_runs(held: HeldRealm) -> None:
+    """The holder's Job is deleted with its Pods orphaned (``propagationPolicy: Orphan``):
+    no Job, and the API still shows the Pod Running, its process writing. The Pods the
+    Lease's holder names are asked, not only its Job and its resource: the Migrate waits."""
+    world, claim, run = held.world, held.claim, held.run
+    world.cluster.system.delete(JOB, NS, run.job, propagation="Orphan")
+    world.kubelet.step()
+    assert world.cluster.system.get(JOB, NS, run.job) is None
+    pod = world.cluster.system.get(POD, NS, run.pod)
+    assert pod is not None and pod["status"]["phase"] == "Running"
+    message = held.wait_out_the_lease()
+    assert f"its Pod {run.pod} has not stopped" in message, message
+    assert claim["operationId"] in world.dbs.by_name["db1"].writers
+    assert held.inv.violations == []

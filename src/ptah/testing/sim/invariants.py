@@ -72,8 +72,9 @@ RULES: dict[str, str] = {
     "plan and dispatch never authorizes",
     "policy-permits": "Authorize: the verification policy in force permits the dispatched "
     "plan (destructive statements, engine)",
-    "approval-once": "The approval's Consumed condition: an approval is spent at most once "
-    "across all operations",
+    "approval-once": "The approval's Consumed condition / consume_approval: an approval is "
+    "spent at most once across all operations (a stop after spending it authorizes no second "
+    "attempt, not even of the same operation)",
     "approval-authorizes": "Authorize: a required approval names this resource and plan and "
     "was spent by this operation before its create",
     "no-replay-while-owed": "Prove or refuse: no mutation is dispatched while its resource "
@@ -317,7 +318,9 @@ class Invariants(Watcher):
         spender = (body.get("status") or {}).get("consumedByOperation")
         stored = self.world.cluster.system.peek(APPROVAL, NS, name)
         earlier = ((stored or {}).get("status") or {}).get("consumedByOperation")
-        if spender and earlier and earlier != spender:
+        if spender and earlier:
+            # By another operation, or by the same one again: an approval spent with
+            # nothing dispatched (a stop after consume_approval) authorizes no second attempt.
             self.fail("approval-once", f"approval {name} spent by {earlier} and again by {spender}")
 
     def _job_created(self, body: dict[str, Any]) -> None:

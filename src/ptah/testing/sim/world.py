@@ -383,9 +383,20 @@ class World:
             self._rotate(res)
         elif roll < 0.16:
             for job in api.list(JOB, NS):
-                if self.rng.random() < 0.5:
-                    self.watcher.fault("job-deleted", self._owner_of(job))
-                    api.delete(JOB, NS, job["metadata"]["name"], propagation="Background")
+                draw = self.rng.random()
+                if draw < 0.5:
+                    # Now and then with its Pods orphaned: no Job, and a Pod still
+                    # running (the same draw decides, so other schedules stay as they were).
+                    orphan = draw < 0.1
+                    self.watcher.fault(
+                        "job-deleted-orphan" if orphan else "job-deleted", self._owner_of(job)
+                    )
+                    api.delete(
+                        JOB,
+                        NS,
+                        job["metadata"]["name"],
+                        propagation="Orphan" if orphan else "Background",
+                    )
         elif roll < 0.19:
             self._edit_policy()
         elif roll < 0.21 and res.family is MIGRATION_FAMILY:
@@ -482,14 +493,42 @@ class World:
 
     def _revoke_approval(self) -> None:
         """A reviewer takes back the approval a claim in flight names, between its claim
-        and its dispatch: the approval is gone when the dispatch boundary re-reads it."""
+        and its dispatch: the approval is gone, or re-issued under its name for another plan
+        or another resource, when the dispatch boundary re-reads it."""
         res = self._current
         obj = self.cluster.system.peek(res.family.kind, NS, res.name) if res else None
         claim = ((obj or {}).get("status") or {}).get("activeOperation") or {}
-        name = claim.get("approvalName")
-        if name and self.cluster.system.peek(APPROVAL, NS, name) is not None:
-            self.watcher.fault("approval-revoked", res)
-            self.cluster.system.delete(APPROVAL, NS, name)
+        name = str(claim.get("approvalName") or "")
+        old = self.cluster.system.peek(APPROVAL, NS, name) if name else None
+        if old is None:
+            return
+        self.watcher.fault("approval-revoked", res)
+        self.cluster.system.delete(APPROVAL, NS, name)
+        # A spec is immutable, so a reviewer who changes their mind deletes the approval
+        # and may create one under the same name: for another plan, or another resource.
+        again = self.rng.random()
+        if again < 1 / 3:
+            return
+        spec = dict(old["spec"])
+        if again < 2 / 3:
+            self.watcher.fault("approval-reissued-other-plan", res)
+            spec["planDigest"] = "0" * 40
+        else:
+            others = [r for r in self.resources if r is not res]
+            if not others:
+                return
+            other = self.rng.choice(others)
+            self.watcher.fault("approval-reissued-other-resource", res)
+            spec["resourceRef"] = {"kind": other.family.kind.kind, "name": other.name}
+        self.cluster.system.create(
+            APPROVAL,
+            {
+                "apiVersion": old["apiVersion"],
+                "kind": old["kind"],
+                "metadata": {"name": name, "namespace": NS},
+                "spec": spec,
+            },
+        )
 
     def _tamper_job(self, job: dict[str, Any] | None = None) -> None:
         """Someone changes a Job's owner or labels: another controller adopting Jobs,
