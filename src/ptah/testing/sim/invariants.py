@@ -105,7 +105,7 @@ RULES: dict[str, str] = {
     "claim, and a settling reading credits none",
     "proof-prioritised": "Prove or refuse: the proof runs before suspension, deletion and "
     "generation gates (a resource owing proof never rests at one of them, and a record owed "
-    "at rest has been read since it was written)",
+    "at rest, or said not settled, has been read since it was written)",
     "finalizer-removed": "The finalizer, through a metadata patch: a finalizer with no claim "
     "is removed by the next pass (at rest, a finalizer stays only while something is owed, "
     "so a deleted resource that owes nothing is gone)",
@@ -879,6 +879,18 @@ class Invariants(Watcher):
             return
         if self.owed.get(res.name, ("",))[0] != record.get("operationId"):
             self.owed[res.name] = (str(record.get("operationId")), self.readings_of[res.name])
+        if (
+            status.get("phase") == "ProofNotSettled"
+            and self.readings_of[res.name] <= self.owed[res.name][1]
+        ):
+            # "The last reading did not settle it" is said only once a reading ran with
+            # the record in place: a proof paced by stamps of two controllers' clocks
+            # says it having never read (a reading stamped ahead passes for a later one).
+            self.fail(
+                "proof-prioritised",
+                f"{res.name}: says ProofNotSettled for {record.get('operationId')} with no "
+                "reading since the record",
+            )
         if status.get("phase") == "Suspended":
             self.fail(
                 "proof-prioritised",

@@ -184,7 +184,7 @@ class Kubelet:
     def _start_pods(self) -> None:
         now = self.cluster.now()
         for job in self.api.peek_list(JOB, NS):
-            if (job.get("status") or {}).get("conditions") or self._deadline_passed(job, now):
+            if (job.get("status") or {}).get("conditions") or self.deadline_passed(job, now):
                 continue  # past its deadline a Job starts no Pod
             uid = job["metadata"]["uid"]
             if any(t.job_uid == uid for t in self.truth.values()):
@@ -709,7 +709,7 @@ class Kubelet:
             uid = job["metadata"]["uid"]
             name = job["metadata"]["name"]
             pods = [p for p in self.api.peek_list(POD, NS) if _owned_by(p, uid)]
-            if self._deadline_passed(job, now):
+            if self.deadline_passed(job, now):
                 self._terminal(name, "Failed", stamp, "DeadlineExceeded")
                 for pod in pods:
                     if _phase(pod) in {"Pending", "Running"}:
@@ -777,7 +777,7 @@ class Kubelet:
         if any(int(status.get(k) or 0) != v for k, v in counts.items()):
             self.api.patch(JOB, NS, job["metadata"]["name"], {"status": counts}, "status")
 
-    def _deadline_passed(self, job: dict[str, Any], now: datetime) -> bool:
+    def deadline_passed(self, job: dict[str, Any], now: datetime) -> bool:
         deadline = job["spec"].get("activeDeadlineSeconds")
         created = job["metadata"].get("creationTimestamp")
         if deadline is None or not created:

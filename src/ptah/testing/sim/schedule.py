@@ -76,6 +76,7 @@ def run_schedule(seed: int) -> ScheduleResult:
             world.crash = crash_point(rng.randrange(10**6))
         if rng.random() < 0.02:
             world.outage()
+        world.rescheduled_while_withheld()
     api_faults["on"] = False
     world.faults_on = False
     world.kubelet.faults_on = False

@@ -15,8 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ptah.kube.clock import parse_rfc3339
 from ptah.kube.kinds import APPROVAL, JOB, LEASE
 from ptah.lifecycle.context import FINALIZER
+from ptah.lifecycle.hold import MARGIN_SECONDS
 from ptah.testing.sim.kubelet import NS
 from ptah.testing.sim.world import SimResource, Watcher, World
 
@@ -34,6 +36,15 @@ WINDOWS: dict[str, str] = {
     "ttl>outcome": "write_job_ttl: a Job with a TTL under a live claim",
     "outcome>release": "write_outcome: a record or account, and a staged release",
     "release>cleared": "release_lease: the Lease given up, the staged release not yet cleared",
+    # Windows of the rules that bound a run in time rather than of a write: what a fault
+    # landing there tests.
+    "hold>own-clock": "a release withheld while its executor writes on, cut off, under a "
+    "replica whose clock is off from the one that stamped holdUntil by more than the "
+    "hold's margin: the hold is measured on each process's own clock from its own sighting",
+    "deadline>pod-kill": "a mutating process cut off from the API past its Job's deadline: "
+    "only the Pod's own activeDeadlineSeconds, enforced by its node, ends it",
+    "record>reading": "a record no reading has read yet, whose resource's lastReadingAt "
+    "(another clock) is not before its recordedAt: the proof paces itself by proofReadAt",
 }
 STOPS = {"stop", "outage", "starved"}
 
@@ -77,6 +88,47 @@ def window_of(world: World, res: SimResource) -> str | None:
     return None
 
 
+def timing_windows(world: World, res: SimResource) -> list[str]:
+    """The windows of the timing rules ``res`` sits in now (beside :func:`window_of`)."""
+    obj = world.cluster.system.peek(res.family.kind, NS, res.name)
+    if obj is None:
+        return []
+    status = obj.get("status") or {}
+    out = []
+    staged = status.get("pendingLockRelease") or {}
+    claim = status.get("activeOperation") or {}
+    ops = {staged.get("operationId"), claim.get("operationId")} - {None}
+    runs = [r for r in world.kubelet.runs.values() if r.operation_id in ops and r.started]
+    cut_off = [r for r in runs if r.cut_off]
+    if staged.get("withheld") and staged.get("holdUntil") and cut_off:
+        # The offset of the clock that stamped the dispatch (holdUntil - holdSeconds),
+        # against the world's clock at the Job's create, which followed it.
+        job = world.cluster.system.peek(JOB, NS, cut_off[0].job)
+        created = (job or {}).get("metadata", {}).get("creationTimestamp")
+        if created:
+            stamped = parse_rfc3339(staged["holdUntil"]) - parse_rfc3339(created)
+            offset = stamped.total_seconds() - int(staged.get("holdSeconds") or 0)
+            # A replica moving to another node counts with the clock it comes back with:
+            # the stop that moves it is the one that lands in this window.
+            skews = [r.skew for r in world.replicas]
+            skews += [r.moves_to for r in world.replicas if r.moves_to is not None]
+            if any(abs(skew - offset) > MARGIN_SECONDS for skew in skews):
+                out.append("hold>own-clock")
+    now = world.clock.now()
+    for run in runs:
+        job = world.cluster.system.peek(JOB, NS, run.job)
+        past = job is None or world.kubelet.deadline_passed(job, now)
+        if run.cut_off and run.mutating and past:
+            out.append("deadline>pod-kill")
+            break
+    record = status.get("pendingObservation") or status.get("unresolvedRun") or {}
+    read, recorded = status.get("lastReadingAt"), record.get("recordedAt")
+    unread = record and not record.get("proofReadAt") and read and recorded
+    if unread and parse_rfc3339(read) >= parse_rfc3339(recorded):
+        out.append("record>reading")
+    return out
+
+
 @dataclass
 class WindowCounter(Watcher):
     """Forwards what the world reports to the invariants, and notes the windows each
@@ -98,10 +150,10 @@ class WindowCounter(Watcher):
         for target in targets:
             if target is None:
                 continue
-            window = window_of(self.world, target)
-            if window is not None:
-                cause = "stop" if what in STOPS else what
-                self.reached.setdefault(window, set()).add(cause)
+            cause = "stop" if what in STOPS else what
+            for window in [window_of(self.world, target), *timing_windows(self.world, target)]:
+                if window is not None:
+                    self.reached.setdefault(window, set()).add(cause)
 
 
 def tally(results: list[Any]) -> dict[str, dict[str, int]]:

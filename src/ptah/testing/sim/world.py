@@ -62,6 +62,7 @@ class Replica:
     skew: float
     restarts: int = 0
     down_until: datetime | None = None  # an outage: no passes, then a fresh process
+    moves_to: float | None = None  # the next process runs on a node with this clock offset
 
 
 class Watcher:
@@ -104,6 +105,10 @@ class World:
     depth: int = 0  # passes in progress (an interleaved pass runs inside another's write)
     starved_until: dict[str, datetime] = field(default_factory=dict)
     runner_defaults: dict[str, Any] = field(default_factory=dict)
+    # Clock faults draw from their own stream, so every other draw of a schedule is left
+    # as it was; the operations whose withheld release already had its chance of one.
+    clocks: random.Random = field(default_factory=random.Random)
+    moved_for: set[str] = field(default_factory=set)
 
     @classmethod
     def build(cls, seed: int) -> World:
@@ -115,6 +120,7 @@ class World:
         dbs.add("db2")
         dbs.add(OTHER_DATABASE)  # planned by nobody; reached only by a misdirected run
         world = cls(seed, rng, clock, cluster, dbs, Kubelet(cluster, dbs, rng))
+        world.clocks = random.Random(f"{seed}/clocks")
         world.kubelet.on_partition = world._partition_spreads
         world._populate()
         return world
@@ -271,7 +277,11 @@ class World:
         return bool(claim.get("mutating") or status.get("pendingLockRelease"))
 
     def restart(self, replica: Replica) -> None:
-        """A fresh process on what was left: no memory, including Lease observations."""
+        """A fresh process on what was left: no memory, including Lease observations (or
+        its sightings of a run, so the hold starts over). It may run on another node, with
+        that node's clock."""
+        if replica.moves_to is not None:
+            replica.skew, replica.moves_to = replica.moves_to, None
         fresh = self._replica(replica.name, replica.skew)
         replica.env = fresh.env
         replica.restarts += 1
@@ -282,6 +292,35 @@ class World:
         Lease duration, while the cut-off executor goes on writing."""
         if self.faults_on and self.rng.random() < 0.5:
             self.outage()
+
+    def rescheduled_while_withheld(self) -> None:
+        """While a release is withheld and its executor writes on, cut off from the API,
+        now and then an operator replica goes down for longer than the Lease duration and
+        comes back on a node whose clock is off by minutes. Offsets between clocks are
+        within the clock assumption: the hold is measured from each process's own first
+        sighting of the run, never from the ``holdUntil`` another clock stamped, and the
+        process here may see that stamp pass long before its own hold does."""
+        if not self.faults_on:
+            return
+        cut_off = {run.operation_id for run in self.kubelet.runs.values() if run.cut_off}
+        if not cut_off:
+            return
+        for res in self.resources:
+            obj = self.cluster.system.peek(res.family.kind, NS, res.name)
+            staged = ((obj or {}).get("status") or {}).get("pendingLockRelease") or {}
+            op = staged.get("operationId")
+            if not staged.get("withheld") or op not in cut_off or op in self.moved_for:
+                continue
+            self.moved_for.add(op)
+            if self.clocks.random() >= 0.6:
+                continue
+            replica = self.clocks.choice(self.replicas)
+            sign = 1 if self.clocks.random() < 0.75 else -1
+            replica.moves_to = replica.skew + sign * self.clocks.uniform(150, 1500)
+            seconds = self.clocks.uniform(LEASE_DURATION + 10, 3.5 * LEASE_DURATION)
+            replica.down_until = self.clock.now() + timedelta(seconds=seconds)
+            self.watcher.fault("clock-moved", res)
+            self.watcher.fault("outage", None)
 
     def outage(self) -> None:
         """A controller makes no pass for longer than the Lease duration: a whole replica
