@@ -29,6 +29,7 @@ def cluster(agent_cluster: Any) -> Any:
     mapped to host commands, process groups, path rewriting)."""
     return agent_cluster
 
+
 JSON = dict[str, Any]
 
 
@@ -233,6 +234,7 @@ def _create_gadget(api: ApiClient, base: str, ns: str, name: str, size: Any) -> 
     body: JSON = {"apiVersion": "controlplane.test.ptah.io/v1", "kind": "Gadget"}
     body["metadata"] = {"name": name}
     body["spec"] = {"size": size}
+
     # A CRD just established can briefly 404 on its first create; retry that only.
     def create() -> JSON | None:
         try:
@@ -493,16 +495,30 @@ def test_init_containers_run_first_and_share_empty_dir(cluster: Cluster, namespa
 
 
 def test_active_deadline_seconds_kills_the_pod(cluster: Cluster, namespace: str) -> None:
+    # The deadline is set once the container runs (a Pod's activeDeadlineSeconds may be
+    # added after creation): set at creation, a start slower than the deadline on a
+    # loaded machine leaves the container waiting, never started, never signalled.
+    api = cluster.api()
+    path = f"/api/v1/namespaces/{namespace}/pods/deadline"
+    spec = {
+        "restartPolicy": "Never",
+        "containers": [{"name": "main", "image": "busybox", "command": ["sleep", "300"]}],
+    }
+    api.post(
+        f"/api/v1/namespaces/{namespace}/pods", {"metadata": {"name": "deadline"}, "spec": spec}
+    )
+
+    def running() -> bool:
+        statuses = api.get(path)["status"].get("containerStatuses") or []
+        return bool(statuses) and "running" in statuses[0]["state"]
+
+    cluster.wait_for("the container to run", running, timeout=60)
     t0 = time.monotonic()
-    pod = _run_pod(
-        cluster,
-        namespace,
-        "deadline",
-        {
-            "restartPolicy": "Never",
-            "activeDeadlineSeconds": 1,
-            "containers": [{"name": "main", "image": "busybox", "command": ["sleep", "300"]}],
-        },
+    api.patch(path, {"spec": {"activeDeadlineSeconds": 1}})
+    pod: JSON = cluster.wait_for(
+        "the pod to fail",
+        lambda: (p := api.get(path))["status"].get("phase") in ("Succeeded", "Failed") and p,
+        timeout=60,
     )
     assert time.monotonic() - t0 < 30
     assert pod["status"]["phase"] == "Failed"

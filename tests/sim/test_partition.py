@@ -12,6 +12,7 @@ complete says nothing about a process that may still write.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -380,3 +381,37 @@ def test_the_simulation_reschedules_a_replica_onto_another_clock_during_a_hold()
     result = run_schedule(251)
     assert result.faults.get("clock-moved") and "hold>own-clock" in result.windows
     assert not result.violations, result.violations
+
+
+def test_a_pod_pending_at_its_jobs_deadline_never_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hold's premise: past the Job's deadline no Pod of it starts (the Job controller
+    deletes a Pod still Pending as the deadline passes). The simulated clock can jump past
+    a deadline between two kubelet steps; the Pod left Pending must then never start, or
+    its process would outlive the hold (seed 8004419 of the 100,000-schedule run: started
+    200 s after its Job's deadline, it was still writing when the hold ended and the
+    proof read)."""
+    h = MemoryHarness(SIDES["migration"])
+
+    def left_unscheduled(job: dict[str, Any]) -> Any:
+        return parse_rfc3339(job["metadata"]["creationTimestamp"]) + timedelta(seconds=10)
+
+    monkeypatch.setattr(h.kubelet, "_late_start", left_unscheduled)
+    h.create()
+    for _ in range(3):
+        h.run_to_stop("after", "write_job_uid")
+        claim = h.claim()
+        if claim is not None and claim["type"] == "Migrate":
+            break
+    assert claim is not None and claim["type"] == "Migrate"
+    job = h.admin.get(JOB, NS, claim["jobName"])
+    assert job is not None
+    h.kubelet.step()  # the Pod is created, left unscheduled for 10 s
+    (run,) = [r for r in h.kubelet.runs.values() if r.op == "migrate"]
+    assert not run.started and run.start_after is not None
+    h.clock.advance(int(job["spec"]["activeDeadlineSeconds"]) + 200)  # past the deadline
+    h.kubelet.step()
+    assert not run.started and run.operation_id not in h.db.writers
+    assert h.admin.get(POD, NS, run.pod) is None  # deleted at the deadline
+    failed = h.admin.get(JOB, NS, claim["jobName"])
+    assert failed is not None
+    assert failed["status"]["conditions"][0]["reason"] == "DeadlineExceeded"

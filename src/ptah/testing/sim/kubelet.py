@@ -354,6 +354,15 @@ class Kubelet:
             if _phase(pod) == "Pending":
                 if run.start_after is not None and self.cluster.now() < run.start_after:
                     continue  # not scheduled yet
+                job = self.api.peek(JOB, NS, run.job)
+                if job is not None and self.deadline_passed(job, self.cluster.now()):
+                    # The Job controller acts on the deadline as it passes (this step's
+                    # _finish_jobs deletes the Pod): a Pod still Pending then never
+                    # starts, however far the clock jumped since the last step. A start
+                    # after the deadline would break the hold's premise (the Job's
+                    # deadline + the Pod's deadline + 60 s bound a process), which a
+                    # real Job controller keeps within seconds, not the sim's jumps.
+                    continue
                 self.api.patch(POD, NS, name, {"status": _running()}, "status")
                 run.started = True
                 run.started_at = self.cluster.now()
