@@ -12,6 +12,7 @@ complete says nothing about a process that may still write.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 from typing import Any
 
@@ -375,10 +376,10 @@ def test_a_controller_whose_clock_runs_ahead_does_not_end_the_hold_early() -> No
 def test_the_simulation_reschedules_a_replica_onto_another_clock_during_a_hold() -> None:
     """The simulation reaches the hold's window: while a release is withheld and its
     executor writes on, cut off, an operator replica goes down and comes back on a node
-    whose clock is off by minutes (seed 251). The hold, measured from the process's own
+    whose clock is off by minutes (seed 42). The hold, measured from the process's own
     sighting, holds there (test_a_controller_whose_clock_runs_ahead_does_not_end_the_hold_
     early shows the rule itself, and hold-from-foreign-stamp its mutant)."""
-    result = run_schedule(251)
+    result = run_schedule(42)
     assert result.faults.get("clock-moved") and "hold>own-clock" in result.windows
     assert not result.violations, result.violations
 
@@ -415,3 +416,28 @@ def test_a_pod_pending_at_its_jobs_deadline_never_starts(monkeypatch: pytest.Mon
     failed = h.admin.get(JOB, NS, claim["jobName"])
     assert failed is not None
     assert failed["status"]["conditions"][0]["reason"] == "DeadlineExceeded"
+
+
+def test_a_pod_that_never_started_is_no_writer() -> None:
+    """Two Pods of one Job (the extra-Pod fault) on a node cut off from the API: one runs
+    and exits, the other was left unscheduled and its object is gone. It never wrote and
+    never will, so the database's own writer count drops the operation when the one that
+    ran exits, and the world's truth calls the other over (seed 9001106: its run, still
+    listed, kept the operation counted as a writer, and the takeover after the hold
+    looked like a second writer)."""
+    h = MemoryHarness(SIDES["schema"])
+    run = _running_apply(h)
+    assert run.truth is not None
+    twin_truth = dataclasses.replace(run.truth, pod=run.pod + "-twin")
+    twin = dataclasses.replace(
+        run, pod=run.pod + "-twin", started=False, started_at=None, truth=twin_truth
+    )
+    h.kubelet.truth[twin.pod] = twin_truth
+    h.kubelet.runs[twin.pod] = twin  # listed, never started, with no Pod object
+    h.kubelet.partition(10**6)  # the node, cut off, never hears the twin is gone
+    run.steps_left = 1
+    for _ in range(3):
+        h.kubelet.step()
+    assert not run.truth.alive and run.pod not in h.kubelet.runs
+    assert run.operation_id not in h.db.writers
+    assert not twin_truth.alive and twin.pod not in h.kubelet.runs

@@ -413,6 +413,9 @@ class Kubelet:
         does not wait for a step."""
         now = self.cluster.now()
         for run in list(self.runs.values()):
+            if not run.started and self._never_starts(run, now):
+                self._killed(run)
+                continue
             if run.started_at is None or run.deadline is None:
                 continue
             if (now - run.started_at).total_seconds() < run.deadline:
@@ -426,6 +429,17 @@ class Kubelet:
             else:
                 self._report_exit(run)
 
+    def _never_starts(self, run: PodRun, now: datetime) -> bool:
+        """The truth about a Pod that never started: once its object is gone or its Job's
+        deadline has passed it never will (past the deadline no Pod of the Job starts;
+        a node cannot start a Pod it has not started before its object went), so it
+        is over, whatever the API can hear of it yet. A Pod orphaned by its Job's
+        deletion still may: nothing enforces the Job's deadline on it any more."""
+        if self.api.peek(POD, NS, run.pod) is None:
+            return True
+        job = self.api.peek(JOB, NS, run.job)
+        return job is not None and self.deadline_passed(job, now)
+
     def kill(self, name: str) -> None:
         """The process of Pod ``name`` dies now (its Pod was deleted, its deadline passed)."""
         run = self.runs.get(name)
@@ -437,8 +451,8 @@ class Kubelet:
         self.runs.pop(run.pod, None)
         if run.truth is not None:
             run.truth.alive = False
-        if run.db is None or not run.mutating:
-            return
+        if run.db is None or not run.mutating or not run.started:
+            return  # a process that never started wrote nothing
         if run.operation_id in run.db.writers:
             if not run.done and self.rng.random() < 0.5:
                 self._effect(run, partial=True)
@@ -448,7 +462,9 @@ class Kubelet:
         if run.db is None:
             return
         others = [
-            r for r in self.runs.values() if r.operation_id == run.operation_id and r.db is run.db
+            r
+            for r in self.runs.values()
+            if r.operation_id == run.operation_id and r.db is run.db and r.started
         ]
         if not others:
             run.db.writers.discard(run.operation_id)
