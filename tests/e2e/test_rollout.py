@@ -13,6 +13,7 @@ from __future__ import annotations
 import signal
 import sqlite3
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -370,7 +371,31 @@ def test_operator_sigkill_mid_wave_resumes_and_a_target_added_mid_rollout_joins(
         }
         return any(owner in wave_1 for owner in jobs_by_owner(kube, namespace, "Migrate"))
 
-    wait_for("a wave-1 Migrate Job created", migrating_in_wave_1, timeout=180, interval=0.1)
+    def marker_without_job() -> bool:
+        # Another wave-1 child may be inside its own marker>create window while one Job
+        # exists (maxParallel 3): CI's rehearsal of 0aa1355 killed k2 there (JobMissing,
+        # the rollout stopped on an uncertain outcome).
+        for c in children(kube, namespace, MIGRATION).values():
+            claim = (c.get("status") or {}).get("activeOperation") or {}
+            if claim.get("dispatchStarted") and kube.get(JOB, namespace, claim["jobName"]) is None:
+                return True
+        return False
+
+    def paused_outside_the_window() -> bool:
+        # Paused first (SIGSTOP), so nothing moves between the check and the kill; the
+        # requests already sent land meanwhile.
+        assert operator.proc is not None
+        operator.proc.send_signal(signal.SIGSTOP)
+        outside = False
+        try:
+            time.sleep(0.5)
+            outside = migrating_in_wave_1() and not marker_without_job()
+        finally:
+            if not outside:
+                operator.proc.send_signal(signal.SIGCONT)
+        return outside
+
+    wait_for("a wave-1 Migrate Job created", paused_outside_the_window, timeout=180, interval=0.1)
     operator.stop(signal.SIGKILL)
     added = tmp_path / "k9.db"
     target_secret(kube, namespace, "k9", f"sqlite:///{added}")  # while the operator is down
