@@ -426,8 +426,15 @@ def test_unmappable_image_without_command_fails_with_reason(
 
 def _run_pod(cluster: Cluster, namespace: str, name: str, spec: JSON, timeout: float = 60) -> JSON:
     """Create a Pod and wait for a terminal phase; returns the Pod."""
+    cluster.api().post(
+        f"/api/v1/namespaces/{namespace}/pods", {"metadata": {"name": name}, "spec": spec}
+    )
+    return _finished_pod(cluster, namespace, name, timeout)
+
+
+def _finished_pod(cluster: Cluster, namespace: str, name: str, timeout: float = 60) -> JSON:
+    """Wait for Pod ``name`` to reach a terminal phase; returns the Pod."""
     api = cluster.api()
-    api.post(f"/api/v1/namespaces/{namespace}/pods", {"metadata": {"name": name}, "spec": spec})
     path = f"/api/v1/namespaces/{namespace}/pods/{name}"
     pod: JSON = cluster.wait_for(
         f"pod {name} to finish",
@@ -515,11 +522,7 @@ def test_active_deadline_seconds_kills_the_pod(cluster: Cluster, namespace: str)
     cluster.wait_for("the container to run", running, timeout=60)
     t0 = time.monotonic()
     api.patch(path, {"spec": {"activeDeadlineSeconds": 1}})
-    pod: JSON = cluster.wait_for(
-        "the pod to fail",
-        lambda: (p := api.get(path))["status"].get("phase") in ("Succeeded", "Failed") and p,
-        timeout=60,
-    )
+    pod = _finished_pod(cluster, namespace, "deadline")
     assert time.monotonic() - t0 < 30
     assert pod["status"]["phase"] == "Failed"
     assert pod["status"]["reason"] == "DeadlineExceeded"

@@ -354,8 +354,7 @@ class Kubelet:
             if _phase(pod) == "Pending":
                 if run.start_after is not None and self.cluster.now() < run.start_after:
                     continue  # not scheduled yet
-                job = self.api.peek(JOB, NS, run.job)
-                if job is not None and self.deadline_passed(job, self.cluster.now()):
+                if self._never_starts(run, self.cluster.now()):
                     # The Job controller acts on the deadline as it passes (this step's
                     # _finish_jobs deletes the Pod): a Pod still Pending then never
                     # starts, however far the clock jumped since the last step. A start
