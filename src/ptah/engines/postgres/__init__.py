@@ -1,8 +1,9 @@
 """PostgreSQL: psycopg 3 connection, identity, set-based catalog inspection, diff.
 
 Importing this package first lets psycopg load without ``importlib.metadata``
-(:class:`DriverVersions`): every runner Job pays the driver's import before its first
-round trip.
+(:class:`DriverVersions`) and without running ``asyncio`` or ``ctypes.util``
+(:mod:`ptah.engines.deferred`): every runner Job pays the driver's import before its
+first round trip.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
+
+from ptah.engines.deferred import Deferred
 
 
 def dist_info_version(where: str, package: str) -> str | None:
@@ -63,5 +66,22 @@ class DriverVersions:
         setattr(module, "__version__", self.versions[module.__name__])  # noqa: B010
 
 
+# The names of asyncio psycopg reads as its modules load (psycopg.errors' CancelledError,
+# the lock, queue and task types psycopg._acompat aliases), each from the submodule that
+# defines it: the event loop, its transports and ssl load only if an async API is used.
+ASYNCIO_SEEDS = {
+    "CancelledError": "asyncio.exceptions",
+    "Future": "asyncio.futures",
+    "get_running_loop": "asyncio.events",
+    "sleep": "asyncio.tasks",
+    "Lock": "asyncio.locks",
+    "Queue": "asyncio.queues",
+    "Task": "asyncio.tasks",
+}
+
 if "psycopg" not in sys.modules:
     sys.meta_path.insert(0, DriverVersions())
+    # psycopg's asyncio (beyond the names it reads on import: ASYNCIO_SEEDS), ctypes.util
+    # (libpq found by name, never by the binary build) and ssl (imported by the binary
+    # build's pq; libpq does its own TLS) load only if used (ptah.engines.deferred).
+    Deferred({"asyncio": ASYNCIO_SEEDS, "ctypes.util": {}, "ssl": {}}).install()
