@@ -12,6 +12,8 @@ from ptah.engines.base import DesiredSchemaInvalid
 from ptah.engines.confine import StatementRefused
 from ptah.engines.connect import open_target
 from ptah.engines.postgres import scratch
+from ptah.engines.urls import parse_url
+from support.databases import fresh_database
 
 
 def _desired(tables: int) -> str:
@@ -64,9 +66,9 @@ def test_the_scratch_dropped_behind_the_plan_is_gone_when_the_plan_returns(
     names: list[str] = []
     real = scratch._drop_behind
 
-    def noted(admin: object, name: str, seconds: dict[str, float]) -> None:
+    def noted(admin: object, name: str, seconds: dict[str, float], loaded: object = None) -> None:
         names.append(name)
-        real(admin, name, seconds)
+        real(admin, name, seconds, loaded)
 
     monkeypatch.setattr(scratch, "_drop_behind", noted)
     with open_target(pg_db) as t:
@@ -114,3 +116,45 @@ def test_the_scratch_created_while_the_source_is_checked_is_gone_when_the_plan_r
             "SELECT count(*) FROM pg_database WHERE datname = %s", (made[0].name,)
         ).fetchone()
     assert found == (0,) and made[0].seconds.get("create", 0.0) > 0.0
+
+
+# A function of the desired file that, first on the search path, would shadow the
+# catalog's own format_type(): every column would read as "shadowed".
+_SHADOW = (
+    "CREATE FUNCTION app.format_type(oid, integer) RETURNS text LANGUAGE sql"
+    " AS $$ SELECT 'shadowed'::text $$;\n"
+    "SELECT pg_catalog.set_config('search_path', 'app, pg_catalog', false);\n"
+)
+
+
+def test_a_batched_load_is_inspected_with_the_catalog_first_on_the_path(
+    pg_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batches commit in autocommit; the inspection after them runs in a
+    transaction of its own, so its SET LOCAL search_path holds and a path the file left
+    behind does not decide which functions the inspection calls."""
+    desired = _desired(3) + _SHADOW
+    with open_target(pg_db) as t:
+        whole = planner.plan(t, desired)
+        monkeypatch.setattr(scratch, "BATCH", 2)
+        batched = planner.plan(t, desired)
+    tables = [s.sql for s in batched.statements if "CREATE TABLE" in s.sql]
+    assert tables and not any("shadowed" in sql for sql in tables), tables
+    assert [s.sql for s in batched.statements] == [s.sql for s in whole.statements]
+
+
+def test_a_dev_database_loads_unqualified_names_and_is_left_as_found(
+    pg_db: str, pg_url: str
+) -> None:
+    """The dev database's emptiness check reads it with the catalog alone on the path;
+    the load after it still creates unqualified names in the file's own schema (public),
+    and the one transaction of both is rolled back."""
+    with fresh_database(pg_url) as dev_url, open_target(pg_db) as t:
+        plan = planner.plan(t, "CREATE TABLE plain (id int);", dev_url=parse_url(dev_url))
+        with open_target(dev_url) as d:
+            left = d.connection.execute(
+                "SELECT count(*) FROM pg_class WHERE relname = 'plain'"
+            ).fetchone()
+    created = [s.sql for s in plan.statements]
+    assert len(created) == 1 and "plain" in created[0] and "public" in created[0], created
+    assert left == (0,)

@@ -13,7 +13,9 @@ replayed statement by statement (rolled back) to name the line.
 A temporary database is created while the planner confines the source (empty, it runs
 nothing of it: :class:`Reserved`) and dropped afterwards (on a thread of its own, beside the
 plan's diff: the planner waits for it, through :func:`settle`, before it returns), so
-nothing needs rolling back there; a large file (more than ``BATCH`` statements) is
+nothing needs rolling back there (the loading transaction is rolled back on the drop's
+thread, off the plan's path: ending a load of thousands of relations truncates each
+one's files); a large file (more than ``BATCH`` statements) is
 loaded into it in committed batches, because one transaction holds a lock on every
 relation it creates until it ends, and ten thousand tables with their indexes outgrow
 the server's lock table (``max_locks_per_transaction``). A dev database keeps the single rolled-back
@@ -26,6 +28,7 @@ must be empty: an object the planner does not manage stops the plan
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import threading
 import time
@@ -84,7 +87,11 @@ def _failed(failure: psycopg.Error, line: int | None) -> DesiredSchemaInvalid:
 
 
 def _load_batches(conn: Any, load: prepare.Load, seconds: dict[str, float]) -> Schema:
-    """Load a large file into a temporary database in committed batches, then inspect."""
+    """Load a large file into a temporary database in committed batches, then inspect.
+
+    ``conn`` is in autocommit; the inspection runs in a transaction of its own, so that
+    its ``SET LOCAL search_path = pg_catalog`` holds (outside a transaction it would be
+    ignored, and names the file put first on the path would shadow the catalog's)."""
     t0 = time.perf_counter()
     with conn.cursor() as cur:
         cur.execute("SET lock_timeout = '10s'")
@@ -106,26 +113,26 @@ def _load_batches(conn: Any, load: prepare.Load, seconds: dict[str, float]) -> S
                 line = batch.line_of(int(position)) if position else _locate(conn, batch)
                 raise _failed(exc, line) from None
     t1 = time.perf_counter()
-    schema = inspect.inspect(conn)
+    with conn.transaction():
+        schema = inspect.inspect(conn)
     seconds.update(load=t1 - t0, inspect=time.perf_counter() - t1)
     return schema
 
 
-def _load_and_inspect(
-    conn: Any, load: prepare.Load, require_empty: bool, seconds: dict[str, float]
-) -> Schema:
+def _load_and_inspect(conn: Any, load: prepare.Load, seconds: dict[str, float]) -> Schema:
+    """Load the file and inspect it in the connection's open transaction (not in
+    autocommit), which the caller ends by rolling it back.
+
+    On success the transaction is left open: a temporary scratch hands it to the thread
+    that drops the database (rolling back a load of thousands of relations truncates
+    each one's files, which the plan need not wait for). On failure it is rolled back
+    here, the failing line located, and :class:`DesiredSchemaInvalid` raised."""
     failure: psycopg.Error | None = None
-    with conn.transaction(force_rollback=True), conn.cursor() as cur:
-        if require_empty:
-            before = inspect.inspect(conn)
-            if before["table"] or before["view"] or before["enum"] or before["function"]:
-                raise ScratchUnavailable(
-                    "the dev database is not empty; give an empty database as the dev URL"
-                )
+    with conn.cursor() as cur:
         cur.execute("SET LOCAL lock_timeout = '10s'")
         t0 = time.perf_counter()
         try:
-            with conn.transaction():
+            with conn.transaction():  # a savepoint: the failure is caught, not the end
                 cur.execute(load.sql.encode())  # no parameters: one simple-query round trip
         except psycopg.Error as exc:
             failure = exc
@@ -134,9 +141,31 @@ def _load_and_inspect(
             schema = inspect.inspect(conn)
             seconds.update(load=t1 - t0, inspect=time.perf_counter() - t1)
             return schema
+    conn.rollback()
     position = getattr(failure.diag, "statement_position", None)
     line = load.line_of(int(position)) if position else _locate(conn, load)
     raise _failed(failure, line)
+
+
+def _load_dev(dev_url: DbUrl, load: prepare.Load, seconds: dict[str, float]) -> Schema:
+    """Load into the dev database given by its URL, in one transaction always rolled
+    back: the database is left as found. It must be empty to begin with."""
+    conn = connect(dev_url)
+    try:
+        # The emptiness check runs in a savepoint rolled back after it, so that the
+        # inspection's SET LOCAL search_path = pg_catalog does not reach the load (where
+        # every unqualified name would be created in pg_catalog).
+        with conn.transaction(force_rollback=True):
+            before = inspect.inspect(conn)
+        if before["table"] or before["view"] or before["enum"] or before["function"]:
+            raise ScratchUnavailable(
+                "the dev database is not empty; give an empty database as the dev URL"
+            )
+        return _load_and_inspect(conn, load, seconds)
+    finally:
+        with contextlib.suppress(psycopg.Error):
+            conn.rollback()
+        conn.close()
 
 
 def normalise(
@@ -157,8 +186,7 @@ def normalise(
     secrets_ = (*target_url.secrets, *(dev_url.secrets if dev_url else ()))
     try:
         if dev_url is not None:
-            with connect(dev_url) as conn:
-                schema = _load_and_inspect(conn, load, True, seconds)
+            schema = _load_dev(dev_url, load, seconds)
         else:
             schema = _temporary_database(target_url, load, seconds, reserved)
     except psycopg.Error as exc:
@@ -184,14 +212,15 @@ def _temporary_database(
     else:
         name = "ptah_scratch_" + secrets.token_hex(6)
         admin = _create(url, name, seconds)
+    conn: Any = None
     try:
         if len(load.statements) > BATCH:
-            with connect(url, database=name, autocommit=True) as conn:
-                return _load_batches(conn, load, seconds)
-        with connect(url, database=name) as conn:
-            return _load_and_inspect(conn, load, False, seconds)
+            conn = connect(url, database=name, autocommit=True)
+            return _load_batches(conn, load, seconds)
+        conn = connect(url, database=name)
+        return _load_and_inspect(conn, load, seconds)
     finally:
-        _drop_behind(admin, name, seconds)
+        _drop_behind(admin, name, seconds, conn)
 
 
 def _create(url: DbUrl, name: str, seconds: dict[str, float]) -> Any:
@@ -268,13 +297,20 @@ _failed_drops: list[ScratchUnavailable] = []
 _dropping_lock = threading.Lock()
 
 
-def _drop_behind(admin: Any, name: str, seconds: dict[str, float]) -> None:
+def _drop_behind(admin: Any, name: str, seconds: dict[str, float], loaded: Any = None) -> None:
     """Drop the scratch on its own thread: dropping a database waits for a checkpoint
     (and, at 10,000 tables, for tens of thousands of files to go), which the plan need
-    not wait for while it still diffs and fingerprints. :func:`settle` joins it."""
+    not wait for while it still diffs and fingerprints. :func:`settle` joins it.
+
+    ``loaded``: the connection that loaded the scratch, its transaction maybe still
+    open: it is rolled back and closed first, here (the drop waits for its backend)."""
 
     def drop() -> None:
         t0 = time.perf_counter()
+        if loaded is not None:
+            with contextlib.suppress(psycopg.Error):
+                loaded.rollback()  # a failure is the drop's to clean up (FORCE)
+            loaded.close()
         try:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         except psycopg.Error as exc:
@@ -286,6 +322,10 @@ def _drop_behind(admin: Any, name: str, seconds: dict[str, float]) -> None:
             seconds["drop"] = time.perf_counter() - t0
             admin.close()
 
+    # The key exists before the thread sets it: the seconds are the normalised schema's
+    # "_meta" too, which the plan may be writing to its cache meanwhile (a dict that
+    # grows during that serialisation would fail it; one whose value changes does not).
+    seconds.setdefault("drop", 0.0)
     thread = threading.Thread(target=drop, name=f"drop-{name}")  # not a daemon: it finishes
     with _dropping_lock:
         _dropping.append(thread)
