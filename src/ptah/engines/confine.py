@@ -69,31 +69,42 @@ def excerpt(statement: str, limit: int = 120) -> str:
     return folded if len(folded) <= limit else folded[: limit - 3] + "..."
 
 
-@dataclass(frozen=True)
 class Word:
     """One token as the rules see it.
 
     ``kind`` is ``word`` (a bare keyword or name; ``upper`` is its upper-cased
     text), ``ident`` (a quoted identifier: never a keyword), ``string``,
     ``number`` or ``punct`` (``text`` is the punctuation itself).
+
+    A plain class with slots, its ``upper`` and ``is_name`` worked out once: a schema
+    of thousands of statements makes hundreds of thousands of words, each asked
+    several times by the rules, on the plan's critical path.
     """
 
-    kind: str
-    text: str
+    __slots__ = ("is_name", "kind", "text", "upper")
 
-    @property
-    def upper(self) -> str:
-        return self.text.upper() if self.kind == "word" else ""
-
-    @property
-    def is_name(self) -> bool:
-        return self.kind in ("word", "ident")
+    def __init__(self, kind: str, text: str) -> None:
+        self.kind = kind
+        self.text = text
+        self.upper = text.upper() if kind == "word" else ""
+        self.is_name = kind == "word" or kind == "ident"
 
     def is_(self, *words: str) -> bool:
-        return self.kind == "word" and self.text.upper() in words
+        return self.kind == "word" and self.upper in words
 
     def punct(self, text: str) -> bool:
         return self.kind == "punct" and self.text == text
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Word):
+            return NotImplemented
+        return self.kind == other.kind and self.text == other.text
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.text))
+
+    def __repr__(self) -> str:
+        return f"Word(kind={self.kind!r}, text={self.text!r})"
 
 
 Rule = Callable[[list[Word], str], "str | None"]
@@ -260,15 +271,21 @@ def dotted_names(words: list[Word]) -> Iterator[DottedName]:
     i = 0
     calls: list[str] = []
     while i < n:
-        if not words[i].is_name:
-            if words[i].punct("("):
-                calls.append(words[i - 1].upper if i > 0 else "")
-            elif words[i].punct(")") and calls:
-                calls.pop()
+        w = words[i]
+        if not w.is_name:
+            if w.kind == "punct":
+                if w.text == "(":
+                    calls.append(words[i - 1].upper if i > 0 else "")
+                elif w.text == ")" and calls:
+                    calls.pop()
             i += 1
             continue
         j = i
-        parts = [words[i].text]
+        dot = words[i + 1] if i + 1 < n else None
+        if dot is None or dot.kind != "punct" or dot.text != ".":
+            i += 1  # a lone name, the common case: no run to follow
+            continue
+        parts = [w.text]
         while j + 2 < n and words[j + 1].punct(".") and words[j + 2].is_name:
             parts.append(words[j + 2].text)
             j += 2

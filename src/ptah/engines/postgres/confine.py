@@ -200,9 +200,9 @@ def refusal(words: list[Word], text: str) -> str | None:
 # here (quotes, dollar quotes, nested comments, names, punctuation).
 _TOKEN = re.compile(
     r"""
-    (?P<space>\s+)
-  | (?P<line>--[^\n]*)
-  | (?P<block>/\*)
+    (?:\s+|--[^\n]*)*  # whitespace and line comments, taken before each token
+    (?:
+    (?P<block>/\*)
   | (?P<dollar>\$(?:[A-Za-z_\x80-\uffff][\w\x80-\uffff]*)?\$)
   | (?P<param>\$\d+)
   | (?P<estring>[eE]'(?:[^'\\]|\\.|'')*')
@@ -212,6 +212,8 @@ _TOKEN = re.compile(
   | (?P<word>[A-Za-z_\x80-\uffff][\w$\x80-\uffff]*)
   | (?P<op>::|[-+*/<>=~!@#%^&|`?]+)
   | (?P<punct>.)
+  | (?P<eof>\Z)
+    )
     """,
     re.VERBOSE | re.DOTALL,
 )
@@ -222,13 +224,21 @@ def read_words(text: str) -> list[Word]:
     from sqlglot.errors import TokenError
 
     out: list[Word] = []
+    append = out.append
     i, n = 0, len(text)
-    while i < n:
-        m = _TOKEN.match(text, i)
-        if m is None:  # pragma: no cover - the last alternative matches any character
+    match = _TOKEN.match
+    while True:
+        m = match(text, i)
+        if m is None:  # pragma: no cover - the last alternatives match anything
             raise TokenError(f"cannot read at offset {i}")
         kind = m.lastgroup
         end = m.end()
+        if kind == "word":
+            append(Word("word", m.group("word")))
+            i = end
+            continue
+        if kind == "eof":
+            return out
         if kind == "block":
             depth, j = 1, end
             while depth and j < n:
@@ -242,25 +252,23 @@ def read_words(text: str) -> list[Word]:
                 raise TokenError("a comment is never closed")
             end = j
         elif kind == "dollar":
-            tag = m.group(0)
+            tag = m.group("dollar")
             close = text.find(tag, end)
             if close < 0:
                 raise TokenError(f"{tag} quote never closed")
-            out.append(Word("string", text[end:close]))
+            append(Word("string", text[end:close]))
             end = close + len(tag)
         elif kind in ("string", "estring"):
-            body = m.group(0)
-            out.append(Word("string", body[body.index("'") + 1 : -1].replace("''", "'")))
+            body = m.group(kind)
+            append(Word("string", body[body.index("'") + 1 : -1].replace("''", "'")))
         elif kind == "ident":
-            body = m.group(0)
-            out.append(Word("ident", body[body.index('"') + 1 : -1].replace('""', '"')))
+            body = m.group("ident")
+            append(Word("ident", body[body.index('"') + 1 : -1].replace('""', '"')))
         elif kind == "number":
-            out.append(Word("number", m.group(0)))
-        elif kind == "word":
-            out.append(Word("word", m.group(0)))
-        elif kind in ("op", "punct", "param"):
-            if m.group(0) in ("'", '"'):
+            append(Word("number", m.group("number")))
+        else:  # op, punct, param
+            token = m.group(kind)  # type: ignore[arg-type]
+            if token in ("'", '"'):
                 raise TokenError("a quote is never closed")
-            out.append(Word("punct", m.group(0)))
+            append(Word("punct", token))
         i = end
-    return out
