@@ -266,13 +266,12 @@ def measure(url: str, tables: int, changed: int, noop_first: bool) -> dict[str, 
         return result
 
     pg_scratch.normalise = keep  # type: ignore[assignment]
-    cache = tempfile.mkdtemp(prefix="ptah-bench-")
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     out: dict[str, Any] = {"tables": tables, "load": os.getloadavg()[0]}
-    order = [("changes", desired_sql, cache), ("noop", current_sql, None)]
-    if noop_first:
-        order.reverse()
-    with open_target(url) as t:
+    with tempfile.TemporaryDirectory(prefix="ptah-bench-") as cache, open_target(url) as t:
+        order = [("changes", desired_sql, cache), ("noop", current_sql, None)]
+        if noop_first:
+            order.reverse()
         for label, sql, cache_dir in (*order, ("cached", desired_sql, cache)):
             seen.clear()
             server.start()
