@@ -296,11 +296,15 @@ def warm_server(url: str, tables: int, changed: int) -> float:
     """One unmeasured plan against the target from this process, before a round.
 
     On this machine a scratch load right after the target's own load runs up to twice
-    as fast as one after another plan's scratch (the server's state, not the plan's
-    content: in one process, the same no-op plan four times took 4.5, 7.4, 7.2, 7.3 s).
-    Whichever plan of a round came first had that advantage, and the no-op/changes
-    ratio measured the order. After this plan every measured plan follows another
-    scratch, as on a server in steady use; the measuring process stays cold."""
+    as fast as one after another plan's scratch (not the plan's content: in one process,
+    the same no-op plan four times took 4.5, 7.4, 7.2, 7.3 s). The cause is the file
+    system: each scratch drop deletes ~7,000 relation files, and for minutes after that
+    ext4's inode allocator checks each free inode it considers for a recent deletion
+    (``perf`` on the loading backend: ``recently_deleted`` and the inode-table block
+    lookups under it, ~30% of its time). Whichever plan of a round came first had the
+    advantage, and the no-op/changes ratio measured the order. After this plan every
+    measured plan follows another scratch, as on a server in steady use; the measuring
+    process stays cold."""
     t0 = time.perf_counter()
     with open_target(url) as t:
         planner.plan(t, schema(tables, changed))
