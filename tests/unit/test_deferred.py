@@ -1,5 +1,5 @@
 """ptah.engines.deferred: psycopg loads without running asyncio's event loop or
-ctypes.util, and a deferred module is the module as soon as anything reads it.
+ctypes, and a deferred module is the module as soon as anything reads it.
 
 Each case runs in a fresh interpreter: the deferral only acts on a first import."""
 
@@ -21,7 +21,7 @@ def _run(code: str) -> str:
     return proc.stdout
 
 
-def test_psycopg_loads_without_the_event_loop_or_ctypes_util() -> None:
+def test_psycopg_loads_without_the_event_loop_or_ctypes() -> None:
     out = _run(
         """
         import sys
@@ -29,6 +29,8 @@ def test_psycopg_loads_without_the_event_loop_or_ctypes_util() -> None:
         from ptah.engines.deferred import _DeferredModule
         assert type(sys.modules["asyncio"]) is _DeferredModule
         assert type(sys.modules["ctypes.util"]) is _DeferredModule
+        # ctypes, the package ctypes.util is in, is deferred too: psycopg reads neither.
+        assert type(sys.modules["ctypes"]) is _DeferredModule
         for heavy in ("asyncio.base_events", "asyncio.unix_events", "asyncio.sslproto"):
             assert heavy not in sys.modules, heavy
         # A synchronous connection attempt works and loads neither.
@@ -38,6 +40,7 @@ def test_psycopg_loads_without_the_event_loop_or_ctypes_util() -> None:
             pass
         assert "asyncio.base_events" not in sys.modules
         assert type(sys.modules["asyncio"]) is _DeferredModule
+        assert type(sys.modules["ctypes"]) is _DeferredModule
         print("ok")
         """
     )
@@ -65,6 +68,10 @@ def test_a_deferred_module_is_the_module_once_read() -> None:
         import ctypes.util
         assert ctypes.util.find_library("c")
         assert type(sys.modules["ctypes.util"]) is types.ModuleType
+        assert ctypes.c_int(7).value == 7 and ctypes.util is sys.modules["ctypes.util"]
+        assert type(sys.modules["ctypes"]) is types.ModuleType
+        from ctypes import CDLL
+        assert CDLL is ctypes.CDLL and "_endian" in vars(ctypes)
         # A name the module does not have is still an AttributeError.
         try:
             asyncio.no_such_name

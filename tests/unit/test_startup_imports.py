@@ -170,3 +170,82 @@ def test_ptah_help_loads_no_heavy_package() -> None:
     assert "usage: ptah" in proc.stdout
     loaded = json.loads(proc.stdout.strip().splitlines()[-1].split(" ", 1)[1])
     assert loaded == []
+
+
+# Record, as the runner opens its target, once the engine's driver is imported (what the
+# open imports first), which of STARTUP_DEFERRED have run; the runner is imported first,
+# as its console script does.
+DEFERRED_PROBE = """
+import importlib, json, sys
+import ptah.runner.main as main
+import ptah.engines.connect as connect
+from ptah.engines.deferred import _DeferredModule
+ran = []
+real = connect.open_url
+def probe(url):
+    importlib.import_module(f"ptah.engines.{url.engine}.target")
+    ran.append(sorted(n for n in main.STARTUP_DEFERRED
+                      if n in sys.modules and type(sys.modules[n]) is not _DeferredModule))
+    return real(url)
+connect.open_url = probe
+code = main.main(sys.argv[1:])
+sys.stderr.write("\\nPROBE " + json.dumps({"code": code, "ran": ran}) + "\\n")
+"""
+
+
+@pytest.mark.parametrize("scheme", ["sqlite", "postgresql", "mysql"])
+def test_runner_start_up_stdlib_has_not_run_when_the_target_opens(
+    scheme: str, tmp_path: Path
+) -> None:
+    """The guard of ``STARTUP_DEFERRED``: nothing the runner or its driver imports reads
+    one of those modules before the target is open. If a Python or driver version starts
+    to, this fails (the module then runs where it is read: nothing breaks, the start-up
+    grows), and the name should leave the list. (A failure to open may read them: PyMySQL
+    keeps the traceback of a refused connection. Port 1 refuses at once.)"""
+    env = _env(tmp_path)
+    if scheme != "sqlite":
+        env["PTAH_DB_URL"] = f"{scheme}://ptah@127.0.0.1:1/startup"
+    proc = subprocess.run(
+        [sys.executable, "-c", DEFERRED_PROBE, "identify"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("PROBE "), proc.stderr[-2000:]
+    record = json.loads(last.split(" ", 1)[1])
+    assert record["ran"] == [[]], record
+    expected = failures.OK if scheme == "sqlite" else failures.UNREACHABLE.exit_code
+    assert record["code"] == expected, proc.stderr[-2000:]
+
+
+def test_runner_start_up_stdlib_runs_once_read() -> None:
+    """Each of ``STARTUP_DEFERRED`` is the module as soon as it is read: a traceback still
+    shows its source lines (linecache, tokenize), and shutil, imported with bz2 and lzma
+    deferred, still offers the archive formats that need them."""
+    code = """
+import sys, types
+import ptah.runner.main as main
+from ptah.engines.deferred import _DeferredModule
+import bz2, copy, linecache, lzma, signal, textwrap, tokenize
+assert all(type(sys.modules[n]) is _DeferredModule for n in main.STARTUP_DEFERRED), [
+    (n, type(sys.modules[n])) for n in main.STARTUP_DEFERRED]
+import json, shutil, traceback
+assert {"bztar", "xztar"} <= {name for name, _ in shutil.get_archive_formats()}
+assert bz2.decompress(bz2.compress(b"ptah")) == b"ptah"
+assert lzma.decompress(lzma.compress(b"ptah")) == b"ptah"
+assert copy.deepcopy({"a": [1]}) == {"a": [1]}
+assert textwrap.fill("a b", width=1) == "a\\nb"
+assert signal.Signals.SIGTERM == signal.SIGTERM
+try:
+    json.loads("{")
+except ValueError:
+    text = traceback.format_exc()
+assert "return _default_decoder.decode(s)" in text, text
+assert all(type(sys.modules[n]) is types.ModuleType for n in main.STARTUP_DEFERRED)
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "ok"

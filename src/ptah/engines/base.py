@@ -13,10 +13,12 @@ from __future__ import annotations
 import contextlib
 from abc import ABC, abstractmethod
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ptah.engines.report import DatabaseIdentity
 from ptah.engines.urls import DbUrl, EngineName, scrub
+
+if TYPE_CHECKING:
+    from ptah.engines.report import DatabaseIdentity
 
 __all__ = [
     "DesiredSchemaInvalid",
@@ -78,7 +80,10 @@ class Target(ABC):
         """Who we are actually talking to, as the database reports it."""
 
     def _identity(self, key: dict[str, str], details: dict[str, str]) -> DatabaseIdentity:
-        """The identity record of this engine's database."""
+        """The identity record of this engine's database (the record's module loads once
+        the target is open: see ``ptah.runner.main.AFTER_CONNECT``)."""
+        from ptah.engines.report import DatabaseIdentity
+
         return DatabaseIdentity(engine=self.engine, key=key, details=details)
 
     def scrub(self, text: str) -> str:

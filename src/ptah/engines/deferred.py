@@ -1,15 +1,15 @@
 """Standard-library modules a driver imports at module level but uses only in calls the
 runner never makes: their import is deferred until something reads one of their names.
 
-Every runner Job pays its driver's import before the first database round trip.
-psycopg imports ``asyncio`` (for a few names read on import, and for its async
-connections), ``ctypes.util`` (to find libpq by name, which the binary build never does)
-and ``ssl`` (libpq does its own TLS): a large share of the driver's import, for nothing a
-synchronous runner runs. :class:`Deferred` is a meta-path finder that hands back such a module
-unexecuted: its code runs, in the same module object, on the first read of a name it
-does not hold yet (as ``importlib.util.LazyLoader`` does), and the names listed as
-*seeds* are bound up front from the small submodule that defines them, so reading
-those loads only that submodule: ``asyncio.CancelledError`` is bound from
+Every runner Job pays its driver's import before the first database round trip. psycopg
+imports ``asyncio`` (for a few names read on import, and for its async connections),
+``ctypes.util`` and so ``ctypes`` (to find libpq by name, which the binary build never
+does) and ``ssl`` (libpq does its own TLS): a large share of the driver's import, for
+nothing a synchronous runner runs. :class:`Deferred` is a meta-path finder that hands
+back such a module unexecuted: its code runs, in the same module object, on the first
+read of a name it does not hold yet (as ``importlib.util.LazyLoader`` does), and the
+names listed as *seeds* are bound up front from the small submodule that defines them,
+so reading those loads only that submodule: ``asyncio.CancelledError`` is bound from
 ``asyncio.exceptions``, the very class ``asyncio`` itself exports.
 
 A deferred module behaves as the module once loaded: same object in ``sys.modules``,

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ptah import failures
-from ptah.engines.report import DatabaseIdentity, bounded
 from ptah.engines.urls import scrub
 from ptah.runner.wire import Payload, assert_no_secret, escape_line, payload, render_payload
 
 if TYPE_CHECKING:
     from ptah.engines.base import Target
+    from ptah.engines.report import DatabaseIdentity
     from ptah.engines.urls import DbUrl
     from ptah.runner.frame import OperationType
 
@@ -50,6 +50,8 @@ class Output:
             raise RuntimeError("a run prints exactly one result frame")
         data = frame.get("data") or {}
         if isinstance(data.get("message"), str):
+            from ptah.engines.report import bounded
+
             message = bounded(scrub(data["message"], *self.secrets))
             frame = {**frame, "data": {**data, "message": message}}
         line = render_payload(frame)

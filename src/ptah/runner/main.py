@@ -15,9 +15,20 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ptah import failures
-from ptah.runner import operations
-from ptah.runner.emit import Output, run_operation
+from ptah.engines.deferred import Deferred
+
+# Standard-library modules that the runner's start-up imports (through dataclasses,
+# inspect, logging, traceback, subprocess and argparse's use of shutil, in the runner
+# and in its driver) but that nothing reads before the first database round trip: each
+# runs on the first read of one of its names (ptah.engines.deferred), if ever. Installed
+# before the imports below, which bring them. tests/unit/test_startup_imports.py checks
+# that none of them has run by the time the target is open, on every engine.
+STARTUP_DEFERRED = ("copy", "linecache", "tokenize", "textwrap", "signal", "bz2", "lzma")
+Deferred({name: {} for name in STARTUP_DEFERRED}).install()
+
+from ptah import failures  # noqa: E402
+from ptah.runner import operations  # noqa: E402
+from ptah.runner.emit import Output, run_operation  # noqa: E402
 
 # Every Job pays the runner's start-up before its first database round trip, so nothing
 # imported before the connection may load these (the frame's models, the planner, the
@@ -35,10 +46,11 @@ LATE_PACKAGES = (
     "prometheus_client",
 )
 
-# Nor, before the driver loads, these: the realm's fence and the hashing that only the
-# fence and the frame use wait until the target is open (the connect path is the parser,
-# the URL and the engine's open). tests/unit/test_startup_imports.py checks this too.
-AFTER_CONNECT = ("ptah.engines.fence", "hashlib")
+# Nor, before the driver loads, these: the realm's fence, the hashing that only the
+# fence and the frame use, and the identity record the opened database fills in wait
+# until the target is open (the connect path is the parser, the URL and the engine's
+# open). tests/unit/test_startup_imports.py checks this too.
+AFTER_CONNECT = ("ptah.engines.fence", "hashlib", "ptah.engines.report")
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:

@@ -20,10 +20,10 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ptah import failures
-from ptah.engines.report import DatabaseIdentity, Outcome
 from ptah.engines.urls import strip_userinfo
 
 if TYPE_CHECKING:
+    from ptah.engines.report import DatabaseIdentity, Outcome
     from ptah.runner.frame import OperationType
 
 PREFIX = "PTAH-RESULT-FRAME"

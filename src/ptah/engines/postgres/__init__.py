@@ -1,7 +1,7 @@
 """PostgreSQL: psycopg 3 connection, identity, set-based catalog inspection, diff.
 
 Importing this package first lets psycopg load without ``importlib.metadata``
-(:class:`DriverVersions`) and without running ``asyncio`` or ``ctypes.util``
+(:class:`DriverVersions`) and without running ``asyncio`` or ``ctypes``
 (:mod:`ptah.engines.deferred`): every runner Job pays the driver's import before its
 first round trip.
 """
@@ -81,7 +81,8 @@ ASYNCIO_SEEDS = {
 
 if "psycopg" not in sys.modules:
     sys.meta_path.insert(0, DriverVersions())
-    # psycopg's asyncio (beyond the names it reads on import: ASYNCIO_SEEDS), ctypes.util
-    # (libpq found by name, never by the binary build) and ssl (imported by the binary
+    # psycopg's asyncio (beyond the names it reads on import: ASYNCIO_SEEDS), ctypes and
+    # its ctypes.util (libpq found by name, never by the binary build: psycopg.pq.misc
+    # imports ctypes.util and reads it only in a call) and ssl (imported by the binary
     # build's pq; libpq does its own TLS) load only if used (ptah.engines.deferred).
-    Deferred({"asyncio": ASYNCIO_SEEDS, "ctypes.util": {}, "ssl": {}}).install()
+    Deferred({"asyncio": ASYNCIO_SEEDS, "ctypes": {}, "ctypes.util": {}, "ssl": {}}).install()
