@@ -33,6 +33,7 @@ then only watch renewals, the leader Lease, and what a periodic resync reads aga
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import socket
@@ -171,6 +172,8 @@ class Bench:
     workers: int | None
     poll_seconds: float | None
     seconds_per_schema: float = 6.0  # the time allowed to all Ready, per schema
+    log_level: str | None = None  # the operators' (debug: one line per pass)
+    keep: bool = False  # write each scale's timeline beside the logs
 
     def component_pids(self) -> dict[str, int]:
         procs = devcluster.procs(self.state)
@@ -218,6 +221,8 @@ class Bench:
             argv.append(f"--poll-seconds={self.poll_seconds}")
         if resync is not None:
             argv.append(f"--resync-seconds={resync}")
+        if self.log_level is not None:
+            argv.append(f"--log-level={self.log_level}")
         log = (self.tmp / log_name).open("wb")
         proc = subprocess.Popen(argv, stdout=log, stderr=log)
         deadline = time.monotonic() + 120
@@ -281,6 +286,8 @@ class Bench:
                     raise SystemExit(f"{len(line.ready)}/{n} Ready after the timeout ({ns})")
                 elapsed = time.monotonic() - t0
                 m1, c1 = metrics(port), self.cpu_snapshot(proc.pid)
+                if self.keep:
+                    self.dump(line, ns)
                 result: dict[str, Any] = {
                     "n": n,
                     "elapsed": elapsed,
@@ -296,6 +303,18 @@ class Bench:
             stop.set()
             proc.terminate()
             proc.wait(60)
+
+    def dump(self, line: Timeline, ns: str) -> None:
+        """The bench's own timeline (wall clock, to set beside the operator's log)."""
+        offset = time.time() - time.monotonic()
+        with line.lock:
+            data = {
+                "jobs": {j: (t + offset, o) for j, (t, o) in line.job_done.items()},
+                "schemas": {
+                    k: [(t + offset, ph, rv) for t, ph, rv in v] for k, v in line.schemas.items()
+                },
+            }
+        (self.tmp / f"timeline-{ns}.json").write_text(json.dumps(data))
 
     def idle(
         self, kube: RealCluster, ns: str, pid: int, port: int, seconds: float
@@ -414,6 +433,8 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=None, help="default: the operator's")
     ap.add_argument("--poll-seconds", type=float, default=None, help="default: the operator's")
     ap.add_argument("--resync-seconds", type=float, default=20.0, help="the idle fleet's")
+    ap.add_argument("--keep", action="store_true", help="keep the operators' logs")
+    ap.add_argument("--log-level", default=None, help="the operators' (debug: every pass)")
     ap.add_argument(
         "--timeout-per-schema", type=float, default=6.0, help="seconds allowed per schema"
     )
@@ -428,7 +449,17 @@ def main() -> int:
         check=True,
         capture_output=True,
     )
-    bench = Bench(kc, kubectl, state, tmp, args.workers, args.poll_seconds, args.timeout_per_schema)
+    bench = Bench(
+        kc,
+        kubectl,
+        state,
+        tmp,
+        args.workers,
+        args.poll_seconds,
+        args.timeout_per_schema,
+        args.log_level,
+        args.keep,
+    )
     try:
         one = bench.converge(1)
         single = one["elapsed"]
@@ -444,7 +475,10 @@ def main() -> int:
     finally:
         if not args.state_dir:
             devcluster.down(state)
-        shutil.rmtree(tmp, ignore_errors=True)
+        if args.keep:
+            print(f"logs kept in {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

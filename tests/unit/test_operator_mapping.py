@@ -113,3 +113,27 @@ def test_primary_events_and_removal() -> None:
     assert keys_for("PtahSchema", primary("a", "uid-a", {}), idx, LOCK, FAMILIES) == {A}
     idx.remove(primary("a", "uid-a", {}))
     assert idx.by_uid("uid-a") is None and A not in idx.all_keys()
+
+
+def test_a_configmap_or_secret_maps_to_the_specs_that_read_it_as_last_watched() -> None:
+    """The readers of a ConfigMap or Secret follow each primary's spec as it moves, and a
+    removed primary reads nothing."""
+    idx = Index()
+
+    def schema(cm: str, secret: str) -> dict[str, Any]:
+        spec = {
+            "target": {"secretRef": {"name": secret}},
+            "source": {"configMapKeyRef": {"name": cm, "key": "k"}},
+        }
+        return primary("a", "uid-a", spec)
+
+    idx.upsert(schema("x", "s1"))
+    assert keys_for("ConfigMap", meta("x"), idx, LOCK, FAMILIES) == {A}
+    assert keys_for("Secret", meta("s1"), idx, LOCK, FAMILIES) == {A}
+    idx.upsert(schema("y", "s1"))
+    assert keys_for("ConfigMap", meta("x"), idx, LOCK, FAMILIES) == set()
+    assert keys_for("ConfigMap", meta("y"), idx, LOCK, FAMILIES) == {A}
+    assert keys_for("ConfigMap", meta("y", ns="other"), idx, LOCK, FAMILIES) == set()
+    idx.remove(schema("y", "s1"))
+    assert keys_for("ConfigMap", meta("y"), idx, LOCK, FAMILIES) == set()
+    assert keys_for("Secret", meta("s1"), idx, LOCK, FAMILIES) == set()

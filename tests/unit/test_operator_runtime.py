@@ -588,3 +588,129 @@ def test_one_pass_reads_the_secret_once_between_two_writes() -> None:
     assert cluster.reads == 2 and again is not None
     assert again["metadata"]["resourceVersion"] == moved["metadata"]["resourceVersion"]
     assert p.secret_metadata("other") is None and cluster.reads == 3
+
+
+def test_a_job_or_pod_wakes_its_owner_only_when_it_moved_what_a_step_waits_on() -> None:
+    """Job and Pod events are watched whole: a change a waiting step does not read (a Pod
+    Running, a Job counting an active Pod, the TTL the owner patched onto its finished
+    Job) wakes nobody; a Job that ended, a Pod that stopped once its Job ended, a deletion,
+    a relabelled Job and a relist do. A Pod's moves while its Job runs wake nobody either:
+    every step that reads Pods waits for the Job to end, which is the Job's own event."""
+    from ptah.operator.controller import Controller, Settings
+    from ptah.operator.main import families
+
+    c = Controller(MemoryCluster(), families(), Settings())
+    owner = [{"kind": "PtahSchema", "name": "s", "uid": "u", "controller": True}]
+
+    def job(status: dict[str, Any], **meta: Any) -> dict[str, Any]:
+        m = {"name": "j", "namespace": "ns", "uid": "jid", "ownerReferences": owner}
+        return {"kind": "Job", "metadata": {**m, "generation": 1, **meta}, "status": status}
+
+    def pod(status: dict[str, Any]) -> dict[str, Any]:
+        refs = [{"kind": "Job", "name": "j", "uid": "jid", "controller": True}]
+        meta = {"name": "p", "namespace": "ns", "uid": "pid", "ownerReferences": refs}
+        return {
+            "kind": "Pod",
+            "metadata": {**meta, "labels": {LABEL_OWNER_UID: "u"}},
+            "spec": {"nodeName": "n"},
+            "status": status,
+        }
+
+    def woke(event: str, kind: kinds.Kind, o: dict[str, Any]) -> bool:
+        c.handle(WatchEvent(event, kind, o))
+        key = c.queue.get(0)
+        if key is not None:
+            c.queue.done(key)
+        return key is not None
+
+    meta = {"name": "s", "namespace": "ns", "uid": "u", "generation": 1}
+    status = {"phase": "Reading", "activeOperation": {"operationId": "plan-1"}}
+    assert woke("ADDED", kinds.SCHEMA, {"kind": "PtahSchema", "metadata": meta, "status": status})
+    done = {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 1}
+    ran = {
+        "phase": "Succeeded",
+        "containerStatuses": [{"name": "runner", "state": {"terminated": {"exitCode": 0}}}],
+    }
+    assert not woke("ADDED", kinds.JOB, job({}))  # just created: its creator reads it back
+    assert not woke("ADDED", kinds.POD, pod({"phase": "Pending"}))
+    assert not woke("MODIFIED", kinds.JOB, job({"active": 1}))
+    assert not woke("MODIFIED", kinds.POD, pod({"phase": "Running"}))
+    assert not woke("MODIFIED", kinds.POD, pod(ran))  # its Job has not ended yet
+    assert woke("MODIFIED", kinds.JOB, job({"active": 1}, labels={"x": "y"}))  # intent
+    assert woke("MODIFIED", kinds.JOB, job(done, labels={"x": "y"}))
+    assert not woke("MODIFIED", kinds.JOB, job(done, labels={"x": "y"}, generation=2))  # TTL
+    assert woke("MODIFIED", kinds.POD, pod({"phase": "Failed"}))  # its Job ended
+    assert woke("SYNC", kinds.POD, pod({"phase": "Failed"}))
+    assert woke("DELETED", kinds.JOB, job(done))  # the owner is not at rest
+    assert woke("MODIFIED", kinds.POD, pod({"phase": "Failed", "reason": "x"})) is False
+    assert woke(
+        "ADDED", kinds.JOB, {**job(done), "metadata": {**job(done)["metadata"], "uid": "j2"}}
+    )  # ended already
+
+
+def test_the_echo_of_a_pass_own_write_wakes_nobody_but_a_later_version_does() -> None:
+    """A pass's own finalizer write (and a plan it creates for its resource) comes back
+    from the watch at the version the write returned: that pass took what follows it.
+    Another version of the same object, and a Lease the pass wrote, still wake."""
+    from ptah.operator.controller import Controller, Settings
+    from ptah.operator.main import families
+
+    cluster = MemoryCluster()
+    cluster.create(
+        kinds.SECRET,
+        {"metadata": {"name": "db", "namespace": "ns"}, "stringData": {"url": "sqlite:///x"}},
+    )
+    cluster.create(
+        kinds.SCHEMA,
+        {
+            "apiVersion": kinds.SCHEMA.api_version,
+            "kind": "PtahSchema",
+            "metadata": {"name": "s", "namespace": "ns"},
+            "spec": {
+                "target": {"engine": "sqlite", "secretRef": {"name": "db"}},
+                "source": {"inline": "CREATE TABLE t (id INTEGER PRIMARY KEY);"},
+            },
+        },
+    )
+    c = Controller(cluster, families(), Settings(lock_namespace="sys"))
+    key = Key("PtahSchema", "ns", "s")
+    c.handle(WatchEvent("ADDED", kinds.SCHEMA, cluster.get(kinds.SCHEMA, "ns", "s") or {}))
+    assert c.queue.get(0) == key
+    again, known = c.process(key, chain=True)
+    while again and known is not None and not known["metadata"].get("finalizers"):
+        again, known = c.process(key, chain=True, known=known)  # up to the claim's finalizer
+    c.queue.done(key)
+    assert again and known is not None and known["metadata"].get("finalizers")
+    c.handle(WatchEvent("MODIFIED", kinds.SCHEMA, known))
+    assert c.queue.get(0) is None  # its own write's echo
+    later = cluster.patch(kinds.SCHEMA, "ns", "s", {"metadata": {"labels": {"a": "b"}}})
+    c.handle(WatchEvent("MODIFIED", kinds.SCHEMA, later))
+    assert c.queue.get(0) == key
+    c.queue.done(key)
+    plan = {
+        "metadata": {
+            "name": "p",
+            "namespace": "ns",
+            "ownerReferences": [
+                {
+                    "apiVersion": kinds.SCHEMA.api_version,
+                    "kind": "PtahSchema",
+                    "name": "s",
+                    "uid": known["metadata"]["uid"],
+                }
+            ],
+        }
+    }
+    written = c.own.of(key).create(
+        kinds.PLAN, {"apiVersion": kinds.PLAN.api_version, "kind": "PtahPlan", **plan}
+    )
+    c.handle(WatchEvent("ADDED", kinds.PLAN, written))
+    assert c.queue.get(0) is None
+    c.handle(WatchEvent("DELETED", kinds.PLAN, written))
+    assert c.queue.get(0) == key  # someone deleted its plan
+    c.queue.done(key)
+    other = c.own.of(Key("PtahSchema", "ns", "t")).patch(
+        kinds.SCHEMA, "ns", "s", {"metadata": {"labels": {"a": "c"}}}
+    )
+    c.handle(WatchEvent("MODIFIED", kinds.SCHEMA, other))
+    assert c.queue.get(0) == key  # written by another resource's pass: not its echo

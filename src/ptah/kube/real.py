@@ -134,6 +134,9 @@ def _auth(config: SingleConfig) -> httpx.Auth | None:
     return None  # client certificates only: they live in the TLS context
 
 
+KEEPALIVE = 100  # connections to the apiserver, all kept alive
+
+
 def http_client(config: SingleConfig, timeout: httpx.Timeout = DEFAULT_TIMEOUT) -> httpx.Client:
     """An httpx client for the apiserver ``config`` names, with its credentials."""
     return httpx.Client(
@@ -143,6 +146,11 @@ def http_client(config: SingleConfig, timeout: httpx.Timeout = DEFAULT_TIMEOUT) 
         timeout=timeout,
         headers={"Accept": "application/json", "User-Agent": "ptah"},
         trust_env=False,
+        # Every connection that is free is kept: the default keeps 20, so an operator
+        # with its watches streaming and more requests in flight than that closed a
+        # connection after each request and paid a TLS handshake (client and server) for
+        # the next.
+        limits=httpx.Limits(max_connections=KEEPALIVE, max_keepalive_connections=KEEPALIVE),
     )
 
 

@@ -16,12 +16,14 @@ from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, PLAN, POD, SECRET
 from ptah.lifecycle.authorize import policy_name
 from ptah.lifecycle.family import AnyFamily, References, Watch
 
-# Approvals are read whole: an approval names its resource in its spec.
+# Approvals are read whole: an approval names its resource in its spec. Jobs and Pods
+# too: their status says whether an event moved anything a waiting step reads (the
+# operator wakes an owner only then), where their metadata alone moves on every change.
 LIFECYCLE_WATCHES: tuple[Watch, ...] = (
     Watch(APPROVAL, metadata_only=False),
     Watch(PLAN),
-    Watch(JOB),
-    Watch(POD),
+    Watch(JOB, metadata_only=False),
+    Watch(POD, metadata_only=False),
     Watch(CONFIGMAP),
     Watch(SECRET),
 )

@@ -29,20 +29,28 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 import structlog
 
 from ptah.kube import errors
 from ptah.kube.events import EventSink, record_event
-from ptah.kube.kinds import JOB, POD
-from ptah.kube.port import Cluster, Obj
+from ptah.kube.kinds import CONFIGMAP, JOB, PLAN, POD, Kind
+from ptah.kube.port import Cluster, Obj, ObjList, Subresource
 from ptah.kube.watch import WatchEvent
 from ptah.lifecycle.context import Env
 from ptah.lifecycle.family import AnyFamily
 from ptah.lifecycle.reconcile import reconcile
 from ptah.lifecycle.report import PassReport
-from ptah.operator.mapping import Driver, Index, Key, driver_keys, keys_for, only_status_changed
+from ptah.operator.mapping import (
+    Driver,
+    Index,
+    Key,
+    Motions,
+    driver_keys,
+    keys_for,
+    only_status_changed,
+)
 from ptah.operator.metrics import Metrics
 from ptah.operator.queue import ShutDown, WorkQueue
 from ptah.targetlock import ExpiryObserver
@@ -146,6 +154,10 @@ class Controller:
         self.is_leader = is_leader
         self.queue: WorkQueue[Key] = WorkQueue()
         self.index = Index()
+        self.motions = Motions()
+        # The objects this process's passes wrote, as each write left them: a watch event
+        # carrying exactly that version is the echo of the pass's own write.
+        self.own = OwnWrites(cluster)
         self.observer = ExpiryObserver()
         # This process's first sightings of dispatched runs, kept across passes like the
         # observer: each run's hold is measured from them (ptah.lifecycle.hold).
@@ -188,6 +200,13 @@ class Controller:
             else:
                 key, previous = self.index.upsert(obj)
                 echo = event.type == "MODIFIED" and only_status_changed(previous, obj)
+        # The version a pass's own write returned wakes not the resource whose pass wrote
+        # it: that pass already took what follows (a finalizer it added, a plan or input
+        # ConfigMap it created), as it does for its status.
+        writer = self.own.writer(event.type, kind, obj)
+        if kind in IN_FLIGHT_KINDS and not self.motions.moved(event.type, kind, obj):
+            # A Job or Pod that changed nothing a waiting step reads (see ``motion``).
+            echo = True
         # The echo of a status write wakes nobody but a driver watching it (a rollout
         # follows its children's status).
         keys = (
@@ -198,6 +217,8 @@ class Controller:
         if kind in self.drivers and not echo:
             meta = obj.get("metadata") or {}
             keys.add(Key(kind, str(meta.get("namespace") or ""), str(meta.get("name") or "")))
+        if writer is not None:
+            keys.discard(writer)
         keys |= driver_keys(kind, obj, self.index, list(self.drivers.values()))
         if self.settings.label_selector:
             keys = {k for k in keys if self.index.has(k)}
@@ -210,6 +231,14 @@ class Controller:
         # A Job or Pod that moved is work in flight: its owner's next step (supervise,
         # account the outcome, release the Lease) goes ahead of new claims.
         urgent = kind in IN_FLIGHT_KINDS
+        if urgent or keys:
+            log.debug(
+                "wake",
+                kind=kind,
+                name=(obj.get("metadata") or {}).get("name"),
+                type=event.type,
+                keys=[str(k) for k in keys],
+            )
         for key in keys:
             self.queue.add(key, urgent=urgent)
 
@@ -308,10 +337,11 @@ class Controller:
             return False, None
         report = PassReport()
         jobs = _JobLog(self, key)
-        env = self._pass_env(report, jobs)
+        env = self._pass_env(report, jobs, self.own.of(key) if family is not None else None)
         started = time.monotonic()
         outcome = "ok"
         again = False
+        requeue: float | None = None
         try:
             with self.metrics.in_pass():
                 if family is not None:
@@ -346,6 +376,7 @@ class Controller:
             )
         else:
             self.queue.forget(key)
+            requeue = result.requeue_after
             rested = self._note_rest(key, report.last, result.requeue_after)
             if chain and result.requeue_after == 0:
                 again = True
@@ -359,7 +390,20 @@ class Controller:
             self.last_pass = time.monotonic()
             jobs.flush(report)
             label = self.label(key.kind)
-            self.metrics.observe_pass(key, label, report, time.monotonic() - started, outcome)
+            seconds = time.monotonic() - started
+            self.metrics.observe_pass(key, label, report, seconds, outcome)
+            log.debug(
+                "pass",
+                resource=str(key),
+                chained=known is not None,
+                urgent=self.queue.taken_urgent(key),
+                waited=round(self.queue.waited(key), 3),
+                seconds=round(seconds, 3),
+                outcome=outcome,
+                phase=report.phase,
+                requeue_after=requeue,
+                requests=self.metrics.pass_requests(),
+            )
             if outcome in ("ok", "conflict", "api_error"):
                 self._announce(key, report)
         return again, (report.last if again and family is not None else None)
@@ -374,7 +418,7 @@ class Controller:
         self._rested.pop(key, None)
         return False
 
-    def _pass_env(self, report: PassReport, jobs: _JobLog) -> Env:
+    def _pass_env(self, report: PassReport, jobs: _JobLog, cluster: Cluster | None = None) -> Env:
         """The environment of one pass: its write hook checks leadership before every
         durable write, logs each Job create as soon as it is made (before the hook after
         it, where a test may kill the process), and runs the test kill hook, matched
@@ -391,7 +435,7 @@ class Controller:
                 die_now()
 
         return Env(
-            cluster=self.cluster,
+            cluster=cluster or self.cluster,
             lock_namespace=s.lock_namespace,
             controller=s.identity,
             observer=self.observer,
@@ -429,6 +473,112 @@ class Controller:
             warning=change.warning,
             component=self.settings.identity,
         )
+
+
+class OwnWrites:
+    """What a lifecycle pass's own writes returned: the resourceVersion of its resource,
+    and of each plan and input ConfigMap it created for it (owned by it), as each create
+    or patch left them, so that a watch event of exactly that version is known as the
+    echo of that resource's own write: it need not wake that resource (the pass that
+    wrote it took what follows), while it still wakes any other it concerns. Leases,
+    Jobs and Pods are not remembered (a released Lease wakes other resources; Jobs and
+    Pods have ``Motions``), and neither is anything a rollout's pass writes."""
+
+    KINDS = frozenset({PLAN.kind, CONFIGMAP.kind})  # besides the resource itself
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self._lock = threading.Lock()
+        self._versions: dict[tuple[str, str, str], tuple[str, Key]] = {}
+
+    def of(self, key: Key) -> _OwnPort:
+        """The cluster port for one pass over ``key``."""
+        return _OwnPort(self, key)
+
+    def saw(self, key: Key, kind: Kind, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        name, namespace = str(meta.get("name") or ""), str(meta.get("namespace") or "")
+        mine = (kind.kind, namespace, name) == tuple(key)
+        if not mine and kind.kind in self.KINDS and namespace == key.namespace:
+            mine = any(
+                r.get("kind") == key.kind and r.get("name") == key.name
+                for r in meta.get("ownerReferences") or []
+            )
+        rv = meta.get("resourceVersion")
+        if mine and rv:
+            with self._lock:
+                self._versions[(kind.kind, namespace, name)] = (str(rv), key)
+
+    def writer(self, event_type: str, kind: str, obj: Obj) -> Key | None:
+        """The resource whose pass wrote exactly the version the event carries, if one
+        did. A deletion forgets the object."""
+        meta = obj.get("metadata") or {}
+        at = (kind, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        with self._lock:
+            if event_type == "DELETED":
+                self._versions.pop(at, None)
+                return None
+            written = self._versions.get(at)
+        rv = meta.get("resourceVersion")
+        if event_type not in ("ADDED", "MODIFIED") or not rv or written is None:
+            return None
+        return written[1] if written[0] == str(rv) else None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._versions)
+
+
+class _OwnPort:
+    """The cluster port of one pass, telling :class:`OwnWrites` what its writes returned."""
+
+    def __init__(self, own: OwnWrites, key: Key) -> None:
+        self.own = own
+        self.key = key
+        self.cluster = own.cluster
+
+    def get(self, kind: Kind, namespace: str, name: str) -> Obj | None:
+        return self.cluster.get(kind, namespace, name)
+
+    def get_metadata(self, kind: Kind, namespace: str, name: str) -> Obj | None:
+        return self.cluster.get_metadata(kind, namespace, name)
+
+    def list(self, kind: Kind, namespace: str, labels: dict[str, str] | None = None) -> ObjList:
+        return self.cluster.list(kind, namespace, labels)
+
+    def list_metadata(
+        self, kind: Kind, namespace: str, labels: dict[str, str] | None = None
+    ) -> ObjList:
+        return self.cluster.list_metadata(kind, namespace, labels)
+
+    def create(self, kind: Kind, obj: Obj) -> Obj:
+        created = self.cluster.create(kind, obj)
+        self.own.saw(self.key, kind, created)
+        return created
+
+    def patch(
+        self, kind: Kind, namespace: str, name: str, patch: Obj, subresource: Subresource = None
+    ) -> Obj:
+        patched = self.cluster.patch(kind, namespace, name, patch, subresource)
+        self.own.saw(self.key, kind, patched)
+        return patched
+
+    def delete(
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        *,
+        uid: str | None = None,
+        propagation: Literal["Background", "Foreground", "Orphan"] = "Background",
+    ) -> None:
+        self.cluster.delete(kind, namespace, name, uid=uid, propagation=propagation)
+
+    def read_log(self, namespace: str, pod: str, container: str) -> str:
+        return self.cluster.read_log(namespace, pod, container)
+
+    def now(self) -> datetime:
+        return self.cluster.now()
 
 
 def _being_deleted(event: WatchEvent) -> bool:

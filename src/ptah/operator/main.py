@@ -52,6 +52,7 @@ def configure_logging(level: str = "info") -> None:
     logging.basicConfig(level=level.upper(), stream=sys.stderr, format="%(message)s")
     # httpx logs every request at INFO; the operator's own lines say what matters.
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    logging.getLogger("httpcore").setLevel(logging.WARNING)  # every byte, at DEBUG
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,

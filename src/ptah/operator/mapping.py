@@ -14,11 +14,14 @@ and Secrets a primary reads is the lifecycle's and its family's to say
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, LEASE, PLAN, POD, SECRET
+from ptah.lifecycle.account import terminated_state
+from ptah.lifecycle.executor import TERMINAL, job_terminal, pod_stopped, pods_ran
 from ptah.lifecycle.family import AnyFamily
 from ptah.lifecycle.watches import referenced
 from ptah.workload.job import LABEL_OWNER_UID
@@ -87,6 +90,14 @@ class Index:
         self._lock = threading.Lock()
         self._objs: dict[Key, dict[str, Any]] = {}
         self._by_uid: dict[str, Key] = {}
+        # Which ConfigMaps and Secrets each primary reads (``referenced``), and the
+        # reverse: kept per spec, computed when first asked after the spec moved.
+        self._refs: dict[Key, list[tuple[str, str, str]]] = {}
+        self._readers: dict[tuple[str, str, str], set[Key]] = {}
+        self._stale: set[Key] = set()
+        self._kinds: dict[str, int] = {}  # how many primaries of each kind
+        self._waiting: dict[Key, set[str]] = {}  # key -> ``realm_leases`` of its copy
+        self._waiters: dict[str, set[Key]] = {}  # Lease name -> keys waiting on it
 
     def upsert(self, obj: dict[str, Any]) -> tuple[Key, dict[str, Any] | None]:
         """Index ``obj``; returns its key and the copy it replaced."""
@@ -95,17 +106,75 @@ class Index:
         with self._lock:
             previous = self._objs.get(key)
             self._objs[key] = obj
+            if previous is None:
+                self._kinds[key.kind] = self._kinds.get(key.kind, 0) + 1
             if meta.get("uid"):
                 self._by_uid[str(meta["uid"])] = key
+            if previous is None or previous.get("spec") != obj.get("spec"):
+                self._stale.add(key)
+            self._wait(key, realm_leases(obj))
         return key, previous
+
+    def _wait(self, key: Key, leases: set[str]) -> None:
+        before = self._waiting.pop(key, set())
+        for name in before - leases:
+            waiters = self._waiters.get(name)
+            if waiters is not None:
+                waiters.discard(key)
+                if not waiters:
+                    del self._waiters[name]
+        for name in leases:
+            self._waiters.setdefault(name, set()).add(key)
+        if leases:
+            self._waiting[key] = leases
+
+    def waiting_for(self, lease: str) -> set[Key]:
+        """The primaries whose copy waits to acquire the realm Lease ``lease``."""
+        with self._lock:
+            return set(self._waiters.get(lease, ()))
+
+    def has_kind(self, kind: str) -> bool:
+        with self._lock:
+            return bool(self._kinds.get(kind))
 
     def remove(self, obj: dict[str, Any]) -> Key:
         meta = _meta(obj)
         key = Key(str(obj["kind"]), str(meta.get("namespace") or ""), str(meta["name"]))
         with self._lock:
-            self._objs.pop(key, None)
+            if self._objs.pop(key, None) is not None:
+                self._kinds[key.kind] -= 1
             self._by_uid.pop(str(meta.get("uid") or ""), None)
+            self._stale.discard(key)
+            self._unread(key)
+            self._wait(key, set())
         return key
+
+    def _unread(self, key: Key) -> None:
+        for ref in self._refs.pop(key, []):
+            readers = self._readers.get(ref)
+            if readers is not None:
+                readers.discard(key)
+                if not readers:
+                    del self._readers[ref]
+
+    def readers(self, kind: str, namespace: str, name: str, families: Families) -> set[Key]:
+        """The primaries (of ``families``) whose spec reads the ConfigMap or Secret
+        ``name`` of ``namespace`` (``referenced``), as last watched."""
+        with self._lock:
+            for key in self._stale:
+                self._unread(key)
+                family = families.get(key.kind)
+                obj = self._objs.get(key)
+                if family is None or obj is None:
+                    continue
+                refs = referenced(family, obj)
+                at = [(CONFIGMAP.kind, key.namespace, n) for n in refs.configmaps]
+                at += [(SECRET.kind, key.namespace, n) for n in refs.secrets]
+                self._refs[key] = at
+                for ref in at:
+                    self._readers.setdefault(ref, set()).add(key)
+            self._stale.clear()
+            return set(self._readers.get((kind, namespace, name), ()))
 
     def by_uid(self, uid: str) -> Key | None:
         with self._lock:
@@ -153,6 +222,93 @@ def only_status_changed(previous: dict[str, Any] | None, obj: dict[str, Any]) ->
     return all(before.get(k) == after.get(k) for k in _WATCHED_META)
 
 
+def _canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def motion(kind: str, obj: dict[str, Any]) -> tuple[Any, ...]:
+    """What a Job or Pod shows the steps that wait on it (a pass reads it afresh; this
+    only says whether one would see something new).
+
+    A Job: whether it is terminal and, once it is, how many Pods it counts; whether its
+    deletion began; its labels, annotations and owners, and (while it runs) its spec's
+    generation: what the supervising pass compares with the claim's intent. A terminal
+    Job's spec no longer matters to anyone (the TTL its owner patches onto it is such a
+    change). A Pod: whether it is terminal, stopped on evidence, its runner container
+    terminated; whether its deletion began; its labels and owners. A Pod going from
+    Pending to Running, a Job counting an active Pod, a condition that is not an end:
+    none of them is a step's next input; the supervising poll still runs meanwhile."""
+    meta = _meta(obj)
+    ident = (
+        bool(meta.get("deletionTimestamp")),
+        _canon(meta.get("labels") or {}),
+        _canon(meta.get("ownerReferences") or []),
+    )
+    if kind == JOB.kind:
+        terminal = job_terminal(obj)
+        return (
+            *ident,
+            _canon(meta.get("annotations") or {}),
+            terminal,
+            pods_ran(obj) if terminal else None,
+            None if terminal else meta.get("generation"),
+        )
+    phase = (obj.get("status") or {}).get("phase")
+    return (*ident, phase in TERMINAL, pod_stopped(obj), terminated_state(obj) is not None)
+
+
+class Motions:
+    """The last :func:`motion` seen of each Job and Pod, by uid: whether an event on one
+    moved it (only then is its owner woken).
+
+    A relist (``SYNC``) and a deletion always count. An object first seen counts when it
+    already shows something beyond having been created (terminal, stopped, deleted):
+    a Job or Pod that has only just started unblocks no step (the pass that creates a
+    Job reads it back itself)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[str, int] = {}  # uid -> hash of its last motion (a few bytes each)
+        self._running: set[str] = set()  # uids of the Jobs last seen neither ended nor going
+
+    def moved(self, event_type: str, kind: str, obj: dict[str, Any]) -> bool:
+        meta = _meta(obj)
+        uid = str(meta.get("uid") or "")
+        if event_type == "DELETED":
+            with self._lock:
+                self._seen.pop(uid, None)
+                self._running.discard(uid)
+            return True
+        now = hash(motion(kind, obj))
+        with self._lock:
+            before = self._seen.get(uid)
+            if uid:
+                self._seen[uid] = now
+                if kind == JOB.kind and not job_terminal(obj) and not meta.get("deletionTimestamp"):
+                    self._running.add(uid)
+                else:
+                    self._running.discard(uid)
+            job_runs = kind == POD.kind and any(
+                r.get("kind") == JOB.kind and str(r.get("uid") or "") in self._running
+                for r in meta.get("ownerReferences") or []
+            )
+        if event_type == "SYNC" or not uid:
+            return True
+        if job_runs and not meta.get("deletionTimestamp"):
+            # A Pod of a Job last seen running: every step that reads Pods waits for the
+            # Job to end first (or to go), and that is an event of the Job's own. A Pod
+            # whose deletion begins still counts: its Job may be gone already.
+            return False
+        if before is None:
+            fresh = {**obj, "status": {}, "metadata": {**meta, "deletionTimestamp": None}}
+            before = hash(motion(kind, fresh))
+        return now != before
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._seen)
+
+
 def keys_for(
     kind: str, obj: dict[str, Any], index: Index, lock_namespace: str, families: Families
 ) -> set[Key]:
@@ -172,17 +328,11 @@ def keys_for(
     if kind == LEASE.kind:
         if namespace != lock_namespace or not name.startswith(REALM_PREFIX):
             return set()
-        return {key for key, o in index.objects() if name in realm_leases(o)}
+        return index.waiting_for(name)
     if kind in (CONFIGMAP.kind, SECRET.kind):
-        found = _owned(obj, index, namespace, families)
-        for key, o in index.objects():
-            family = families.get(key.kind)
-            if family is None or key.namespace != namespace:
-                continue
-            refs = referenced(family, o)
-            if name in (refs.configmaps if kind == CONFIGMAP.kind else refs.secrets):
-                found.add(key)
-        return found
+        return _owned(obj, index, namespace, families) | index.readers(
+            kind, namespace, name, families
+        )
     return set()
 
 
@@ -211,7 +361,7 @@ def driver_keys(
     found: set[Key] = set()
     for driver in drivers:
         mine = driver.kind.kind
-        if kind == mine:
+        if kind == mine or not index.has_kind(mine):
             continue
         objects = [
             o for key, o in index.objects() if key.kind == mine and key.namespace == namespace

@@ -126,11 +126,17 @@ class Metrics:
         self.kube_requests.labels(verb, resource).inc()
         if getattr(self._local, "in_pass", False):
             self.api_requests.labels(verb, resource).inc()
+            self._local.sent.append(f"{verb} {resource}")
+
+    def pass_requests(self) -> list[str]:
+        """The requests this thread's current (or last) pass sent, in order."""
+        return list(getattr(self._local, "sent", []))
 
     @contextlib.contextmanager
     def in_pass(self) -> Iterator[None]:
         """Requests this thread sends meanwhile are a pass's."""
         self._local.in_pass = True
+        self._local.sent = []
         try:
             yield
         finally:

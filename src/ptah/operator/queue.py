@@ -90,6 +90,8 @@ class WorkQueue(Generic[K]):
         self._due: dict[K, float] = {}
         self._seq = itertools.count()
         self._shutdown = False
+        self._since: dict[K, float] = {}  # dirty key -> when it became so
+        self._waited: dict[K, float] = {}  # key being processed -> how long it waited
 
     # -- adding --
 
@@ -108,6 +110,7 @@ class WorkQueue(Generic[K]):
                 self._urgent.append(key)
             return
         self._dirty.add(key)
+        self._since.setdefault(key, self._clock())
         if key in self._processing:
             if urgent:
                 self._dirty_urgent.add(key)
@@ -134,6 +137,11 @@ class WorkQueue(Generic[K]):
         """Whether a key added urgent is waiting for a worker."""
         with self._cond:
             return bool(self._urgent)
+
+    def waited(self, key: K) -> float:
+        """How long ``key``, being processed, waited in the queue once due (seconds)."""
+        with self._cond:
+            return self._waited.get(key, 0.0)
 
     def taken_urgent(self, key: K) -> bool:
         """Whether ``key``, being processed, was taken from the urgent keys."""
@@ -196,6 +204,8 @@ class WorkQueue(Generic[K]):
                         key = self._ready.popleft()
                     self._dirty.discard(key)
                     self._processing.add(key)
+                    since = self._since.pop(key, None)
+                    self._waited[key] = 0.0 if since is None else self._clock() - since
                     return key
                 wait = None if deadline is None else deadline - self._clock()
                 if self._delayed:
@@ -219,6 +229,7 @@ class WorkQueue(Generic[K]):
         with self._cond:
             self._processing.discard(key)
             self._taken_urgent.discard(key)
+            self._waited.pop(key, None)
             urgent = key in self._dirty_urgent
             resumed = key in self._dirty_resume
             self._dirty_urgent.discard(key)
