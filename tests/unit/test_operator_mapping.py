@@ -137,3 +137,27 @@ def test_a_configmap_or_secret_maps_to_the_specs_that_read_it_as_last_watched() 
     idx.remove(schema("y", "s1"))
     assert keys_for("ConfigMap", meta("y"), idx, LOCK, FAMILIES) == set()
     assert keys_for("Secret", meta("s1"), idx, LOCK, FAMILIES) == set()
+
+
+def test_only_the_runners_jobs_and_pods_are_watched_and_whole() -> None:
+    """Jobs and Pods are watched whole (their status says whether they moved), and only
+    those carrying an operation's label; a kind two watches select differently is
+    watched unselected."""
+    from ptah.kube.kinds import CONFIGMAP, JOB, POD
+    from ptah.lifecycle.family import Watch
+    from ptah.lifecycle.watches import merge_watches
+    from ptah.operator.main import drivers, watched
+    from ptah.workload.job import LABEL_OPERATION
+
+    by_kind = {w.kind.kind: w for w in watched(FAMILIES, drivers())}
+    for kind in (JOB, POD):
+        assert not by_kind[kind.kind].metadata_only
+        assert by_kind[kind.kind].label_selector == LABEL_OPERATION
+    assert by_kind["Secret"].metadata_only and not by_kind["Secret"].label_selector
+    (merged,) = merge_watches([Watch(CONFIGMAP, label_selector="a")], [Watch(CONFIGMAP)])
+    assert merged.label_selector == "" and merged.metadata_only
+    (merged,) = merge_watches(
+        [Watch(CONFIGMAP, label_selector="a")],
+        [Watch(CONFIGMAP, metadata_only=False, label_selector="a")],
+    )
+    assert merged.label_selector == "a" and not merged.metadata_only

@@ -111,10 +111,12 @@ class References:
 @dataclass(frozen=True)
 class Watch:
     """A kind the operator watches for a family; ``metadata_only`` when name, labels and
-    owners are all that mapping an event needs."""
+    owners are all that mapping an event needs; ``label_selector`` when only objects
+    carrying those labels can concern a resource (the server filters)."""
 
     kind: Kind
     metadata_only: bool = True
+    label_selector: str = ""
 
 
 class Family(Protocol[SpecT, StatusT]):

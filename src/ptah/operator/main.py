@@ -200,7 +200,7 @@ class Process:
                 self.controller.handle,
                 namespace=namespace,
                 metadata_only=w.metadata_only,
-                label_selector=selector if w.kind.kind in primaries else "",
+                label_selector=selector if w.kind.kind in primaries else w.label_selector,
                 stop=self.watch_stop,
                 on_error=watch_error,
             )
