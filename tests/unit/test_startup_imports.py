@@ -73,16 +73,20 @@ def _probe(
     env = _env(tmp_path)
     if url is not None:
         env["PTAH_DB_URL"] = url
+    record, proc = _run_probe([PROBE, json.dumps(HEAVY), driver, *args], env)
+    return record, proc.stdout
+
+
+def _run_probe(
+    argv: list[str], env: dict[str, str]
+) -> tuple[dict[str, Any], subprocess.CompletedProcess[str]]:
+    """Run ``python -c argv...`` and read the record its last stderr line carries."""
     proc = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(HEAVY), driver, *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
+        [sys.executable, "-c", *argv], env=env, capture_output=True, text=True, timeout=120
     )
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("PROBE "), proc.stderr[-2000:]
-    return json.loads(last.split(" ", 1)[1]), proc.stdout
+    return json.loads(last.split(" ", 1)[1]), proc
 
 
 @pytest.mark.parametrize("operation", ["identify", "plan", "apply", "history", "migrate"])
@@ -205,16 +209,7 @@ def test_runner_start_up_stdlib_has_not_run_when_the_target_opens(
     env = _env(tmp_path)
     if scheme != "sqlite":
         env["PTAH_DB_URL"] = f"{scheme}://ptah@127.0.0.1:1/startup"
-    proc = subprocess.run(
-        [sys.executable, "-c", DEFERRED_PROBE, "identify"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("PROBE "), proc.stderr[-2000:]
-    record = json.loads(last.split(" ", 1)[1])
+    record, proc = _run_probe([DEFERRED_PROBE, "identify"], env)
     assert record["ran"] == [[]], record
     expected = failures.OK if scheme == "sqlite" else failures.UNREACHABLE.exit_code
     assert record["code"] == expected, proc.stderr[-2000:]
