@@ -90,6 +90,54 @@ def test_deletion_collects_jobs_plans_and_inputs(
     assert sqlite_tables(db) == ["users"]  # deleting the resource never touches the database
 
 
+def _mounted_inputs(kube: RealCluster, namespace: str, uid: str) -> set[str]:
+    """The input ConfigMaps the Jobs of the resource ``uid`` mount."""
+    return {
+        v["configMap"]["name"]
+        for kind in ("Plan", "Apply")
+        for job in jobs_of(kube, namespace, uid, kind)
+        for v in job["spec"]["template"]["spec"].get("volumes", [])
+        if "configMap" in v
+    }
+
+
+def test_deleting_one_of_two_resources_with_the_same_inputs_keeps_the_others(
+    kube: RealCluster, namespace: str, operator: Operator, tmp_path: Path
+) -> None:
+    """Two resources with the same desired source (so the same runner inputs): deleting
+    the first lets garbage collection take what it owns, and what the second's Jobs
+    mount is the second's own and stays."""
+    for name in ("first", "second"):
+        secret(kube, namespace, name, f"sqlite:///{tmp_path / name}.db")
+    operator.start()
+    schema(kube, namespace, "first", SQL, "first", "sqlite")
+    wait_status(kube, namespace, "first", "Ready", ready, log=operator.log_path)
+    schema(kube, namespace, "second", SQL, "second", "sqlite")
+    wait_status(kube, namespace, "second", "Ready", ready, log=operator.log_path)
+    first, second = uid_of(kube, namespace, "first"), uid_of(kube, namespace, "second")
+    mounted = _mounted_inputs(kube, namespace, second)
+    assert mounted, "the second resource's Jobs mount their inputs"
+    for name in mounted:
+        cm = kube.get(CONFIGMAP, namespace, name)
+        assert cm is not None
+        assert [r["uid"] for r in cm["metadata"]["ownerReferences"]] == [second], name
+    kube.delete(SCHEMA, namespace, "first")
+    wait_for("the first PtahSchema gone", lambda: kube.get(SCHEMA, namespace, "first") is None, 30)
+
+    def first_collected() -> bool:
+        return not any(
+            r.get("uid") == first
+            for kind in (JOB, PLAN, CONFIGMAP)
+            for o in kube.list(kind, namespace)
+            for r in o["metadata"].get("ownerReferences", [])
+        )
+
+    # The first's dependents gone is the evidence that garbage collection has run.
+    wait_for("the first resource's dependents collected", first_collected, timeout=60)
+    assert all(kube.get(CONFIGMAP, namespace, name) is not None for name in mounted)
+    assert ready(status(kube, namespace, "second"))
+
+
 def test_rotated_secret_starts_a_new_binding_epoch(
     kube: RealCluster, namespace: str, operator: Operator, tmp_path: Path
 ) -> None:

@@ -99,7 +99,7 @@ def claim_step(p: Pass, work: Work) -> Result:
 def _new_claim(p: Pass, work: Work, inputs: str | None) -> ActiveOperation:
     """The claim for ``work``: the operation ID and the Job's deterministic name (from the
     resource, the work, the binding epoch and the attempt), the Lease a mutation expects
-    for its realm, and the content-addressed input ConfigMap."""
+    for its realm, and the input ConfigMap, addressed by this resource and the content."""
     attempt = p.status.next_attempt or 1
     op_id = names.operation_id(p.uid, work.type, work.input_fingerprint, attempt)
     epoch = p.binding_epoch
@@ -115,7 +115,7 @@ def _new_claim(p: Pass, work: Work, inputs: str | None) -> ActiveOperation:
         )
     input_cm = None
     if work.inputs:
-        input_cm = names.input_configmap_name(digest(work.inputs))
+        input_cm = names.input_configmap_name(p.uid, digest(work.inputs))
     return ActiveOperation(
         operation_id=op_id,
         type=work.type,

@@ -165,7 +165,9 @@ def write_lease_epoch(p: Pass, op: ActiveOperation, epoch: int) -> None:
 
 
 def create_inputs(p: Pass, name: str, data: dict[str, str]) -> None:
-    """The runner's inputs, content-addressed and immutable, owned by the resource."""
+    """The runner's inputs, immutable, owned by the resource and named by it and the content
+    (ptah.workload.names.input_configmap_name). An existing ConfigMap of that name is this
+    resource's earlier create; any other content there is an error, never overwritten."""
     body = {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -40,8 +40,11 @@ def lease_name(coordination_digest: str) -> str:
     return f"ptah-realm-{coordination_digest[:40]}"
 
 
-def input_configmap_name(content_digest: str) -> str:
-    return f"ptah-input-{content_digest[:20]}"
+def input_configmap_name(resource_uid: str, content_digest: str) -> str:
+    """``ptah-input-<hash>`` of the owning resource and the content. The owner is part of
+    the name: two resources with the same inputs must not share one ConfigMap, since
+    garbage collection deletes it with its first owner while the other's Jobs mount it."""
+    return f"ptah-input-{digest([resource_uid, content_digest], 20)}"
 
 
 def plan_name(owner_name: str, plan_digest: str) -> str:

@@ -62,6 +62,9 @@ RULES: dict[str, str] = {
     "pass that wrote the dispatch marker; an operation is dispatched at most once",
     "lease-live-holder": "Bind the realm: a Lease its holder renewed within the Lease "
     "duration (by the world's clock) is never taken by another, whatever the clocks say",
+    "own-inputs": "Persist the claim: the runner-input ConfigMap a Job mounts is owned by "
+    "that Job's resource, so deleting another resource (whose garbage collection takes what "
+    "it owns) never removes a dispatched Job's inputs",
     "snapshot-pass-returns": "admissionSnapshot: the pass that writes the snapshot returns "
     "without creating anything",
     "job-carries-snapshot": "Resolve the admission envelope: a Job carries the admission "
@@ -358,6 +361,7 @@ class Invariants(Watcher):
                 f"{res.name}: Job {name} created by a pass that did not write its dispatch "
                 "marker (the next pass never creates)",
             )
+        self._own_inputs(res, obj, claim, name)
         template = body["spec"]["template"]["metadata"].get("annotations", {})
         snapshot = (claim.get("admissionSnapshot") or {}).get("digest")
         if template.get(ANNOTATION_ADMISSION) != snapshot:
@@ -895,6 +899,20 @@ class Invariants(Watcher):
             self.fail(
                 "proof-prioritised",
                 f"{res.name}: shows Suspended while proof of {record.get('operationId')} is owed",
+            )
+
+    def _own_inputs(
+        self, res: SimResource, obj: dict[str, Any], claim: dict[str, Any], job: str
+    ) -> None:
+        name = claim.get("inputConfigMap")
+        cm = self.world.cluster.system.peek(CONFIGMAP, NS, name) if name else None
+        if cm is None:
+            return
+        owners = {r.get("uid") for r in cm["metadata"].get("ownerReferences", [])}
+        if obj["metadata"]["uid"] not in owners:
+            self.fail(
+                "own-inputs",
+                f"{res.name}: Job {job} mounts input ConfigMap {name}, owned only by {owners}",
             )
 
     def _own_job(
