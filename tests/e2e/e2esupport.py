@@ -21,7 +21,7 @@ import httpx
 import psycopg
 from prometheus_client.parser import text_string_to_metric_families
 
-from ptah.kube.kinds import APPROVAL, EVENT, JOB, SCHEMA, SECRET, Kind
+from ptah.kube.kinds import APPROVAL, CONFIGMAP, EVENT, JOB, PLAN, SCHEMA, SECRET, Kind
 from ptah.kube.real import RealCluster
 from support.databases import db_env, in_ci, missing, with_database
 from support.wait import wait_for
@@ -236,6 +236,17 @@ def wait_event(
 
 def jobs_of(kube: RealCluster, ns: str, owner_uid: str, op_type: str) -> list[dict[str, Any]]:
     return kube.list(JOB, ns, {"ptah.io/owner-uid": owner_uid, "ptah.io/operation-type": op_type})
+
+
+def owned_by(kube: RealCluster, ns: str, owner_uid: str) -> list[str]:
+    """The Jobs, PtahPlans and ConfigMaps of ``ns`` with an owner reference to
+    ``owner_uid`` ("Kind/name"): what garbage collection takes once the owner goes."""
+    return [
+        f"{kind.kind}/{o['metadata']['name']}"
+        for kind in (JOB, PLAN, CONFIGMAP)
+        for o in kube.list(kind, ns)
+        if any(r.get("uid") == owner_uid for r in o["metadata"].get("ownerReferences", []))
+    ]
 
 
 def approve(

@@ -16,6 +16,7 @@ from e2esupport import (
     Operator,
     approve,
     jobs_of,
+    owned_by,
     pg_columns,
     ready,
     schema,
@@ -77,16 +78,11 @@ def test_deletion_collects_jobs_plans_and_inputs(
     kube.delete(SCHEMA, namespace, "app")
     wait_for("the PtahSchema gone", lambda: kube.get(SCHEMA, namespace, "app") is None, 30)
 
-    def collected() -> bool:
-        owned = [
-            o
-            for kind in (JOB, PLAN, CONFIGMAP)
-            for o in kube.list(kind, namespace)
-            if any(r.get("uid") == uid for r in o["metadata"].get("ownerReferences", []))
-        ]
-        return not owned
-
-    wait_for("Jobs, PtahPlans and input ConfigMaps collected", collected, timeout=60)
+    wait_for(
+        "Jobs, PtahPlans and input ConfigMaps collected",
+        lambda: not owned_by(kube, namespace, uid),
+        timeout=60,
+    )
     assert sqlite_tables(db) == ["users"]  # deleting the resource never touches the database
 
 
@@ -124,16 +120,12 @@ def test_deleting_one_of_two_resources_with_the_same_inputs_keeps_the_others(
     kube.delete(SCHEMA, namespace, "first")
     wait_for("the first PtahSchema gone", lambda: kube.get(SCHEMA, namespace, "first") is None, 30)
 
-    def first_collected() -> bool:
-        return not any(
-            r.get("uid") == first
-            for kind in (JOB, PLAN, CONFIGMAP)
-            for o in kube.list(kind, namespace)
-            for r in o["metadata"].get("ownerReferences", [])
-        )
-
     # The first's dependents gone is the evidence that garbage collection has run.
-    wait_for("the first resource's dependents collected", first_collected, timeout=60)
+    wait_for(
+        "the first resource's dependents collected",
+        lambda: not owned_by(kube, namespace, first),
+        timeout=60,
+    )
     assert all(kube.get(CONFIGMAP, namespace, name) is not None for name in mounted)
     assert ready(status(kube, namespace, "second"))
 

@@ -405,9 +405,9 @@ class Policy(Model):
     )
     ignore: list[str] = Field(
         default_factory=list,
-        description="PostgreSQL: kinds of objects Ptah does not manage (as the census names"
-        " them, e.g. 'publication', 'statistics object') that a plan leaves alone instead of"
-        " refusing as Unmanaged.",
+        description="PostgreSQL and MariaDB/MySQL: kinds of objects Ptah does not manage (as"
+        " the census names them, e.g. 'publication', 'statistics object', 'trigger',"
+        " 'procedure') that a plan leaves alone instead of refusing as Unmanaged.",
     )
     verification_policy: str = Field(
         default="ptah-verification-policy",

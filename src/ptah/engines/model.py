@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +54,35 @@ class PlanError(Exception):
     def __init__(self, message: str, reason: str = "PlanError") -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class Unmanaged(PlanError):
+    """The desired file creates objects the planner would otherwise lose silently."""
+
+    def __init__(self, objects: Sequence[str]) -> None:
+        shown = "; ".join(objects[:20])
+        if len(objects) > 20:
+            shown += f"; and {len(objects) - 20} more"
+        super().__init__(
+            f"the desired schema creates {len(objects)} object(s) Ptah does not manage: {shown}."
+            " Remove them from the desired file or list their kind in spec.policy.ignore",
+            "Unmanaged",
+        )
+        self.objects = list(objects)
+
+
+def refuse_unmanaged(desired: Schema, ignore: Sequence[str]) -> None:
+    """Raise :class:`Unmanaged` for what the census of the loaded desired source found
+    (``desired["_meta"]["unmanaged"]``, items ``"<kind> <name>"``) outside the kinds
+    the policy ignores: a plan never leaves out an object of the source unsaid."""
+    found = desired.get("_meta", {}).get("unmanaged", [])
+    unmanaged = [
+        item
+        for item in found
+        if not any(item == kind or item.startswith(kind + " ") for kind in ignore)
+    ]
+    if unmanaged:
+        raise Unmanaged(unmanaged)
 
 
 @dataclass(frozen=True)
@@ -177,8 +207,8 @@ class SchemaPolicy:
     ``ownership``: ``ignore`` (the default) leaves ``OWNER TO`` out of the load
     and never plans owners; ``manage`` runs it in the scratch and plans owners.
     ``ignore``: kinds of objects (as the census names them) a plan leaves alone
-    instead of refusing them as unmanaged. Both are PostgreSQL's; other engines
-    have no owners or census to apply them to.
+    instead of refusing them as unmanaged (PostgreSQL's and MariaDB/MySQL's census;
+    SQLite has none). ``ownership`` is PostgreSQL's; other engines have no owners.
     """
 
     ownership: str = "ignore"

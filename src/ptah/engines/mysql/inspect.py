@@ -5,11 +5,18 @@ column, index and constraint, which is exactly the granularity the differ
 needs. The counter ``AUTO_INCREMENT=n`` is state, not schema, and is dropped.
 Tables are listed with one information_schema query; MariaDB offers no
 set-based equivalent of SHOW CREATE TABLE, so that one runs per table.
+
+What inspection does not take in (triggers, stored procedures and functions, events,
+sequences, system-versioned tables) is counted by :func:`census` into
+``schema["_meta"]["unmanaged"]``, each item named by its kind and name, so that the
+planner never loses one silently: on the desired side it refuses the source
+(``Unmanaged``), on the target it reports what it leaves alone.
 """
 
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 from ptah.engines.model import Schema
@@ -40,6 +47,35 @@ def parse_create(sql: str) -> dict[str, Any]:
     return {"elements": elements, "_order": [element_key(ln) for ln in body], "options": options}
 
 
+# The kinds of information_schema.tables that inspection reads; another (MariaDB's
+# SEQUENCE and SYSTEM VERSIONED) is named by the census.
+_INSPECTED = {"BASE TABLE", "VIEW"}
+_TABLE_KINDS = {"SEQUENCE": "sequence", "SYSTEM VERSIONED": "system-versioned table"}
+
+# Objects of the database that inspection does not take in: (kind, name) per row.
+_CENSUS = (
+    "SELECT 'trigger', trigger_name FROM information_schema.triggers"
+    " WHERE trigger_schema = DATABASE()"
+    " UNION ALL SELECT lower(routine_type), routine_name FROM information_schema.routines"
+    " WHERE routine_schema = DATABASE()"
+    " UNION ALL SELECT 'event', event_name FROM information_schema.events"
+    " WHERE event_schema = DATABASE()"
+)
+
+
+def census(cur: Any, tables: list[tuple[str, str]]) -> list[str]:
+    """Every object of the current database that inspection did not take in, as
+    ``"<kind> <name>"`` (the kind as ``spec.policy.ignore`` names it), sorted."""
+    found = [
+        f"{_TABLE_KINDS.get(kind, kind.lower())} {name}"
+        for name, kind in tables
+        if kind not in _INSPECTED
+    ]
+    cur.execute(_CENSUS)
+    found += [f"{kind} {name}" for kind, name in cur.fetchall()]
+    return sorted(found)
+
+
 def inspect(conn: Any) -> Schema:
     schema: Schema = {"table": {}, "view": {}}
     with conn.cursor() as cur:
@@ -65,4 +101,7 @@ def inspect(conn: Any) -> Schema:
         for name, definition, check in cur.fetchall():
             text = definition.replace(f"`{db}`.", "")
             schema["view"][name] = {"def": text, "check": check}
+        t0 = time.perf_counter()
+        unmanaged = census(cur, list(tables))
+        schema["_meta"] = {"unmanaged": unmanaged, "censusSeconds": time.perf_counter() - t0}
     return schema

@@ -24,6 +24,7 @@ from ptah.engines.model import (
     SchemaPolicy,
     Statement,
     fingerprint,
+    refuse_unmanaged,
 )
 from ptah.engines.mysql import diff as mydiff
 from ptah.engines.mysql import inspect as myinspect
@@ -105,9 +106,11 @@ class MysqlOps:
                         raise DesiredSchemaInvalid(
                             scrub(load_error(exc, name, statement), *url.secrets)
                         ) from None
-                return myinspect.inspect(conn), []
+                desired = myinspect.inspect(conn)
             finally:
                 _run_script(conn, f"DROP DATABASE IF EXISTS `{name}`")
+            refuse_unmanaged(desired, policy.ignore)
+            return desired, []
         finally:
             conn.close()
 

@@ -39,32 +39,13 @@ import psycopg
 
 from ptah.engines import confine
 from ptah.engines.base import DesiredSchemaInvalid, ScratchUnavailable
-from ptah.engines.model import PlanError, Schema
+from ptah.engines.model import Schema, refuse_unmanaged
 from ptah.engines.postgres import inspect, prepare
 from ptah.engines.postgres.target import connect
 from ptah.engines.urls import DbUrl, scrub
 
 # Statements per committed batch when a large file loads into a temporary database.
 BATCH = 2000
-
-
-class Unmanaged(PlanError):
-    """The desired file creates objects the planner would otherwise lose silently."""
-
-    def __init__(self, objects: Sequence[str]) -> None:
-        shown = "; ".join(objects[:20])
-        if len(objects) > 20:
-            shown += f"; and {len(objects) - 20} more"
-        super().__init__(
-            f"the desired schema creates {len(objects)} object(s) Ptah does not manage: {shown}."
-            " Remove them from the desired file or list their kind in spec.policy.ignore",
-            "Unmanaged",
-        )
-        self.objects = list(objects)
-
-
-def _ignored(item: str, ignore: Sequence[str]) -> bool:
-    return any(item == kind or item.startswith(kind + " ") for kind in ignore)
 
 
 def _locate(conn: Any, load: prepare.Load) -> int | None:
@@ -198,9 +179,7 @@ def normalise(
     schema["_meta"]["ownership"] = ownership
     # Where the scratch's time went (bench/plan.py prints it; fingerprints skip "_meta").
     schema["_meta"]["scratchSeconds"] = seconds
-    unmanaged = [u for u in schema["_meta"]["unmanaged"] if not _ignored(u, ignore)]
-    if unmanaged:
-        raise Unmanaged(unmanaged)
+    refuse_unmanaged(schema, ignore)
     return schema, list(load.warnings)
 
 

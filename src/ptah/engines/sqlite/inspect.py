@@ -126,13 +126,30 @@ def body_segments(sql: str) -> list[str]:
     return out
 
 
+def _shadow_tables(conn: sqlite3.Connection) -> set[str]:
+    """The shadow tables of the database's virtual tables (an FTS5 table's ``_data``,
+    ``_idx``, ``_content``, ...): the virtual table's module creates and drops them
+    with it, so they are part of that table, not objects of their own (planned on
+    their own, ``CREATE VIRTUAL TABLE`` then fails to create them a second time).
+    ``PRAGMA table_list`` says so (SQLite 3.37+); an older library has no shadow
+    tables to report."""
+    try:
+        rows = conn.execute("PRAGMA main.table_list").fetchall()
+    except sqlite3.OperationalError:
+        return set()
+    return {str(row[1]) for row in rows if row[2] == "shadow"}
+
+
 def inspect(conn: sqlite3.Connection) -> Schema:
     schema: Schema = {"table": {}, "index": {}, "view": {}, "trigger": {}}
     rows = conn.execute(
         "SELECT type, name, tbl_name, sql FROM sqlite_master"
         " WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
     ).fetchall()
+    shadow = _shadow_tables(conn)
     for kind, name, table, sql in rows:
+        if name in shadow:
+            continue
         entry: dict[str, Any] = {"def": canonical_sql(sql), "_sql": sql}
         if kind == "table":
             quoted = name.replace('"', '""')

@@ -1,0 +1,85 @@
+"""Nothing silent on MariaDB either: what inspection does not take in (triggers, stored
+routines, sequences, system-versioned tables) refuses the desired source by name, is
+left out only when the policy ignores its kind, and on the target is reported and kept."""
+
+from __future__ import annotations
+
+import pymysql
+import pytest
+
+from ptah.engines import planner
+from ptah.engines.connect import open_target
+from ptah.engines.model import PlanError, SchemaPolicy
+from ptah.engines.urls import parse_url
+
+pytestmark = pytest.mark.integration
+
+BASE = "CREATE TABLE t (id INT PRIMARY KEY, n INT NOT NULL DEFAULT 0);\n"
+
+UNMANAGED = {
+    "trigger": (
+        "CREATE TRIGGER t_bump BEFORE INSERT ON t FOR EACH ROW SET NEW.n = NEW.n + 1;",
+        "trigger t_bump",
+    ),
+    "procedure": (
+        "CREATE PROCEDURE p_clear() DELETE FROM t;",
+        "procedure p_clear",
+    ),
+    "function": (
+        "CREATE FUNCTION f_twice(x INT) RETURNS INT DETERMINISTIC RETURN x * 2;",
+        "function f_twice",
+    ),
+    "sequence": ("CREATE SEQUENCE s_ids START WITH 10;", "sequence s_ids"),
+    "system-versioned table": (
+        "CREATE TABLE h (id INT PRIMARY KEY) WITH SYSTEM VERSIONING;",
+        "system-versioned table h",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(UNMANAGED))
+def test_desired_unmanaged_object_is_refused_by_name(mysql_db: str, kind: str) -> None:
+    extra, named = UNMANAGED[kind]
+    with open_target(mysql_db) as t, pytest.raises(PlanError) as err:
+        planner.plan(t, BASE + extra)
+    assert err.value.reason == "Unmanaged"
+    assert named in str(err.value)
+    assert "ptah_scratch" not in str(err.value)
+
+
+def test_ignored_kind_is_left_out_of_the_plan(mysql_db: str) -> None:
+    extra, _ = UNMANAGED["trigger"]
+    with open_target(mysql_db) as t:
+        plan = planner.plan(t, BASE + extra, policy=SchemaPolicy(ignore=("trigger",)))
+    assert [s.sql.split("(")[0].strip() for s in plan.statements] == ["CREATE TABLE `t`"]
+
+
+def _query(url: str, sql: str) -> list[tuple[object, ...]]:
+    """Run ``sql`` on the database at ``url`` outside Ptah, committed; its rows."""
+    u = parse_url(url)
+    conn = pymysql.connect(
+        host=u.host, port=u.port, user=u.user, password=u.password, database=u.database
+    )
+    try:
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            rows = list(cur.fetchall())
+        conn.commit()
+        return rows
+    finally:
+        conn.close()
+
+
+def test_target_unmanaged_object_is_reported_and_kept(mysql_db: str) -> None:
+    with open_target(mysql_db) as t:
+        plan = planner.plan(t, BASE)
+        planner.apply(t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after)
+    _query(mysql_db, UNMANAGED["trigger"][0])
+    with open_target(mysql_db) as t:
+        plan = planner.plan(t, BASE)
+    assert plan.statements == []
+    assert "not managed by Ptah, left as it is on the target: trigger t_bump" in plan.warnings
+    triggers = (
+        "SELECT trigger_name FROM information_schema.triggers WHERE trigger_schema = DATABASE()"
+    )
+    assert _query(mysql_db, triggers) == [("t_bump",)]
