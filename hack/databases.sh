@@ -3,12 +3,30 @@
 # for the engine tests and the bench. Idempotent: reuses running instances.
 # Writes ${PTAH_CACHE}/db/env with PTAH_TEST_PG_URL, PTAH_TEST_PG_NOCREATEDB_URL,
 # PTAH_TEST_MYSQL_URL (tests read env vars first, then that file).
+#
+# The data directories live on tmpfs (/dev/shm) when it has room, else under
+# ${PTAH_CACHE}/db (PTAH_DB_ON_DISK=1 forces that). Why: this kind of machine's root file
+# system is ext4 without a journal, and there the inode allocator skips every inode freed
+# in the last minutes (fs/ext4/ialloc.c, recently_deleted), one buffer-cache lookup each,
+# so loading a scratch of thousands of relations right after another scratch was dropped
+# (what every plan after the first does) runs up to twice as long, in the kernel: the
+# figures would measure the file system, not the planner. A journaled file system (any
+# production server's) has no such check; neither has tmpfs. These are throw-away test
+# servers (fsync is off already); a reboot empties tmpfs and the next run initialises
+# them again in seconds.
 set -euo pipefail
 export PTAH_CACHE=${PTAH_CACHE:-$HOME/.cache/ptah}
 db=$PTAH_CACHE/db
 mkdir -p "$db"
 PG_PORT=${PTAH_PG_PORT:-55432}
 MY_PORT=${PTAH_MYSQL_PORT:-53306}
+data=$db
+if [ -z "${PTAH_DB_ON_DISK:-}" ] && [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] &&
+  [ "$(df -Pk /dev/shm | awk 'NR == 2 { print $4 }')" -ge $((4 * 1024 * 1024)) ]; then
+  data=/dev/shm/ptah-db-$PG_PORT-$MY_PORT
+fi
+mkdir -p "$data"
+echo "databases: data directories under $data"
 PG_BIN=/usr/lib/postgresql/15/bin
 PW=ptah-test-pw
 
@@ -29,11 +47,18 @@ owner=$(id -un)
 [ "$(id -u)" = 0 ] && owner=postgres
 
 # --- PostgreSQL 15 -----------------------------------------------------------
-pgdata=$db/pg15
+pgdata=$data/pg15
+# A server of this port from the other place (an earlier layout, or PTAH_DB_ON_DISK
+# switched) is stopped first: the port is this one's.
+for other in "$db/pg15" "/dev/shm/ptah-db-$PG_PORT-$MY_PORT/pg15"; do
+  if [ "$other" != "$pgdata" ] && [ -f "$other/postmaster.pid" ]; then
+    run_as "$(stat -c %U "$other")" "$PG_BIN/pg_ctl" -D "$other" -m fast -w stop >/dev/null 2>&1 || true
+  fi
+done
 if [ "$(id -u)" = 0 ]; then
-  # postgres refuses to run as root, so the postgres user must reach $db: grant
+  # postgres refuses to run as root, so the postgres user must reach $data: grant
   # traverse-only (o+x, not read) on each ancestor that lacks it.
-  d=$db
+  d=$data
   while [ "$d" != / ]; do
     [ "$(stat -c %A "$d" | cut -c10)" = x ] || chmod o+x "$d"
     d=$(dirname "$d")
@@ -72,8 +97,17 @@ SELECT 'CREATE DATABASE ptah_nocreatedb OWNER ptah_nocreatedb' WHERE NOT EXISTS 
 SQL
 
 # --- MariaDB 10.11 -------------------------------------------------------------
-mydata=$db/mariadb
+mydata=$data/mariadb
 mysock=$db/mariadb.sock
+running=$(mariadb --no-defaults --socket="$mysock" -uroot -N -e 'SELECT @@datadir' 2>/dev/null || true)
+if [ -n "$running" ] && [ "${running%/}" != "$mydata" ]; then
+  # A server of this socket from the other place (see the PostgreSQL stop above).
+  mariadb-admin --no-defaults --socket="$mysock" -uroot shutdown >/dev/null 2>&1 || true
+  for _ in $(seq 1 60); do
+    mariadb-admin --no-defaults --socket="$mysock" -uroot ping >/dev/null 2>&1 || break
+    sleep 0.5
+  done
+fi
 if [ ! -d "$mydata/mysql" ]; then
   mkdir -p "$mydata"
   mariadb-install-db --no-defaults --datadir="$mydata" --user="$(id -un)" \
