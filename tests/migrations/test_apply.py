@@ -190,3 +190,22 @@ def test_transaction_control_in_a_file_is_refused_before_anything_runs(
     assert (r.frame.outcome, r.frame.reason) == ("refused", "InvalidMigration")
     assert "2_b.sql line 1" in r.data["message"]
     assert not history_table_exists(db_url)
+
+
+def test_a_nul_character_refuses_the_file_and_nothing_runs(db_url: str, tmp_path: Path) -> None:
+    # The C client libraries end a query at a NUL: on PostgreSQL the statement after it
+    # ran as an empty query, and the file was recorded as applied with half its work.
+    d = write_dir(
+        tmp_path / "m",
+        {
+            "1_ok.sql": "CREATE TABLE ok (id INTEGER);\n",
+            "2_nul.sql": "CREATE TABLE a (id INTEGER);\n\0CREATE TABLE b (id INTEGER);\n",
+        },
+    )
+    r = run(db_url, "migrate", d)
+    assert (r.frame.outcome, r.frame.reason) == ("refused", "InvalidMigration"), r.data
+    assert "2_nul.sql: line 2: a NUL character" in r.data["message"]
+    assert not history_table_exists(db_url), "refused before anything ran"
+    for table in ("ok", "a", "b"):
+        with pytest.raises(Exception, match=table):
+            query(db_url, f"SELECT COUNT(*) FROM {table}")

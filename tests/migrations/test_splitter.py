@@ -79,3 +79,10 @@ def test_comment_only_file_has_no_statements() -> None:
 def test_unterminated_is_an_error_not_a_guess(sql: str) -> None:
     with pytest.raises(SplitError):
         split_statements(sql, "postgres")
+
+
+@pytest.mark.parametrize("dialect", ["postgres", "mysql", "sqlite"])
+def test_a_nul_character_is_an_error_with_its_line(dialect: str) -> None:
+    # Not SQL text on any server; the C libraries would end the query there.
+    with pytest.raises(SplitError, match="line 3: a NUL character"):
+        split_statements("SELECT 1;\n-- c\nSELECT '\0';\n", dialect)  # type: ignore[arg-type]

@@ -243,5 +243,14 @@ def _comment_end(text: str, i: int, nested: bool) -> int:
 
 
 def split_statements(sql: str, dialect: Dialect) -> list[Statement]:
-    """The statements of ``sql`` in order, comments-only chunks dropped, text verbatim."""
+    """The statements of ``sql`` in order, comments-only chunks dropped, text verbatim.
+
+    A NUL character is refused wherever it stands: no server takes one in SQL text, and
+    the C client libraries end the query string there, so PostgreSQL ran the statements
+    before it and silently never saw those after it (a desired file planned half its
+    tables, a migration recorded as applied ran half its file)."""
+    nul = sql.find("\0")
+    if nul >= 0:
+        line = sql.count("\n", 0, nul) + 1
+        raise SplitError(f"line {line}: a NUL character is not SQL text (is this a binary file?)")
     return _Splitter(sql.lstrip("\ufeff"), dialect).run()
