@@ -1030,10 +1030,14 @@ class _Diff:
     def _swappable(self, node: str, old: dict[str, Any]) -> bool:
         """A valid index whose definition changed is replaced by one built beside it; an
         invalid one serves nothing (it goes first), nor does one whose dependencies are
-        dropped under it (it goes with them, in the drops)."""
+        dropped under it, rebuilt or gone for good (a function whose signature changed):
+        it goes with them, in the drops."""
         if old.get("invalid"):
             return False
-        return not any(self.rebuilt(parent) for parent in self.cur_deps.get(node, {}))
+        return not any(
+            self.rebuilt(parent) or not self._in(self.want, parent)
+            for parent in self.cur_deps.get(node, {})
+        )
 
     def build_concurrently(self, name: str, index: dict[str, Any], swapped: set[str]) -> None:
         """A concurrent build; replacing a valid index: under a temporary name, then the
