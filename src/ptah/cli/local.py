@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ptah import failures
@@ -63,9 +62,10 @@ def _plan(args: argparse.Namespace) -> tuple[Any, Plan]:
     from ptah.engines import planner
     from ptah.engines.connect import open_target
     from ptah.engines.model import Online, SchemaPolicy
+    from ptah.engines.splitter import read_sql
 
     try:
-        desired = Path(args.desired).read_text()
+        desired = read_sql(args.desired)
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise failures.Failure(
@@ -147,9 +147,10 @@ def _name_the_difference(args: argparse.Namespace, target: Any) -> None:
     from ptah.engines import planner
     from ptah.engines.base import EngineError
     from ptah.engines.model import PlanError
+    from ptah.engines.splitter import read_sql
 
     try:
-        again = planner.plan(target, Path(args.desired).read_text())
+        again = planner.plan(target, read_sql(args.desired))
     except (EngineError, PlanError, OSError) as exc:
         sys.stderr.write(f"ptah: the difference could not be read again: {exc}\n")
         return

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 Dialect = Literal["postgres", "mysql", "sqlite"]
@@ -33,6 +34,17 @@ Dialect = Literal["postgres", "mysql", "sqlite"]
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$")
 _DELIMITER_LINE = re.compile(r"[ \t]*DELIMITER[ \t]+(\S+)[ \t]*(?:\r?\n|$)", re.IGNORECASE)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+
+
+def read_sql(path: str | Path) -> str:
+    """A SQL file's text exactly as written: UTF-8, its line endings kept.
+
+    Not ``Path.read_text()``: its universal newlines turn ``\\r\\n`` into ``\\n``, which
+    changes every string literal and routine body that spans lines in a file saved with
+    CRLF endings, so the planned default, check or function body differed from the one
+    psql loads from the same file (migrations are read as bytes, and their checksums too).
+    Raises ``OSError`` or ``UnicodeDecodeError``."""
+    return Path(path).read_bytes().decode("utf-8")
 
 
 class SplitError(ValueError):

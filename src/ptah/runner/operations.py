@@ -39,10 +39,13 @@ def plan(
     ignore: Sequence[str] = (),
     offline: Sequence[str] = (),
 ) -> Payload:
+    from ptah.engines.splitter import read_sql
+
     try:
-        desired_sql = Path(desired_file).read_text()
-    except OSError as exc:
-        message = f"cannot read the desired schema file {desired_file}: {exc.strerror}"
+        desired_sql = read_sql(desired_file)
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        message = f"cannot read the desired schema file {desired_file}: {why}"
         return run.frame("failed", failures.INPUT_UNREADABLE.reason, {"message": message})
     from ptah.engines import planner
     from ptah.engines.model import Online, PlanError, SchemaPolicy

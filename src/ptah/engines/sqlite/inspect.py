@@ -25,10 +25,30 @@ from ptah.engines.model import Schema
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 _SIMPLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PUNCT = re.compile(r"\s*([(),;])\s*")
+# A comment (no group: folded with the code around it) or a quoted token (group 1: kept
+# as it is, its whitespace being its value's or its name's).
+_QUOTED = re.compile(
+    r"""--[^\n]*|/\*.*?\*/|('(?:[^']|'')*'|"(?:[^"]|"")*"|`(?:[^`]|``)*`|\[[^\]]*\])""",
+    re.DOTALL,
+)
+
+
+def _fold_code(code: str) -> str:
+    return _PUNCT.sub(r"\1", re.sub(r"\s+", " ", code))
 
 
 def fold(sql: str) -> str:
-    return _PUNCT.sub(r"\1", " ".join(sql.split())).rstrip(";")
+    """``sql`` with its whitespace folded, except inside quotes: ``DEFAULT 'a  b'`` and
+    ``DEFAULT 'a b'`` (or a literal with CRLF and one with LF) are different values, and a
+    table whose default changed that way must be rebuilt, not called unchanged."""
+    out: list[str] = []
+    last = 0
+    for m in _QUOTED.finditer(sql):
+        if m.group(1) is not None:
+            out += [_fold_code(sql[last : m.start()]), m.group(1)]
+            last = m.end()
+    out.append(_fold_code(sql[last:]))
+    return "".join(out).strip().rstrip(";")
 
 
 def parse(sql: str) -> exp.Expression | None:
