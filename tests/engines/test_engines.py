@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ptah.engines import planner
-from ptah.engines.base import ScratchUnavailable
+from ptah.engines.base import DesiredSchemaInvalid, ScratchUnavailable
 from ptah.engines.connect import open_target
 from ptah.engines.model import (
     DATA_DEPENDENT,
@@ -295,3 +296,29 @@ def test_pg_cache_hit_repeats_the_confinement_verdict_of_the_same_code(
         miss = planner.plan(t, PG_V1, cache_dir=str(tmp_path))
         assert "cacheHit" not in miss.timings and checks == ["postgres", "postgres"]
         assert miss.to_json()["statements"] == hit.to_json()["statements"]
+
+
+def test_pg_a_source_refused_after_the_check_drops_its_reserved_scratch(
+    pg_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The scratch is created while the source is checked; a refusal of the load that
+    # follows (here a dump with rows) must drop it too, not leave it on the server.
+    from ptah.engines.postgres import scratch
+
+    made: list[scratch.Reserved] = []
+    real = scratch.Reserved.__init__
+
+    def record(self: scratch.Reserved, url: Any) -> None:
+        real(self, url)
+        made.append(self)
+
+    monkeypatch.setattr(scratch.Reserved, "__init__", record)
+    with open_target(pg_db) as t:
+        with pytest.raises(DesiredSchemaInvalid, match="FROM STDIN brings rows"):
+            planner.plan(t, "CREATE TABLE t (a int);\nCOPY t (a) FROM stdin;\n1\n\\.\n")
+        (reserved,) = made
+        reserved._thread.join()  # its creation has finished (a leak would exist by now)
+        cur = t.connection.execute(
+            "SELECT count(*) FROM pg_database WHERE datname = %s", [reserved.name]
+        )
+        assert cur.fetchone()[0] == 0, f"{reserved.name} was left on the server"

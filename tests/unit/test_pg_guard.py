@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ptah.engines import confine
+from ptah.engines.base import DesiredSchemaInvalid
 from ptah.engines.confine import StatementRefused
 from ptah.engines.postgres.prepare import prepare
 
@@ -25,6 +26,15 @@ def test_begin_atomic_body_is_not_transaction_control() -> None:
     )
     load = prepare(confine.split(sql, "postgres"))
     assert "BEGIN ATOMIC" in load.sql and "OWNER" not in load.sql
+
+
+def test_a_dump_with_rows_is_refused_at_its_copy_naming_the_line() -> None:
+    # pg_dump without --schema-only: the rows after COPY ... FROM stdin are not SQL (the
+    # load used to fail on the first row, "syntax error at or near 1").
+    sql = "CREATE TABLE t (a int);\n\nCOPY public.t (a) FROM stdin;\n1\n2\n\\.\n"
+    with pytest.raises(DesiredSchemaInvalid, match=r"line 3 .*COPY \.\.\. FROM STDIN brings rows"):
+        prepare(confine.split(sql, "postgres"))
+    assert "COPY" in prepare(confine.split("COPY t TO stdout;", "postgres")).sql
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,8 @@ database. What is left to decide is policy, statement by statement:
   naming roles this server lacks (as every ``pg_dump`` output does) still
   loads; under ``manage`` they run as written;
 * pg_dump's ``\\restrict``/``\\unrestrict`` lines (psql-only guards) are left out;
+* ``COPY ... FROM STDIN`` (a dump with its rows) is refused with its line: rows are not
+  a schema, and the rows that follow the statement are not SQL;
 * top-level transaction control (``BEGIN``/``START TRANSACTION``/``COMMIT``/
   ``END``) is left out with a warning: the whole file loads in one transaction
   that is always rolled back, and a ``COMMIT`` in it would end that
@@ -23,6 +25,7 @@ import bisect
 import re
 from dataclasses import dataclass
 
+from ptah.engines.base import DesiredSchemaInvalid
 from ptah.engines.splitter import Statement
 
 OWNERSHIP_POLICIES = ("ignore", "manage")
@@ -31,6 +34,7 @@ _LEADING_COMMENTS = re.compile(r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*", re.DOT
 _OWNER_TO = re.compile(
     r"\AALTER\s.*\sOWNER\s+TO\s+(?:\"(?:[^\"]|\"\")+\"|[\w$]+)\s*\Z", re.DOTALL | re.IGNORECASE
 )
+_COPY_STDIN = re.compile(r"\ACOPY\s.*\sFROM\s+STDIN\b", re.DOTALL | re.IGNORECASE)
 _TRANSACTION = re.compile(r"\A(?:BEGIN|COMMIT|END|START\s+TRANSACTION)\b", re.IGNORECASE)
 
 
@@ -67,6 +71,12 @@ def prepare(statements: list[Statement], ownership: str = "ignore") -> Load:
             # guard psql itself; Ptah sends SQL only.
             warnings.append(f"line {stmt.line}: psql {body.split()[0]} left out")
             continue
+        if _COPY_STDIN.match(body):
+            raise DesiredSchemaInvalid(
+                f"desired schema does not load (line {stmt.line} of the desired file): COPY"
+                " ... FROM STDIN brings rows, and a desired schema holds definitions only"
+                " (take the dump with pg_dump --schema-only)"
+            )
         if _TRANSACTION.match(body) and not body.upper().startswith("BEGIN ATOMIC"):
             word = body.split()[0].upper()
             warnings.append(

@@ -162,7 +162,12 @@ def normalise(
     ``reserved``: the temporary scratch created while the source was confined (see
     :class:`Reserved`); without it, and without a dev database, one is created here."""
     t0 = time.perf_counter()
-    load = prepare.prepare(confine.split(desired_sql, "postgres"), ownership)
+    try:
+        load = prepare.prepare(confine.split(desired_sql, "postgres"), ownership)
+    except BaseException:
+        if reserved is not None:  # created for this load, which never comes
+            reserved.release()
+        raise
     seconds: dict[str, float] = {"prepare": time.perf_counter() - t0}
     secrets_ = (*target_url.secrets, *(dev_url.secrets if dev_url else ()))
     try:
