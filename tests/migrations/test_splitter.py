@@ -86,3 +86,11 @@ def test_a_nul_character_is_an_error_with_its_line(dialect: str) -> None:
     # Not SQL text on any server; the C libraries would end the query there.
     with pytest.raises(SplitError, match="line 3: a NUL character"):
         split_statements("SELECT 1;\n-- c\nSELECT '\0';\n", dialect)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("dialect", ["postgres", "mysql", "sqlite"])
+def test_unquoted_names_of_any_script(dialect: str) -> None:
+    # Each server takes letters of any script in a bare name (an internal error here before).
+    sql = "CREATE TABLE naïve (é int, _x int);\nCREATE INDEX ïdx ON naïve (é);\n"
+    got = split_statements(sql, dialect)  # type: ignore[arg-type]
+    assert [(s.text.split()[2], s.line) for s in got] == [("naïve", 1), ("ïdx", 2)]

@@ -33,7 +33,9 @@ Dialect = Literal["postgres", "mysql", "sqlite"]
 
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$")
 _DELIMITER_LINE = re.compile(r"[ \t]*DELIMITER[ \t]+(\S+)[ \t]*(?:\r?\n|$)", re.IGNORECASE)
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+# A bare word: a letter of any script (or ``_``) first, as each server reads unquoted
+# names (an ASCII-only pattern failed on ``CREATE TABLE naïve``, an internal error).
+_WORD = re.compile(r"[^\W\d][\w$]*")
 
 
 def read_sql(path: str | Path) -> str:
@@ -164,9 +166,7 @@ class _Splitter:
                     i = close + len(tag)
                 else:
                     i += 1
-            elif ch.isalpha() or ch == "_":
-                m = _WORD.match(sql, i)
-                assert m is not None
+            elif (ch.isalpha() or ch == "_") and (m := _WORD.match(sql, i)) is not None:
                 word = m.group(0).upper()
                 if pg:
                     self._track_atomic(word)
