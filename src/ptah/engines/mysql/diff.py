@@ -1,4 +1,12 @@
-"""MariaDB/MySQL diff over SHOW CREATE TABLE lines: one atomic ALTER TABLE per changed table."""
+"""MariaDB/MySQL diff over SHOW CREATE TABLE lines: one atomic ALTER TABLE per changed table.
+
+Some changes the server cannot make inside that one ALTER, and they get statements of
+their own around it: a foreign key dropped and added again under the same name (InnoDB
+refuses both in one statement), a foreign key on a column whose type changes (the server
+refuses to retype a column a key uses: the key is dropped first and added back in the
+ALTER that follows the retyping), the partitioning (``PARTITION BY`` ends an ALTER, so it
+runs after; ``REMOVE PARTITIONING`` before), and options an engine change leaves behind.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +16,43 @@ from typing import Any
 from ptah.engines.model import DATA_DEPENDENT, DESTRUCTIVE, LOCK_HEAVY, Schema, Statement
 
 _REFERENCES = re.compile(r"REFERENCES `((?:[^`]|``)+)`")
+_COLUMNS = r"\(((?:`(?:[^`]|``)+`,?)+)\)"
+_FOREIGN = re.compile(rf"FOREIGN KEY {_COLUMNS} REFERENCES `((?:[^`]|``)+)` {_COLUMNS}")
+_NAME = re.compile(r"`((?:[^`]|``)+)`")
+# Where a column line's type (with its charset and collation) ends.
+_AFTER_TYPE = re.compile(
+    r" (?:NOT NULL|NULL|DEFAULT|GENERATED|AUTO_INCREMENT|INVISIBLE|COMMENT|ON UPDATE|CHECK)\b"
+)
+_STORAGE = re.compile(r"\) (VIRTUAL|STORED|PERSISTENT)\b")
+# One table option of the options line: ``NAME=value``, ``DEFAULT CHARSET=x``, an
+# engine-defined ```NAME`='value'`` (which the server may show inside ``/* */``).
+_OPTION = re.compile(
+    r"((?:DEFAULT )?CHARSET|`(?:[^`]|``)+`|[A-Z_]+)=('(?:[^'\\]|\\.|'')*'|\([^)]*\)|[^ ]+)"
+)
+# What an option left out of the desired table is set to so the server shows it no more
+# (every other option: ``DEFAULT``).
+_RESET = {
+    "COMMENT": "''",
+    "KEY_BLOCK_SIZE": "0",
+    "CHECKSUM": "0",
+    "DELAY_KEY_WRITE": "0",
+    "MIN_ROWS": "0",
+    "MAX_ROWS": "0",
+    "AVG_ROW_LENGTH": "0",
+    "INSERT_METHOD": "NO",
+    "UNION": "()",
+}
+# Options an engine sets for itself (Aria) that an engine change keeps: their reset
+# takes effect only in a statement after the change.
+_ENGINE_KEPT = {"PAGE_CHECKSUM", "TRANSACTIONAL"}
 
 
 def q(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
+
+
+def _names(text: str) -> list[str]:
+    return [m.replace("``", "`") for m in _NAME.findall(text)]
 
 
 def _drop_clause(key: str) -> str:
@@ -25,44 +66,160 @@ def _drop_clause(key: str) -> str:
     }.get(kind, "")
 
 
-def _alter(name: str, cur: dict[str, Any], want: dict[str, Any]) -> Statement | None:
-    old, new = cur["elements"], want["elements"]
+def options(line: str) -> dict[str, str]:
+    """The table options of a ``SHOW CREATE TABLE`` options line, by name."""
+    return {m.group(1): m.group(2) for m in _OPTION.finditer(line)}
+
+
+def _option_clauses(cur: str, want: str) -> tuple[list[str], list[str]]:
+    """The options to set (only those that change: restating ``ENGINE`` rebuilds the
+    table) and, apart, the resets that must follow an engine change."""
+    old, new = options(cur), options(want)
+    clauses: list[str] = []
+    after: list[str] = []
+    charset = ("DEFAULT CHARSET", "COLLATE")
+    if any(old.get(k) != new.get(k) for k in charset):
+        clauses.append(" ".join(f"{k}={new[k]}" for k in charset if k in new))
+    for name, value in new.items():
+        if name not in charset and old.get(name) != value:
+            clauses.append(f"{name}={value}")
+    engine_changed = old.get("ENGINE") != new.get("ENGINE")
+    for name in old:
+        if name not in new and name not in charset:
+            reset = f"{name}={_RESET.get(name, 'DEFAULT')}"
+            (after if engine_changed and name in _ENGINE_KEPT else clauses).append(reset)
+    return clauses, after
+
+
+def column_type(line: str) -> str:
+    """The type of a column line with its charset and collation (what a foreign key
+    on the column depends on), and whether it is ``NOT NULL``."""
+    depth, i, n = 0, line.index("`", 1) + 1, len(line)
+    while i < n:
+        ch = line[i]
+        if ch == "'":
+            i += 1
+            while i < n and line[i] != "'":
+                i += 2 if line[i] == "\\" else 1
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0 and _AFTER_TYPE.match(line, i):
+            rest = line[i:]
+            return line[:i] + (" NOT NULL" if rest.startswith(" NOT NULL") else "")
+        i += 1
+    return line
+
+
+def _storage(line: str) -> str | None:
+    """VIRTUAL, STORED (PERSISTENT) for a generated column line; None for another."""
+    if " GENERATED ALWAYS AS " not in line:
+        return None
+    found = _STORAGE.findall(line)
+    return None if not found else ("STORED" if found[-1] == "PERSISTENT" else found[-1])
+
+
+def _column_key(entry: dict[str, Any], key: str) -> tuple[str, str | None]:
+    column = key.split(" ", 1)[1]
+    return column_type(entry["elements"][key]), entry.get("collations", {}).get(column)
+
+
+def retyped(cur: dict[str, Any], want: dict[str, Any]) -> set[str]:
+    """Columns of a table whose type, charset, collation or nullability changes."""
+    return {
+        key.split(" ", 1)[1]
+        for key in cur["elements"]
+        if key.startswith("column ")
+        and key in want["elements"]
+        and _column_key(cur, key) != _column_key(want, key)
+    }
+
+
+def _foreign(line: str) -> tuple[list[str], str, list[str]] | None:
+    m = _FOREIGN.search(line)
+    if not m:
+        return None
+    return _names(m.group(1)), m.group(2).replace("``", "`"), _names(m.group(3))
+
+
+def _alter(
+    name: str, cur: dict[str, Any], want: dict[str, Any], predropped: set[str]
+) -> tuple[Statement | None, list[Statement]]:
+    """The ALTER of one table (None: nothing changes) and the statements after it."""
+    old = {k: v for k, v in cur["elements"].items() if k not in predropped}
+    new = want["elements"]
     clauses: list[str] = []
     hazards: set[str] = set()
+    collations = cur.get("collations", {}), want.get("collations", {})
+    # A generated column whose storage changes is dropped and added again (the server
+    # cannot MODIFY it), and so are the indexes and checks that name it.
+    restored = {
+        key
+        for key in old
+        if key.startswith("column ")
+        and key in new
+        and _storage(old[key]) is not None
+        and _storage(new[key]) is not None
+        and _storage(old[key]) != _storage(new[key])
+    }
+    regenerated = {k.split(" ", 1)[1] for k in restored}
+    readded = {
+        key
+        for key in old
+        if key.split(" ", 1)[0] in ("index", "primary", "check")
+        and key in new
+        and regenerated & set(_names(old[key].split("(", 1)[-1]))
+    }
     for key in old:
-        if key not in new or (old[key] != new[key] and not key.startswith("column ")):
+        changed = old[key] != new.get(key) and not key.startswith("column ")
+        if key not in new or changed or key in restored or key in readded:
             clause = _drop_clause(key)
             if clause:
                 clauses.append(clause)
-                if key.startswith("column "):
+                if key.startswith("column ") and key not in restored:
                     hazards.add(DESTRUCTIVE)
     prev = None
+    cur_cols = [k for k in cur["_order"] if k.startswith("column ") and k in new]
+    new_cols = [k for k in want["_order"] if k.startswith("column ") and k in old]
     for key in want["_order"]:
         line = new[key]
         if key.startswith("column "):
+            column = key.split(" ", 1)[1]
             where = f" AFTER {q(prev)}" if prev else " FIRST"
-            cur_cols = [k for k in cur["_order"] if k.startswith("column ") and k in new]
-            new_cols = [k for k in want["_order"] if k.startswith("column ") and k in old]
             moved = key in old and cur_cols.index(key) != new_cols.index(key)
-            if key not in old:
+            if key not in old or key in restored:
                 clauses.append(f"ADD COLUMN {line}{where}")
                 hazards.add(LOCK_HEAVY)
-            elif old[key] != line or moved:
+                if key in restored:
+                    hazards.add(DATA_DEPENDENT)
+            elif (
+                old[key] != line or moved or collations[0].get(column) != collations[1].get(column)
+            ):
                 clauses.append(f"MODIFY COLUMN {line}{where}")
                 hazards.update((DATA_DEPENDENT, LOCK_HEAVY))
-            prev = key.split(" ", 1)[1]
-        elif key not in old or old[key] != line:
+            prev = column
+        elif key not in old or old[key] != line or key in readded:
             clauses.append(f"ADD {line}")
             hazards.add(LOCK_HEAVY)
             if key == "primary" or line.startswith(("UNIQUE", "CONSTRAINT")):
                 hazards.add(DATA_DEPENDENT)
-    if cur["options"] != want["options"]:
-        clauses.append(want["options"])
+    set_options, after_engine = _option_clauses(cur["options"], want["options"])
+    if set_options:
+        clauses.append(" ".join(set_options))
         hazards.add(LOCK_HEAVY)
+    after: list[Statement] = []
+    if after_engine:
+        after.append(Statement(f"ALTER TABLE {q(name)}\n  " + " ".join(after_engine)))
+    partition = want.get("partition", "")
+    if partition and partition != cur.get("partition", ""):
+        after.append(
+            Statement(f"ALTER TABLE {q(name)}\n  {partition}", (DATA_DEPENDENT, LOCK_HEAVY))
+        )
     if not clauses:
-        return None
+        return None, after
     order = [h for h in (DESTRUCTIVE, DATA_DEPENDENT, LOCK_HEAVY) if h in hazards]
-    return Statement(f"ALTER TABLE {q(name)}\n  " + ",\n  ".join(clauses), tuple(order))
+    return Statement(f"ALTER TABLE {q(name)}\n  " + ",\n  ".join(clauses), tuple(order)), after
 
 
 def references(entry: dict[str, Any]) -> set[str]:
@@ -94,25 +251,68 @@ def _ordered(nodes: dict[str, Statement], after: dict[str, set[str]]) -> list[St
     return out
 
 
+def _predropped(current: Schema, desired: Schema) -> dict[str, list[str]]:
+    """The foreign keys (by table) dropped in a statement before the alterations: those
+    added again under the same name, and those on a column whose type changes (on
+    either side of the key), which the server refuses to retype while the key is there."""
+    cur_t, want_t = current["table"], desired["table"]
+    changed = {name: retyped(cur_t[name], want_t[name]) for name in cur_t.keys() & want_t.keys()}
+    out: dict[str, list[str]] = {}
+    for name in sorted(cur_t):
+        for key, line in cur_t[name]["elements"].items():
+            if not key.startswith("fk "):
+                continue
+            wanted = want_t.get(name, {}).get("elements", {}).get(key)
+            fk = _foreign(line)
+            touches = fk is not None and (
+                bool(set(fk[0]) & changed.get(name, set()))
+                or bool(set(fk[2]) & changed.get(fk[1], set()))
+            )
+            if (wanted is not None and wanted != line) or touches:
+                out.setdefault(name, []).append(key)
+    return out
+
+
+def _view_sql(name: str, view: dict[str, Any]) -> str:
+    check = view["check"]
+    suffix = f" WITH {check} CHECK OPTION" if check and check != "NONE" else ""
+    algorithm = view.get("algorithm") or "UNDEFINED"
+    head = "CREATE" if algorithm == "UNDEFINED" else f"CREATE ALGORITHM={algorithm}"
+    security = view.get("security") or "DEFINER"
+    if security != "DEFINER":
+        head += f" SQL SECURITY {security}"
+    return f"{head} VIEW {q(name)} AS {view['def']}{suffix}"
+
+
 def diff(current: Schema, desired: Schema) -> list[Statement]:
     """Statements in an order that foreign-key checks accept, as the plan's load had them on.
 
     A new table comes after the new tables it references and after the
     alteration of an existing table it references (which may add the key it
-    needs); an altered table comes after the new tables its keys reference;
-    a dropped table after every alteration (which removes keys to it) and
-    after the dropped tables that reference it.
+    needs); an altered table comes after the new tables its keys reference and
+    after the alteration of a table a key it adds references; a dropped table after
+    every alteration (which removes keys to it) and after the dropped tables that
+    reference it. A view comes after the views its definition names.
     """
     cur_t, want_t = current["table"], desired["table"]
     cur_v, want_v = current["view"], desired["view"]
     out: list[Statement] = []
     changed_views = [n for n in cur_v if n not in want_v or cur_v[n] != want_v[n]]
     out += [Statement(f"DROP VIEW {q(n)}") for n in changed_views]
+    predropped = _predropped(current, desired)
+    for name, keys in predropped.items():
+        drops = ",\n  ".join(_drop_clause(k) for k in keys)
+        out.append(Statement(f"ALTER TABLE {q(name)}\n  {drops}"))
+    for name in sorted(cur_t.keys() & want_t.keys()):
+        if cur_t[name].get("partition") and not want_t[name].get("partition"):
+            out.append(Statement(f"ALTER TABLE {q(name)}\n  REMOVE PARTITIONING", (LOCK_HEAVY,)))
     nodes: dict[str, Statement] = {}
     after: dict[str, set[str]] = {}
     altered: list[str] = []
+    later: list[Statement] = []
     for name in sorted(cur_t.keys() & want_t.keys()):
-        stmt = _alter(name, cur_t[name], want_t[name])
+        stmt, more = _alter(name, cur_t[name], want_t[name], set(predropped.get(name, ())))
+        later += more
         if stmt:
             nodes["alter " + name] = stmt
             altered.append(name)
@@ -123,7 +323,10 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
     for name in dropped:
         nodes["drop " + name] = Statement(f"DROP TABLE {q(name)}", (DESTRUCTIVE,))
     for name in altered:
-        after["alter " + name] = {"create " + r for r in references(want_t[name])}
+        adds = _added_references(cur_t[name], want_t[name], set(predropped.get(name, ())))
+        after["alter " + name] = {"create " + r for r in references(want_t[name])} | {
+            "alter " + r for r in adds
+        }
     for name in created:
         after["create " + name] = {"create " + r for r in references(want_t[name])} | {
             "alter " + r for r in references(want_t[name])
@@ -132,9 +335,27 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
         referencing = {o for o in dropped if name in references(cur_t[o])}
         after["drop " + name] = {"alter " + a for a in altered} | {"drop " + o for o in referencing}
     out += _ordered(nodes, after)
-    for name in sorted(want_v):
-        if name not in cur_v or name in changed_views:
-            check = want_v[name]["check"]
-            suffix = f" WITH {check} CHECK OPTION" if check and check != "NONE" else ""
-            out.append(Statement(f"CREATE VIEW {q(name)} AS {want_v[name]['def']}{suffix}"))
+    out += later
+    views = {
+        name: Statement(_view_sql(name, want_v[name]))
+        for name in want_v
+        if name not in cur_v or name in changed_views
+    }
+    view_after = {
+        name: {o for o in views if o != name and q(o) in want_v[name]["def"]} for name in views
+    }
+    out += _ordered(views, view_after)
     return out
+
+
+def _added_references(cur: dict[str, Any], want: dict[str, Any], predropped: set[str]) -> set[str]:
+    """Tables referenced by the foreign keys an ALTER of this table adds: the ALTER
+    comes after theirs, which may retype the column or add the key they need."""
+    old = cur["elements"]
+    return {
+        fk[1]
+        for key, line in want["elements"].items()
+        if key.startswith("fk ") and (key in predropped or old.get(key) != line)
+        for fk in [_foreign(line)]
+        if fk is not None
+    }

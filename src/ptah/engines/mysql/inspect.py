@@ -2,7 +2,12 @@
 
 ``SHOW CREATE TABLE`` is the server's own normalised rendering: one line per
 column, index and constraint, which is exactly the granularity the differ
-needs. The counter ``AUTO_INCREMENT=n`` is state, not schema, and is dropped.
+needs; the table options and the partitioning clause follow the body. The counter
+``AUTO_INCREMENT=n`` is state, not schema: it is left out of what is compared, and
+kept only in the ``CREATE TABLE`` a plan runs for a new table (as a direct load of
+the file starts its counter there). A column line names its character set only
+where it differs from the table's default, so the same line means another charset
+under another default: each character column's effective collation is read too.
 Tables are listed with one information_schema query; MariaDB offers no
 set-based equivalent of SHOW CREATE TABLE, so that one runs per table.
 
@@ -40,11 +45,20 @@ def element_key(line: str) -> str:
 
 
 def parse_create(sql: str) -> dict[str, Any]:
+    """The body lines (keyed), the options line and the partitioning clause of a
+    ``SHOW CREATE TABLE``: the body ends at the first line that starts with ``)``
+    (body lines are indented, and quotes in them never hold a raw newline)."""
     lines = sql.splitlines()
-    body = [ln.strip().rstrip(",") for ln in lines[1:-1]]
-    options = _AUTO_INC.sub("", lines[-1].lstrip(") ").strip())
+    end = next((i for i in range(1, len(lines)) if lines[i].startswith(")")), len(lines) - 1)
+    body = [ln.strip().rstrip(",") for ln in lines[1:end]]
+    options = _AUTO_INC.sub("", lines[end].lstrip(") ").strip())
     elements = {element_key(ln): ln for ln in body}
-    return {"elements": elements, "_order": [element_key(ln) for ln in body], "options": options}
+    return {
+        "elements": elements,
+        "_order": [element_key(ln) for ln in body],
+        "options": options,
+        "partition": "\n".join(lines[end + 1 :]).strip(),
+    }
 
 
 # The kinds of information_schema.tables that inspection reads; another (MariaDB's
@@ -92,15 +106,28 @@ def inspect(conn: Any) -> Schema:
             cur.execute(f"SHOW CREATE TABLE `{name.replace('`', '``')}`")
             sql = cur.fetchone()[1]
             entry = parse_create(sql)
-            entry["_sql"] = _AUTO_INC.sub("", sql)
+            entry["_sql"] = sql
+            entry["collations"] = {}
             schema["table"][name] = entry
         cur.execute(
-            "SELECT table_name, view_definition, check_option FROM information_schema.views"
-            " WHERE table_schema = DATABASE() ORDER BY table_name"
+            "SELECT table_name, column_name, collation_name FROM information_schema.columns"
+            " WHERE table_schema = DATABASE() AND collation_name IS NOT NULL"
         )
-        for name, definition, check in cur.fetchall():
+        for table, column, collation in cur.fetchall():
+            if table in schema["table"]:
+                schema["table"][table]["collations"][column] = collation
+        cur.execute(
+            "SELECT table_name, view_definition, check_option, algorithm, security_type"
+            " FROM information_schema.views WHERE table_schema = DATABASE() ORDER BY table_name"
+        )
+        for name, definition, check, algorithm, security in cur.fetchall():
             text = definition.replace(f"`{db}`.", "")
-            schema["view"][name] = {"def": text, "check": check}
+            schema["view"][name] = {
+                "def": text,
+                "check": check,
+                "algorithm": algorithm,
+                "security": security,
+            }
         t0 = time.perf_counter()
         unmanaged = census(cur, list(tables))
         schema["_meta"] = {"unmanaged": unmanaged, "censusSeconds": time.perf_counter() - t0}
