@@ -21,7 +21,7 @@ existing rows.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ptah.engines.model import (
@@ -249,7 +249,7 @@ class _Diff:
             emit()
         existing = set(self.cur.get("table", {}))
         indexes = {k: v["table"] for k, v in self.cur.get("index", {}).items()}
-        return [pgonline.describe(s, existing, indexes) for s in self.order()]
+        return _commit_enum_values([pgonline.describe(s, existing, indexes) for s in self.order()])
 
     def decide(self) -> None:
         """Step 1 for the kinds whose change is a replacement."""
@@ -1287,6 +1287,22 @@ def _merge(child: dict[str, Any], pold: dict[str, Any], pnew: dict[str, Any]) ->
     if child["default"] == pold["default"]:
         out["default"] = pnew["default"]
     return out
+
+
+def _commit_enum_values(statements: list[Statement]) -> list[Statement]:
+    """The statement after a run of ``ALTER TYPE ... ADD VALUE`` starts a new transaction:
+    the server refuses a value added in a transaction that has not committed yet (a
+    default, a check, an index predicate or a view naming it: UnsafeNewEnumValueUsage)."""
+    out: list[Statement] = []
+    for stmt in statements:
+        if out and _adds_value(out[-1]) and not _adds_value(stmt) and stmt.transaction == SHARED:
+            stmt = replace(stmt, transaction=NEW)
+        out.append(stmt)
+    return out
+
+
+def _adds_value(stmt: Statement) -> bool:
+    return stmt.sql.startswith("ALTER TYPE ") and " ADD VALUE " in stmt.sql
 
 
 def _replaceable(old: dict[str, Any], new: dict[str, Any]) -> bool:
