@@ -112,6 +112,11 @@ def column_type(line: str) -> str:
     return line
 
 
+def _unignored(line: str) -> str:
+    """An index line without its IGNORED flag (the server shows it last)."""
+    return line[: -len(" IGNORED")] if line.endswith(" IGNORED") else line
+
+
 def _storage(line: str) -> str | None:
     """VIRTUAL, STORED (PERSISTENT) for a generated column line; None for another."""
     if " GENERATED ALWAYS AS " not in line:
@@ -171,7 +176,23 @@ def _alter(
         and key in new
         and regenerated & set(_names(old[key].split("(", 1)[-1]))
     }
+    # An index whose only change is IGNORED is altered in place: dropped and added again
+    # in one ALTER, the server finds the key the same and keeps the old flag.
+    flagged = {
+        key
+        for key in old
+        if key.startswith("index ")
+        and key in new
+        and key not in readded
+        and old[key] != new[key]
+        and _unignored(old[key]) == _unignored(new[key])
+    }
+    for key in sorted(flagged):
+        flag = "IGNORED" if new[key].endswith(" IGNORED") else "NOT IGNORED"
+        clauses.append(f"ALTER INDEX {q(key.split(' ', 1)[1])} {flag}")
     for key in old:
+        if key in flagged:
+            continue
         changed = old[key] != new.get(key) and not key.startswith("column ")
         if key not in new or changed or key in restored or key in readded:
             clause = _drop_clause(key)
@@ -199,6 +220,8 @@ def _alter(
                 clauses.append(f"MODIFY COLUMN {line}{where}")
                 hazards.update((DATA_DEPENDENT, LOCK_HEAVY))
             prev = column
+        elif key in flagged:
+            hazards.add(LOCK_HEAVY)
         elif key not in old or old[key] != line or key in readded:
             clauses.append(f"ADD {line}")
             hazards.add(LOCK_HEAVY)
