@@ -100,6 +100,12 @@ CASES = [
         ("bad database URL", "invalid port"),
     ),
     Case(
+        "bad-url-host",  # urlsplit's own ValueError was a traceback, for both commands
+        lambda _u, _t: f"mysql://ptah:{PASSWORD}@[::1/app",
+        failures.BAD_URL,
+        ("bad database URL", "malformed (its host part cannot be read)"),
+    ),
+    Case(
         "missing-desired-file",
         lambda _u, t: f"sqlite:///{t / 'app.db'}",
         failures.INPUT_UNREADABLE,

@@ -85,7 +85,10 @@ def parse_url(url: str) -> DbUrl:
         if not path:
             raise UrlError("sqlite URL names no file")
         return DbUrl(engine="sqlite", scheme=base, path=unquote(path))
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unclosed "[" of an IPv6 host, say; its text may hold the URL
+        raise UrlError("database URL is malformed (its host part cannot be read)") from None
     try:
         port = parts.port
     except ValueError as exc:
