@@ -106,6 +106,18 @@ CASES = [
         ("bad database URL", "malformed (its host part cannot be read)"),
     ),
     Case(
+        "bad-url-nul",  # sqlite3's ValueError was an internal error
+        lambda _u, t: f"sqlite:///{t}/app%00.db",
+        failures.BAD_URL,
+        ("bad database URL", "holds a NUL character"),
+    ),
+    Case(
+        "not-a-regular-file",  # /dev/null read as an empty database: "No changes"
+        lambda _u, _t: "sqlite:////dev/null",
+        failures.NOT_A_DATABASE,
+        ("/dev/null is not a regular file",),
+    ),
+    Case(
         "missing-desired-file",
         lambda _u, t: f"sqlite:///{t / 'app.db'}",
         failures.INPUT_UNREADABLE,

@@ -80,6 +80,13 @@ def _open_sqlite(parsed: DbUrl) -> Target:
                 f"{where} is a directory, not an SQLite database file",
                 failures.NOT_A_DATABASE.reason,
             )
+        if os.path.exists(where) and not os.path.isfile(where):
+            # A device or a FIFO: /dev/null reads as an empty database (a plan against it
+            # said "No changes" and an apply would write beside it, in /dev).
+            raise TargetUnavailable(
+                f"{where} is not a regular file, so not an SQLite database file",
+                failures.NOT_A_DATABASE.reason,
+            )
     target = SqliteTarget.open(parsed)
     try:
         # SQLite reads the file only when first asked: make "not a database" an

@@ -74,6 +74,10 @@ def parse_url(url: str) -> DbUrl:
     scheme, sep, _ = url.partition("://")
     if not sep:
         raise UrlError("database URL has no scheme (expected postgresql://, mysql://, sqlite://)")
+    if "\0" in unquote(url):
+        # No driver takes one (sqlite3 raised ValueError, an internal error), and the C
+        # libraries would end the string there: a name that is not the one written.
+        raise UrlError("database URL holds a NUL character (%00)")
     base = scheme.split("+", 1)[0].lower()
     engine = _SCHEMES.get(base)
     if engine is None:
