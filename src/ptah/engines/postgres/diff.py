@@ -158,6 +158,8 @@ class _Changes:
     replaced: set[str] = field(default_factory=set)  # dropped and created again
     recreated: set[str] = field(default_factory=set)  # created again (dropped with a parent)
     rewritten: set[str] = field(default_factory=set)  # tables whose column shapes change
+    # (table, column): a default dropped before what it uses is rebuilt, and set again.
+    defaults: set[tuple[str, str]] = field(default_factory=set)
 
 
 class _Diff:
@@ -313,11 +315,26 @@ class _Diff:
                     continue
                 if not self._in(self.want, child):
                     continue  # dropped anyway
+                if self.reset_defaults(child, node):
+                    continue
                 if deptype == "a" and _kind(child) not in ("function",):
                     self.ch.recreated.add(child)  # dropped by the server with its parent
                     work.append(child)
                 else:
                     self._rebuild(child, work, f"{node} is dropped and created again")
+
+    def reset_defaults(self, child: str, node: str) -> bool:
+        """A table that uses ``node`` only in column defaults keeps its rows: the defaults
+        are dropped before ``node`` is and set again after (not generated columns: their
+        expression cannot be dropped without the column)."""
+        columns = self.cur.get("_defaultDeps", {}).get(child, {}).get(node)
+        if not columns or _kind(child) != "table":
+            return False
+        table = _name(child)
+        if any(self.cur["table"][table]["columns"][c]["generated"] for c in columns):
+            return False
+        self.ch.defaults |= {(table, c) for c in columns}
+        return True
 
     def _rebuild(self, node: str, work: list[str], why: str) -> None:
         if self.rebuilt(node):
@@ -809,6 +826,9 @@ class _Diff:
         self.column_storage(table, col, base, new)
 
     def alter_column(self, table: str, col: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+        if (table, col) in self.ch.defaults:
+            old = {**old, "default": None}  # dropped before what it uses is rebuilt
+            self.drop(f"table:{table}", f"ALTER TABLE {table} ALTER COLUMN {col} DROP DEFAULT")
         if same(old, new):
             return
         node = f"table:{table}"

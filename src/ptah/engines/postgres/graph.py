@@ -137,6 +137,10 @@ class NodeMap:
         self.nodes: dict[tuple[str, int], str] = {}
         self.aliases: dict[tuple[str, int], tuple[str, int]] = {}
         self.depend: list[tuple[str, int, str, int, str]] = []
+        # A column default (pg_attrdef oid) -> its column's name; the default maps to its
+        # table's node, and :func:`dependencies` tells which edges come from defaults only.
+        self.defaults: dict[int, str] = {}
+        self.default_edges: dict[str, dict[str, list[str]]] = {}
 
     def add(self, catalog: str, oid: int, node: str) -> None:
         self.nodes[(catalog, oid)] = node
@@ -172,6 +176,8 @@ def dependencies(cur: Any, nodes: NodeMap) -> dict[str, dict[str, str]]:
         if deptype == "e" and refcatalog == "pg_extension" and (catalog, oid) not in nodes.nodes:
             nodes.aliases[(catalog, oid)] = ("pg_extension", ext)
     deps: dict[str, dict[str, str]] = {}
+    by_default: dict[tuple[str, str], set[str]] = {}
+    by_other: set[tuple[str, str]] = set()
     for catalog, oid, refcatalog, refoid, deptype in nodes.depend:
         if deptype not in ("n", "a"):
             continue
@@ -184,6 +190,14 @@ def dependencies(cur: Any, nodes: NodeMap) -> dict[str, dict[str, str]]:
         edges = deps.setdefault(node, {})
         if edges.get(ref) != "n":
             edges[ref] = deptype
+        column = nodes.defaults.get(oid) if catalog == "pg_attrdef" else None
+        if column is not None:
+            by_default.setdefault((node, ref), set()).add(column)
+        else:
+            by_other.add((node, ref))
+    for (node, ref), columns in by_default.items():
+        if (node, ref) not in by_other:
+            nodes.default_edges.setdefault(node, {})[ref] = sorted(columns)
     return deps
 
 

@@ -547,6 +547,9 @@ def inspect(conn: Any) -> Schema:
         role = _rows(cur, "SELECT quote_ident(current_user)")[0][0]
         t0 = time.perf_counter()
         schema["_deps"] = graph.dependencies(cur, nodes)
+        # table node -> {node: [columns]}: the table depends on it only through those
+        # columns' defaults (or generation expressions).
+        schema["_defaultDeps"] = nodes.default_edges
         unmanaged, held = graph.census(cur, nodes)
         schema["_meta"] = {
             "unmanaged": unmanaged,
@@ -739,6 +742,7 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
         table["columns"][col] = column
         if adoid is not None:
             nodes.add("pg_attrdef", adoid, f"table:{tables_by_oid[reloid]}")
+            nodes.defaults[adoid] = col
     for oid, indid, table, name, kind, definition, clustered in _rows(cur, Q_CONSTRAINTS):
         key = f"{table}.{name}"
         schema["constraint"][key] = {"table": table, "name": name, "type": kind, "def": definition}
