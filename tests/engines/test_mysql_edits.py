@@ -127,6 +127,19 @@ CASES = {
         T.replace("b INT)", "b INT, KEY t_b (b))") + ";",
         T.replace("b INT)", "b INT, KEY t_b (b) IGNORED)") + ";",
     ),
+    # An added index goes to the end of its group; a direct load has it where it is written.
+    "an index added before another": (
+        T.replace("b INT)", "b INT, KEY t_b (b))") + ";",
+        T.replace("b INT)", "b INT, KEY t_a (a), KEY t_b (b))") + ";",
+    ),
+    "an index added back before a foreign key's own": (
+        "CREATE TABLE p (id INT PRIMARY KEY);"
+        "CREATE TABLE c (id INT PRIMARY KEY, pid INT, x INT,"
+        " CONSTRAINT c_p FOREIGN KEY (pid) REFERENCES p (id));",
+        "CREATE TABLE p (id INT PRIMARY KEY);"
+        "CREATE TABLE c (id INT PRIMARY KEY, pid INT, x INT, UNIQUE KEY c_u (x), KEY c_x (x),"
+        " CONSTRAINT c_p FOREIGN KEY (pid) REFERENCES p (id));",
+    ),
 }
 
 

@@ -200,6 +200,8 @@ def _alter(
                 clauses.append(clause)
                 if key.startswith("column ") and key not in restored:
                     hazards.add(DESTRUCTIVE)
+    unchanged = {k for k in old if k in new and k not in readded and old[k] == new[k]}
+    moving = _moving(cur, want, unchanged | flagged)
     prev = None
     cur_cols = [k for k in cur["_order"] if k.startswith("column ") and k in new]
     new_cols = [k for k in want["_order"] if k.startswith("column ") and k in old]
@@ -220,6 +222,9 @@ def _alter(
                 clauses.append(f"MODIFY COLUMN {line}{where}")
                 hazards.update((DATA_DEPENDENT, LOCK_HEAVY))
             prev = column
+        elif key in moving:
+            clauses.append("ADD " + line.replace(q(moving[key][0]), q(moving[key][1]), 1))
+            hazards.add(LOCK_HEAVY)
         elif key in flagged:
             hazards.add(LOCK_HEAVY)
         elif key not in old or old[key] != line or key in readded:
@@ -232,6 +237,14 @@ def _alter(
         clauses.append(" ".join(set_options))
         hazards.add(LOCK_HEAVY)
     after: list[Statement] = []
+    if moving:
+        names = sorted(moving.values())
+        drops = ",\n  ".join(f"DROP INDEX {q(n)}" for n, _ in names)
+        renames = ",\n  ".join(f"RENAME INDEX {q(t)} TO {q(n)}" for n, t in names)
+        after += [
+            Statement(f"ALTER TABLE {q(name)}\n  {drops}"),
+            Statement(f"ALTER TABLE {q(name)}\n  {renames}"),
+        ]
     if after_engine:
         after.append(Statement(f"ALTER TABLE {q(name)}\n  " + " ".join(after_engine)))
     partition = want.get("partition", "")
@@ -243,6 +256,48 @@ def _alter(
         return None, after
     order = [h for h in (DESTRUCTIVE, DATA_DEPENDENT, LOCK_HEAVY) if h in hazards]
     return Statement(f"ALTER TABLE {q(name)}\n  " + ",\n  ".join(clauses), tuple(order)), after
+
+
+def _key_class(key: str, line: str) -> int:
+    """The group the server sorts an index into (primary and unique keys first, FULLTEXT
+    last); within one the order is the order the keys were added. Coarser than the
+    server's own (which splits unique keys further), which only moves more keys."""
+    if key == "primary" or line.startswith("UNIQUE"):
+        return 0
+    return 2 if line.startswith("FULLTEXT") else 1
+
+
+def _moving(
+    cur: dict[str, Any], want: dict[str, Any], kept: set[str]
+) -> dict[str, tuple[str, str]]:
+    """The unchanged indexes that must move for the table's indexes to stand in the
+    desired order (``index key -> (name, temporary name)``).
+
+    An added index goes to the end of its group, where a direct load has it before
+    others; and the server keeps an unchanged index dropped and added in one ALTER where
+    it was. So each unchanged index after the first added one of its group is built
+    again beside under a temporary name in the ALTER, in order, then the old one is
+    dropped and the new one renamed (the index serves throughout, foreign keys too).
+    """
+    position = {k: i for i, k in enumerate(cur["_order"])}
+    out: dict[str, tuple[str, str]] = {}
+    for group in (0, 1, 2):
+        keys = [
+            k
+            for k in want["_order"]
+            if (k == "primary" or k.startswith("index "))
+            and _key_class(k, want["elements"][k]) == group
+        ]
+        last, broken = -1, False
+        for key in keys:
+            if key not in kept or position[key] < last:
+                broken = True
+            if broken and key in kept and key != "primary":
+                name = key.split(" ", 1)[1]
+                out[key] = (name, name[:56] + "__ptah")
+            elif key in kept:
+                last = position[key]
+    return out
 
 
 def references(entry: dict[str, Any]) -> set[str]:
