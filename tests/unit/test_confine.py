@@ -48,6 +48,9 @@ REFUSED: list[tuple[EngineName, str, str]] = [
     ("mysql", "PREPARE s FROM 'DROP DATABASE x'", "dynamic SQL"),
     ("mysql", "EXECUTE IMMEDIATE 'DROP DATABASE x'", "dynamic SQL"),
     ("mysql", "FLUSH PRIVILEGES", "administers"),
+    # MariaDB runs the statement after FOR: it once dropped another database.
+    ("mysql", "SET STATEMENT max_statement_time=1 FOR DROP DATABASE x;", "whole database"),
+    ("mysql", "set statement a=1, b='for' FOR use x", "switches the session"),
     (
         "mysql",
         "DELIMITER //\nCREATE PROCEDURE p()\nBEGIN\n  DROP DATABASE x;\nEND//\nDELIMITER ;",

@@ -71,6 +71,17 @@ def _head(words: list[Word], i: int) -> str | None:
         return "changes server accounts"
     if w.is_("GRANT", "REVOKE"):
         return "grants privileges to server accounts"
+    if w.is_("SET") and nxt is not None and nxt.is_("STATEMENT"):
+        # ``SET STATEMENT var=value[, ...] FOR <statement>`` runs the statement: each word
+        # after a FOR of it is judged as a statement's start.
+        for j in range(i + 2, len(words) - 1):
+            if words[j].punct(";"):
+                break
+            if words[j].is_("FOR"):
+                why = _head(words, j + 1)
+                if why:
+                    return why
+        return None
     if w.is_("SET"):
         after = words[i + 2] if i + 2 < len(words) else None
         if nxt is not None and (
