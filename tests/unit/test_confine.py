@@ -51,6 +51,8 @@ REFUSED: list[tuple[EngineName, str, str]] = [
     # MariaDB runs the statement after FOR: it once dropped another database.
     ("mysql", "SET STATEMENT max_statement_time=1 FOR DROP DATABASE x;", "whole database"),
     ("mysql", "set statement a=1, b='for' FOR use x", "switches the session"),
+    ("mysql", "CREATE TABLE t (x int) ENGINE=MERGE UNION=(other.v)", "another database"),
+    ("mysql", "alter table t union = (a, `other`.`v`)", "another database"),
     (
         "mysql",
         "DELIMITER //\nCREATE PROCEDURE p()\nBEGIN\n  DROP DATABASE x;\nEND//\nDELIMITER ;",

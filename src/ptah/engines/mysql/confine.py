@@ -140,6 +140,13 @@ def _server_files(words: list[Word]) -> str | None:
             engine = words[i + 2] if nxt.punct("=") and i + 2 < len(words) else nxt
             if engine.text.upper() in _OUTSIDE_ENGINES:
                 return f"uses the {engine.text} engine, which reaches outside the database"
+        if w.is_("UNION") and nxt is not None and nxt.punct("="):
+            # A MERGE table's UNION=(t1, t2): its tables, which a qualifier puts elsewhere.
+            for j in range(i + 2, len(words) - 1):
+                if words[j].punct(")"):
+                    break
+                if words[j].is_name and words[j + 1].punct("."):
+                    return "names another database's table in a MERGE table"
         if w.is_("INTO") and nxt is not None and nxt.is_("OUTFILE", "DUMPFILE"):
             return "writes a file on the server"
         if w.is_("LOAD_FILE") and nxt is not None and nxt.punct("("):
