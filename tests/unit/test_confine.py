@@ -53,6 +53,7 @@ REFUSED: list[tuple[EngineName, str, str]] = [
     ("mysql", "set statement a=1, b='for' FOR use x", "switches the session"),
     ("mysql", "CREATE TABLE t (x int) ENGINE=MERGE UNION=(other.v)", "another database"),
     ("mysql", "alter table t union = (a, `other`.`v`)", "another database"),
+    ("mysql", "create table t (a int); XA START 'x'", "global (XA) transaction"),
     (
         "mysql",
         "DELIMITER //\nCREATE PROCEDURE p()\nBEGIN\n  DROP DATABASE x;\nEND//\nDELIMITER ;",

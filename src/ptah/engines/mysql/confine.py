@@ -93,6 +93,9 @@ def _head(words: list[Word], i: int) -> str | None:
         return "installs or removes server plugins"
     if w.is_("LOAD") and nxt is not None and nxt.is_("DATA", "XML", "INDEX"):
         return "reads files on the server"
+    if w.is_("XA"):
+        # A global transaction left open keeps the scratch from being dropped.
+        return "controls a global (XA) transaction"
     if w.upper in _DYNAMIC:
         return "runs dynamic SQL, which cannot be checked"
     if w.upper in _ADMIN:
