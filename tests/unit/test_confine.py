@@ -52,6 +52,8 @@ REFUSED: list[tuple[EngineName, str, str]] = [
     ("mysql", "SET STATEMENT max_statement_time=1 FOR DROP DATABASE x;", "whole database"),
     ("mysql", "set statement a=1, b='for' FOR use x", "switches the session"),
     ("mysql", "CREATE TABLE t (x int) ENGINE=MERGE UNION=(other.v)", "another database"),
+    ("mysql", "CREATE TABLE t (x int) UNION (a, `o`.`v`) ENGINE MRG_MyISAM", "another database"),
+    ("mysql", "ALTER TABLE t UNION (a, o.v)", "another database"),
     ("mysql", "alter table t union = (a, `other`.`v`)", "another database"),
     ("mysql", "create table t (a int); XA START 'x'", "global (XA) transaction"),
     (
@@ -116,6 +118,7 @@ ACCEPTED: list[tuple[EngineName, str]] = [
     ),
     ("mysql", "create table p(id int primary key);\ncreate table c (p int references p(id));"),
     ("mysql", "create view v as select a.x, b.y from a join b on a.id = b.aid"),
+    ("mysql", "create view v as select x.a from t x union (select y.a from u y)"),
     (
         "mysql",
         "DELIMITER ;;\nCREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW BEGIN\n"

@@ -133,6 +133,11 @@ def _server_files(words: list[Word]) -> str | None:
     """Files on the server and other servers: OUTFILE/DUMPFILE, LOAD_FILE(), table
     files placed by DATA/INDEX DIRECTORY, engines and CONNECTION options that read
     files or reach another server."""
+    # Where "UNION (" can only be a MERGE table's list: an ALTER, or a CREATE naming the
+    # engine (a view's "SELECT ... UNION (SELECT x.a FROM t x)" is no table list).
+    merge = words[0].is_("ALTER") or (
+        words[0].is_("CREATE") and any(x.upper in ("MERGE", "MRG_MYISAM") for x in words)
+    )
     for i, w in enumerate(words):
         nxt = words[i + 1] if i + 1 < len(words) else None
         if w.is_("DATA", "INDEX") and nxt is not None and nxt.is_("DIRECTORY"):
@@ -143,9 +148,9 @@ def _server_files(words: list[Word]) -> str | None:
             engine = words[i + 2] if nxt.punct("=") and i + 2 < len(words) else nxt
             if engine.text.upper() in _OUTSIDE_ENGINES:
                 return f"uses the {engine.text} engine, which reaches outside the database"
-        if w.is_("UNION") and nxt is not None and nxt.punct("="):
-            # A MERGE table's UNION=(t1, t2): its tables, which a qualifier puts elsewhere.
-            for j in range(i + 2, len(words) - 1):
+        if w.is_("UNION") and nxt is not None and (nxt.punct("=") or (merge and nxt.punct("("))):
+            # A MERGE table's UNION [=] (t1, t2): its tables, which a qualifier puts elsewhere.
+            for j in range(i + 1, len(words) - 1):
                 if words[j].punct(")"):
                     break
                 if words[j].is_name and words[j + 1].punct("."):
