@@ -54,6 +54,7 @@ REFUSED: list[tuple[EngineName, str, str]] = [
     ("mysql", "CREATE TABLE t (x int) ENGINE=MERGE UNION=(other.v)", "another database"),
     ("mysql", "CREATE TABLE t (x int) UNION (a, `o`.`v`) ENGINE MRG_MyISAM", "another database"),
     ("mysql", "ALTER TABLE t UNION (a, o.v)", "another database"),
+    ("mysql", "SELECT GET_LOCK('deploy', 600)", "server-wide named lock"),
     ("mysql", "alter table t union = (a, `other`.`v`)", "another database"),
     ("mysql", "create table t (a int); XA START 'x'", "global (XA) transaction"),
     (

@@ -159,6 +159,10 @@ def _server_files(words: list[Word]) -> str | None:
             return "writes a file on the server"
         if w.is_("LOAD_FILE") and nxt is not None and nxt.punct("("):
             return "reads a file on the server"
+        if w.is_("GET_LOCK") and nxt is not None and nxt.punct("("):
+            # Named locks are the server's, not a database's: one taken while the scratch
+            # loads blocks whatever else on the server waits on that name.
+            return "takes a server-wide named lock (GET_LOCK)"
     return None
 
 
