@@ -10,6 +10,10 @@ from __future__ import annotations
 import pytest
 from pgcorpus import apply_plan, assert_same_dump, database, ensure_roles, psql_load
 
+from ptah.engines import planner
+from ptah.engines.connect import open_target
+from ptah.engines.model import PlanError
+
 pytestmark = pytest.mark.integration
 
 # Indexes, a check and a default on a function whose argument type changes: the old
@@ -53,6 +57,17 @@ PAIRS: dict[str, tuple[str, str]] = {
         DEFAULTS.replace("pick(x integer)", "pick(y integer)"),
     ),
 }
+# A table-wide grant revoked where column grants of the same privilege stay: the
+# server's REVOKE takes those with it, so the plan grants them again.
+GRANTS = """
+CREATE TABLE public.t (id integer, secret text);
+GRANT SELECT (id) ON public.t TO ptah_corpus_reader;
+"""
+PAIRS["table grant over column grants"] = (
+    GRANTS,
+    GRANTS + "GRANT SELECT ON public.t TO ptah_corpus_reader;\n",
+)
+
 # Pairs whose way back is refused by design (an enum value removed).
 ONE_WAY: dict[str, tuple[str, str]] = {
     "enum value added and used": (ENUM, ENUM_USED),
@@ -70,3 +85,14 @@ def test_version_to_version(pg_url: str, name: str) -> None:
             with database(pg_url) as psql_db:
                 psql_load(psql_db, version)
                 assert_same_dump(db, psql_db)
+
+
+def test_stored_composite_attribute_type_change_is_refused(pg_db: str) -> None:
+    """ALTER TYPE ... ALTER ATTRIBUTE fails on the server when a table stores the type:
+    the plan says so, naming the table, instead of failing on apply."""
+    a = "CREATE TYPE public.addr AS (zip varchar(5));\nCREATE TABLE public.cu (home public.addr);"
+    apply_plan(pg_db, a)
+    with open_target(pg_db) as t, pytest.raises(PlanError) as err:
+        planner.plan(t, a.replace("varchar(5)", "varchar(9)"))
+    assert err.value.reason == "Unsupported"
+    assert "public.addr" in str(err.value) and "table public.cu" in str(err.value)

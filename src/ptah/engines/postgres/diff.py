@@ -538,7 +538,20 @@ class _Diff:
                 )
             for a in sorted(o.keys() - n.keys()):
                 self.drop(node, f"ALTER TYPE {name} DROP ATTRIBUTE {a}", DESTRUCTIVE)
+            users = [
+                child.replace(":", " ", 1)
+                for child, _ in self.dependents(node)
+                if _kind(child) in ("table", "ctype")
+                and not self.cur.get("_defaultDeps", {}).get(child, {}).get(node)
+            ]
             for a in kept:
+                if o[a] != n[a] and users:
+                    raise PlanError(
+                        f"composite type {name}: attribute {a} changes type or collation"
+                        f" while {', '.join(users)} stores it; PostgreSQL cannot alter a"
+                        " stored composite's attribute: add a new attribute and move the data",
+                        "Unsupported",
+                    )
                 if o[a] != n[a]:
                     self.create(
                         node,
@@ -1224,7 +1237,7 @@ class _Diff:
             self.extra_deps[anode] = {node}
             for grantee, privs, _ in _group(old - new):
                 self.create(anode, f"REVOKE {privs} ON {a['on']} FROM {grantee}")
-            for grantee, privs, grantable in _group(new - old):
+            for grantee, privs, grantable in _group((new - old) | _column_regrants(old, new)):
                 option = " WITH GRANT OPTION" if grantable else ""
                 self.create(anode, f"GRANT {privs} ON {a['on']} TO {grantee}{option}")
 
@@ -1349,6 +1362,22 @@ def _default_acl_baseline(d: dict[str, Any]) -> set[str]:
     if d["schema"]:
         return set()
     return {"f": {"PUBLIC|EXECUTE|"}, "T": {"PUBLIC|USAGE|"}}.get(d["objtype"], set())
+
+
+def _column_regrants(old: set[str], new: set[str]) -> set[str]:
+    """Column grants that stay, of a privilege whose table-wide grant is revoked: the
+    server's ``REVOKE SELECT ON TABLE`` takes each ``SELECT (column)`` with it."""
+    revoked = set()
+    for entry in old - new:
+        grantee, priv, _ = entry.split("|")
+        if "(" not in priv:
+            revoked.add((grantee, priv))
+    out = set()
+    for entry in old & new:
+        grantee, priv, _ = entry.split("|")
+        if "(" in priv and (grantee, priv.split("(", 1)[0]) in revoked:
+            out.add(entry)
+    return out
 
 
 def _group(entries: set[str]) -> list[tuple[str, str, bool]]:
