@@ -68,9 +68,33 @@ PAIRS["table grant over column grants"] = (
     GRANTS + "GRANT SELECT ON public.t TO ptah_corpus_reader;\n",
 )
 
-# Pairs whose way back is refused by design (an enum value removed).
+# A partition detached to a plain table keeps what it had from its parent (the primary
+# key's copy, the check, the index attached to the parent's): the plan keeps what the
+# desired has as it is and drops the rest after the DETACH.
+PARTED = """
+CREATE TABLE public.ev (id bigint NOT NULL, at date NOT NULL, kind text CHECK (kind <> ''),
+  PRIMARY KEY (id, at)) PARTITION BY RANGE (at);
+CREATE INDEX ev_kind ON public.ev (kind);
+"""
+ATTACHED = (
+    "CREATE TABLE public.ev_1 PARTITION OF public.ev FOR VALUES FROM ('2024-01-01')"
+    " TO ('2025-01-01');"
+)
+PLAIN = """
+CREATE TABLE public.ev_1 (id bigint NOT NULL, at date NOT NULL, kind text,
+  CONSTRAINT ev_1_pkey PRIMARY KEY (id, at));
+CREATE INDEX ev_1_kind_idx ON public.ev_1 (kind);
+"""
+
+# Pairs whose way back is refused by design (an enum value removed), or fails for
+# another reason (attaching a table that lacks the parent's check).
 ONE_WAY: dict[str, tuple[str, str]] = {
     "enum value added and used": (ENUM, ENUM_USED),
+    "partition detached to a plain table": (PARTED + ATTACHED, PARTED + PLAIN),
+    "partition detached, its constraints dropped": (
+        PARTED + ATTACHED,
+        PARTED + "CREATE TABLE public.ev_1 (id bigint NOT NULL, at date NOT NULL, kind text);",
+    ),
 }
 
 

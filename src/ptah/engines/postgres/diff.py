@@ -904,8 +904,43 @@ class _Diff:
         self.locking(node, f"{at} DROP CONSTRAINT {check}", ACCESS_EXCLUSIVE, BRIEF)
 
     # -- things on tables -----------------------------------------------------------------
+    def detached(self, table: str) -> bool:
+        """A partition that leaves its parent and stays: what it had from the parent
+        (indexes, constraints) becomes its own on the DETACH."""
+        old = self.cur.get("table", {}).get(table, {})
+        new = self.want.get("table", {}).get(table)
+        if new is None or not old.get("partitionOf"):
+            return False
+        return bool(old["partitionOf"] != new.get("partitionOf"))
+
+    def kept_detached(self, index: str) -> bool:
+        """A detached partition's index (attached to its parent's until then) that the
+        desired has as it is."""
+        old, new = self.cur["index"][index], self.want.get("index", {}).get(index)
+        if not old.get("parent") or not self.detached(old["table"]):
+            return False
+        return bool(
+            new and not new.get("parent") and same({**old, "parent": None}, {**new, "parent": None})
+        )
+
+    def detached_constraints(self, want: dict[str, Any]) -> set[str]:
+        """Constraints a detached partition keeps from its parent as the desired has them;
+        the others are dropped after the DETACH."""
+        kept: set[str] = set()
+        for table, t in sorted(self.cur.get("table", {}).items()):
+            if not t.get("_clones") or not self.detached(table):
+                continue
+            for name, definition in sorted(t["_clones"].items()):
+                key = f"{table}.{name}"
+                if key in want and want[key]["def"] == definition:
+                    kept.add(key)
+                else:
+                    self.create(f"constraint:{key}", f"ALTER TABLE {table} DROP CONSTRAINT {name}")
+        return kept
+
     def constraints(self) -> None:
         cur, want = self.pair("constraint")
+        kept = self.detached_constraints(want)
         for key in sorted(cur.keys()):
             c = cur[key]
             node = f"constraint:{key}"
@@ -914,6 +949,8 @@ class _Diff:
                 self.drop(node, f"ALTER TABLE {c['table']} DROP CONSTRAINT {c['name']}")
         for key in sorted(want.keys()):
             node = f"constraint:{key}"
+            if key in kept:
+                continue
             if key in cur and not self.rebuilt(node):
                 if self.validates(cur[key], want[key]):
                     self.validate(node, want[key])
@@ -1001,6 +1038,9 @@ class _Diff:
             if node in self.ch.recreated:
                 continue  # went with its parent
             if cur[name].get("parent"):
+                if self.detached(cur[name]["table"]) and not self.kept_detached(name):
+                    # Its own once its table is detached (in the drops): dropped after.
+                    self.create(node, f"DROP INDEX {name}")
                 continue  # an attached partition index goes with its parent's index
             gone = name not in want and cur[name]["table"] in self._relations(self.want)
             if not gone and not (name in want and node in self.ch.replaced):
@@ -1022,7 +1062,7 @@ class _Diff:
                 if i["parent"] in cur and not self.rebuilt(parent):
                     continue
                 self.extra_deps.setdefault(parent, set()).add(node)
-            elif name in cur and not self.rebuilt(node):
+            elif name in cur and (not self.rebuilt(node) or self.kept_detached(name)):
                 continue
             if self._concurrent(name, i):
                 self.build_concurrently(name, i, swapped)

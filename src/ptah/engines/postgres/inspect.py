@@ -226,10 +226,12 @@ Q_CONSTRAINTS = f"""
 SELECT k.oid, k.conindid, {_qn("n", "c.relname")}, quote_ident(k.conname),
        k.contype::text, pg_get_constraintdef(k.oid),
        k.contype IN ('p', 'u', 'x') AND coalesce(
-         (SELECT x.indisclustered FROM pg_index x WHERE x.indexrelid = k.conindid), false)
+         (SELECT x.indisclustered FROM pg_index x WHERE x.indexrelid = k.conindid), false),
+       k.conislocal AND k.conparentid = 0
 FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE k.contype IN ('p', 'u', 'c', 'f', 'x') AND k.conislocal AND k.conparentid = 0
+WHERE k.contype IN ('p', 'u', 'c', 'f', 'x')
+  AND (k.conislocal AND k.conparentid = 0 OR c.relispartition)
   AND {_USER_NS} AND {_not_ext("pg_class", "c.oid")}
 """
 
@@ -743,9 +745,14 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
         if adoid is not None:
             nodes.add("pg_attrdef", adoid, f"table:{tables_by_oid[reloid]}")
             nodes.defaults[adoid] = col
-    for oid, indid, table, name, kind, definition, clustered in _rows(cur, Q_CONSTRAINTS):
-        key = f"{table}.{name}"
-        schema["constraint"][key] = {"table": table, "name": name, "type": kind, "def": definition}
+    for oid, indid, rel, name, kind, definition, clustered, own in _rows(cur, Q_CONSTRAINTS):
+        if not own:
+            # A partition's copy of its parent's constraint: its own once detached.
+            if rel in schema["table"]:  # not a foreign table's (the census names those)
+                schema["table"][rel].setdefault("_clones", {})[name] = definition
+            continue
+        key = f"{rel}.{name}"
+        schema["constraint"][key] = {"table": rel, "name": name, "type": kind, "def": definition}
         if clustered:
             schema["constraint"][key]["clustered"] = True
         nodes.add("pg_constraint", oid, f"constraint:{key}")
