@@ -299,8 +299,16 @@ class _Diff:
         return sorted(self._rdeps.get(node, []))
 
     def spread(self) -> None:
-        """Step 2: what depends on a replaced object is rebuilt with it."""
+        """Step 2: what depends on a replaced object is rebuilt with it; so is a foreign
+        key on a unique constraint or index that is dropped (the desired has it on
+        another one: the server moves it there only when it is added again)."""
         work = sorted(self.ch.replaced)
+        for kind in ("constraint", "index"):
+            cur, want = self.pair(kind)
+            for name in sorted(cur.keys() - want.keys()):
+                for child, _ in self.dependents(f"{kind}:{name}"):
+                    if _kind(child) == "constraint" and self._in(self.want, child):
+                        self._rebuild(child, work, f"{kind} {name} is dropped")
         for table in sorted(self.ch.rewritten):
             # A column type change: views and policies over the table must be rebuilt
             # (PostgreSQL refuses to change a column they use); indexes and constraints
@@ -853,7 +861,8 @@ class _Diff:
             self.create(node, f"ALTER TABLE {table} ADD COLUMN {_column_sql(col, new)}", LOCK_HEAVY)
             return
         if old["identity"] and old["identity"] != new["identity"] and not new["identity"]:
-            self.create(node, f"{at} DROP IDENTITY")
+            # In the drops: its sequence goes with it, and a new one may take the name.
+            self.drop(node, f"{at} DROP IDENTITY")
         if old["default"] != new["default"] and old["default"] is not None:
             self.drop(node, f"{at} DROP DEFAULT")
         if old["type"] != new["type"] or old["collation"] != new["collation"]:
