@@ -9,6 +9,7 @@ import pytest
 
 from ptah.engines import planner
 from ptah.engines.base import DesiredSchemaInvalid, ScratchUnavailable
+from ptah.engines.confine import StatementRefused
 from ptah.engines.connect import open_target
 from ptah.engines.model import (
     DATA_DEPENDENT,
@@ -322,3 +323,25 @@ def test_pg_a_source_refused_after_the_check_drops_its_reserved_scratch(
             "SELECT count(*) FROM pg_database WHERE datname = %s", [reserved.name]
         )
         assert cur.fetchone()[0] == 0, f"{reserved.name} was left on the server"
+
+
+def test_pg_a_plan_never_runs_dynamic_sql_of_the_desired_file(pg_db: str) -> None:
+    # A plan is read-only; this file made it run a program on the server (the role here is
+    # a superuser): the DO block's EXECUTE built a statement the check never read.
+    import shutil
+    import tempfile
+
+    where = Path(tempfile.mkdtemp(prefix="ptah-dynamic-"))  # the server's user may write
+    where.chmod(0o777)  # here: only the check stops the program
+    mark = where / "ran"
+    source = (
+        "CREATE TABLE t (a int);\n"
+        f"DO $$ BEGIN EXECUTE 'COPY (SELECT 1) TO PROGRAM ''touch {mark}'''; END $$;\n"
+    )
+    with (
+        open_target(pg_db) as t,
+        pytest.raises(StatementRefused, match="line 2: runs dynamic SQL"),
+    ):
+        planner.plan(t, source)
+    assert not mark.exists()
+    shutil.rmtree(where)

@@ -105,3 +105,71 @@ def test_runner_plan_takes_the_schema_policy() -> None:
     assert (args.ownership, args.ignore) == ("manage", ["publication", "cast"])
     default = build_parser().parse_args(["plan", "--desired", "/d", "--operation-id", "op"])
     assert (default.ownership, default.ignore) == ("ignore", [])
+
+
+DYN = "CREATE FUNCTION d() RETURNS void LANGUAGE plpgsql AS $b$ BEGIN EXECUTE 'x'; END $b$;\n"
+
+
+@pytest.mark.parametrize(
+    ("sql", "why"),
+    [
+        # A plan ran this on the server: a program, through dynamic SQL in a DO block.
+        (
+            "DO $$ BEGIN EXECUTE 'COPY (SELECT 1) TO PROGRAM ''touch /tmp/x'''; END $$",
+            "dynamic SQL",
+        ),
+        ("DO $$ BEGIN IF true THEN CREATE ROLE r; END IF; END $$", "cluster roles"),
+        ("DO LANGUAGE plperlu $$ system('true') $$", "plperlu code"),
+        ("CREATE FUNCTION lib(int) RETURNS int LANGUAGE c AS 'mylib', 'lib'", "server library"),
+        (DYN + "SELECT d()", "calls d()"),
+        (
+            DYN + "CREATE FUNCTION s.g() RETURNS void LANGUAGE sql AS 'SELECT d()';\n"
+            "DO $$ BEGIN PERFORM s.g(); END $$",
+            "calls g()",
+        ),
+        (
+            "CREATE FUNCTION p() RETURNS int LANGUAGE plpython3u AS 'return 1';\n"
+            "CREATE TABLE l (a int) PARTITION BY LIST (a);\n"
+            "CREATE TABLE l1 PARTITION OF l FOR VALUES IN (p())",
+            "calls p()",
+        ),
+        (
+            "CREATE FUNCTION tg() RETURNS trigger LANGUAGE plpgsql AS $b$ BEGIN EXECUTE 'x';"
+            " RETURN NEW; END $b$;\nCREATE TRIGGER t BEFORE INSERT ON ok FOR EACH ROW"
+            " EXECUTE FUNCTION tg();\nINSERT INTO ok VALUES (1)",
+            "can run tg()",
+        ),
+        (
+            "CREATE FUNCTION e() RETURNS event_trigger LANGUAGE plpgsql AS $b$ BEGIN"
+            " EXECUTE 'x'; END $b$;\nCREATE EVENT TRIGGER et ON ddl_command_end"
+            " EXECUTE FUNCTION e()",
+            "fires e()",
+        ),
+    ],
+)
+def test_code_that_would_run_unread_while_the_file_loads_is_refused(sql: str, why: str) -> None:
+    source = "CREATE TABLE ok (x int);\n\n" + sql + ";\n"
+    with pytest.raises(StatementRefused, match=why) as err:
+        confine.check(source, "postgres")
+    assert err.value.line == source.rstrip("\n").count("\n") + 1, "the last statement's line"
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        # Idempotent creation in a DO block, a readable trigger, a defined-only dynamic
+        # routine with its comment, grant and trigger but nothing that runs it.
+        "DO $$ BEGIN CREATE TYPE mood AS ENUM ('a'); EXCEPTION WHEN duplicate_object"
+        " THEN NULL; END $$",
+        "CREATE FUNCTION f() RETURNS int LANGUAGE plpgsql AS $b$ BEGIN RETURN 1; END $b$;\n"
+        "SELECT f();\nCREATE TABLE t (a int DEFAULT f())",
+        "CREATE FUNCTION f() RETURNS int RETURN 1;\nSELECT f()",
+        DYN + "COMMENT ON FUNCTION d() IS 'x';\nGRANT EXECUTE ON FUNCTION d() TO public;\n"
+        "ALTER FUNCTION d() SET search_path = pg_catalog",
+        "CREATE FUNCTION tg() RETURNS trigger LANGUAGE plpgsql AS $b$ BEGIN EXECUTE 'x';"
+        " RETURN NEW; END $b$;\nCREATE TRIGGER t BEFORE INSERT ON ok FOR EACH ROW"
+        " EXECUTE FUNCTION tg();\nSELECT pg_catalog.set_config('search_path', '', false)",
+    ],
+)
+def test_code_the_check_reads_or_that_never_runs_at_load_passes(sql: str) -> None:
+    confine.check("CREATE TABLE ok (x int);\n" + sql + ";\n", "postgres")

@@ -436,6 +436,7 @@ def check(sql: str, engine: EngineName) -> list[Statement]:
     """
     rule = _rule(engine)
     statements = split(sql, engine)
+    read: list[tuple[int, str, list[Word]]] = []
     for statement in statements:
         try:
             words = read_words(statement.text, engine)
@@ -446,6 +447,16 @@ def check(sql: str, engine: EngineName) -> list[Statement]:
         why = rule(words, statement.text)
         if why:
             raise StatementRefused(statement.line, statement.text, why)
+        read.append((statement.line, statement.text, words))
+    if engine == "postgres":
+        # What runs while the file loads depends on the routines the whole file defines.
+        from ptah.engines.postgres.confine import load_time_refusal
+
+        found = load_time_refusal(read)
+        if found is not None:
+            line, why = found
+            text = next(t for n, t, _ in read if n == line)
+            raise StatementRefused(line, text, why)
     global _passed
     _passed = (sql, engine, list(statements))
     return statements

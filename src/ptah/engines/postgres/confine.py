@@ -21,7 +21,13 @@ from __future__ import annotations
 
 import re
 
-from ptah.engines.confine import OBJECT_POSITIONS, Word, dotted_names, object_kind
+from ptah.engines.confine import (
+    OBJECT_POSITIONS,
+    Word,
+    dotted_names,
+    object_kind,
+    statement_starts,
+)
 
 _OBJECT_WHY = {
     "DATABASE": "acts on a whole database",
@@ -180,11 +186,63 @@ def _calls_outside(words: list[Word], text: str) -> str | None:
     return f"calls {found.group(1).lower()}(), which acts outside the database"
 
 
+# -- code that runs while the file loads ---------------------------------------------------
+# The rules above read statements; code that runs at load time can build statements the
+# check never reads: PL/pgSQL's dynamic EXECUTE (``DO $$ BEGIN EXECUTE 'COPY ... TO
+# PROGRAM ...'; END $$`` ran a program on the server during a plan), or a language the
+# check cannot read at all. So a DO block must be PL/pgSQL without EXECUTE, its static
+# statements are judged like the file's own, and a routine of the file that runs dynamic
+# SQL or another language ("opaque", :func:`load_time_refusal`) may be defined but not run.
+_READABLE_LANGUAGES = {"SQL", "PLPGSQL"}
+_LIBRARY_LANGUAGES = {"C"}  # internal functions are the server's own: opaque, not loaded
+
+
+def _language(words: list[Word]) -> str:
+    for i, w in enumerate(words[:-1]):
+        if w.is_("LANGUAGE"):
+            return words[i + 1].text.upper()
+    return ""
+
+
+def _bodies(words: list[Word]) -> list[list[Word]]:
+    """The words of each string of the statement (a DO or routine body among them)."""
+    out: list[list[Word]] = []
+    for w in words:
+        if w.kind == "string":
+            try:
+                out.append(read_words(w.text))
+            except Exception:  # not code (a default, a comment): nothing to read
+                continue
+    return out
+
+
+def _do_block(words: list[Word]) -> str | None:
+    if not words[0].is_("DO"):
+        return None
+    language = _language(words) or "PLPGSQL"
+    if language != "PLPGSQL":
+        return f"runs {language.lower()} code while the file loads, which the check cannot read"
+    for body in _bodies(words):
+        if any(w.is_("EXECUTE") for w in body):
+            return "runs dynamic SQL (EXECUTE) while the file loads, which the check cannot read"
+        for start in statement_starts(body):
+            why = _head(body[start:]) or _more(body[start:])
+            if why:
+                return why
+    return None
+
+
+def _runs_code_outside(words: list[Word]) -> str | None:
+    if _routine_name(words) is not None and _language(words) in _LIBRARY_LANGUAGES:
+        return "loads a server library (a C function)"
+    return _do_block(words)
+
+
 def refusal(words: list[Word], text: str) -> str | None:
     """Why this statement acts outside its database, or None."""
     if not words:
         return None
-    why = _head(words) or _more(words) or _calls_outside(words, text)
+    why = _head(words) or _more(words) or _calls_outside(words, text) or _runs_code_outside(words)
     if why:
         return why
     for name in dotted_names(words):
@@ -272,3 +330,114 @@ def read_words(text: str) -> list[Word]:
                 raise TokenError("a quote is never closed")
             append(Word("punct", token))
         i = end
+
+
+def _routine_name(words: list[Word]) -> str | None:
+    """The (unqualified, lower-cased) name a CREATE [OR REPLACE] FUNCTION|PROCEDURE defines."""
+    if not words[0].is_("CREATE"):
+        return None
+    k = 3 if len(words) > 2 and words[1].is_("OR") and words[2].is_("REPLACE") else 1
+    if k + 1 >= len(words) or not words[k].is_("FUNCTION", "PROCEDURE"):
+        return None
+    j = k + 1
+    while j + 2 < len(words) and words[j + 1].punct(".") and words[j + 2].is_name:
+        j += 2
+    return words[j].text.lower() if words[j].is_name else None
+
+
+def _calls(words: list[Word], names: set[str]) -> str | None:
+    """The first of ``names`` the words call (``name(``), in the statement or a body."""
+    for seq in (words, *_bodies(words)):
+        for i, w in enumerate(seq[:-1]):
+            if w.is_name and w.text.lower() in names and seq[i + 1].punct("("):
+                return w.text.lower()
+    return None
+
+
+# Statements that define or name routines without running them.
+_DEFINES = {"CREATE", "ALTER", "DROP", "COMMENT", "GRANT", "REVOKE", "SECURITY"}
+_ROUTINE_WORDS = {"FUNCTION", "PROCEDURE", "ROUTINE", "FUNCTIONS", "PROCEDURES", "ROUTINES"}
+# Statements that run queries (so operators, casts and triggers) while the file loads.
+_RUNS_QUERIES = {
+    "SELECT",
+    "VALUES",
+    "WITH",
+    "DO",
+    "CALL",
+    "INSERT",
+    "UPDATE",
+    "DELETE",
+    "MERGE",
+    "COPY",
+    "TRUNCATE",
+    "REFRESH",
+    "EXPLAIN",
+    "EXECUTE",
+    "TABLE",
+}
+
+
+def load_time_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[int, str] | None:
+    """(line, why) of the first statement that would run an opaque routine while the file
+    loads, or None. ``statements``: (line, text, words) of each statement of the file.
+
+    A routine is opaque when its body runs dynamic SQL (EXECUTE) or its language is not
+    SQL or PL/pgSQL, or when it calls an opaque one (by name, transitively). Defining it is
+    allowed (nothing runs); calling it anywhere but in another definition is refused, and
+    once a trigger, operator, cast, aggregate or type reaches one, so is every statement
+    that runs queries (pg_dump's ``SELECT pg_catalog.set_config(...)`` aside)."""
+    routines: dict[str, list[list[Word]]] = {}
+    for _line, _text, words in statements:
+        name = _routine_name(words) if words else None
+        if name is not None:
+            routines.setdefault(name, []).append(words)
+    opaque = {
+        name
+        for name, defs in routines.items()
+        if any(
+            (_language(w) or "SQL") not in _READABLE_LANGUAGES  # a standard body: SQL
+            or any(x.is_("EXECUTE") for body in _bodies(w) for x in body)
+            for w in defs
+        )
+    }
+    grown = True
+    while grown:
+        grown = False
+        for name, defs in routines.items():
+            if name not in opaque and any(_calls(w, opaque) for w in defs):
+                opaque.add(name)
+                grown = True
+    if not opaque:
+        return None
+    reachable = ""
+    for line, _text, words in statements:
+        if not words:
+            continue
+        called = _calls(words, opaque)
+        head = words[0].upper
+        defines = head in _DEFINES and any(w.upper in _ROUTINE_WORDS for w in words[:6])
+        if called and head == "CREATE" and len(words) > 1 and words[1].is_("EVENT"):
+            return line, (
+                f"fires {called}(), a routine of this file that runs dynamic SQL or code the"
+                " check cannot read, on each later statement while the file loads"
+            )
+        if (
+            called
+            and head == "CREATE"
+            and len(words) > 1
+            and (words[1].is_("TRIGGER", "OPERATOR", "AGGREGATE", "CAST", "TYPE", "CONSTRAINT"))
+        ):
+            reachable = reachable or called
+            continue
+        if called and not defines:
+            return line, (
+                f"calls {called}(), a routine of this file that runs dynamic SQL or code the"
+                " check cannot read, while the file loads"
+            )
+        prologue = head == "SELECT" and any(w.upper == "SET_CONFIG" for w in words[:4])
+        if reachable and head in _RUNS_QUERIES and not prologue:
+            return line, (
+                f"runs queries while the file loads, which can run {reachable}(), a routine"
+                " of this file that runs dynamic SQL or code the check cannot read"
+            )
+    return None
