@@ -140,6 +140,12 @@ DYN = "CREATE FUNCTION d() RETURNS void LANGUAGE plpgsql AS $b$ BEGIN EXECUTE 'x
             "can run tg()",
         ),
         (
+            "CREATE FUNCTION k() RETURNS trigger LANGUAGE plpgsql AS $b$ BEGIN"
+            " PERFORM pg_terminate_backend(1); RETURN NEW; END $b$;\nCREATE TRIGGER t"
+            " AFTER INSERT ON ok FOR EACH ROW EXECUTE FUNCTION k();\nINSERT INTO ok VALUES (1)",
+            "can run k()",
+        ),
+        (
             "CREATE FUNCTION e() RETURNS event_trigger LANGUAGE plpgsql AS $b$ BEGIN"
             " EXECUTE 'x'; END $b$;\nCREATE EVENT TRIGGER et ON ddl_command_end"
             " EXECUTE FUNCTION e()",

@@ -381,8 +381,9 @@ def load_time_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[in
     """(line, why) of the first statement that would run an opaque routine while the file
     loads, or None. ``statements``: (line, text, words) of each statement of the file.
 
-    A routine is opaque when its body runs dynamic SQL (EXECUTE) or its language is not
-    SQL or PL/pgSQL, or when it calls an opaque one (by name, transitively). Defining it is
+    A routine is opaque when its body runs dynamic SQL (EXECUTE), calls a function that
+    acts outside the database (``pg_terminate_backend``, ``lo_export``...), or its language
+    is not SQL or PL/pgSQL, or when it calls an opaque one (by name, transitively). Defining it is
     allowed (nothing runs); calling it anywhere but in another definition is refused, and
     once a trigger, operator, cast, aggregate or type reaches one, so is every statement
     that runs queries (pg_dump's ``SELECT pg_catalog.set_config(...)`` aside)."""
@@ -397,6 +398,8 @@ def load_time_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[in
         if any(
             (_language(w) or "SQL") not in _READABLE_LANGUAGES  # a standard body: SQL
             or any(x.is_("EXECUTE") for body in _bodies(w) for x in body)
+            # a body that calls what acts outside the database (allowed to be defined)
+            or any(_CALL.search(x.text) for x in w if x.kind == "string")
             for w in defs
         )
     }
