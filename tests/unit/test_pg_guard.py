@@ -120,6 +120,13 @@ DYN = "CREATE FUNCTION d() RETURNS void LANGUAGE plpgsql AS $b$ BEGIN EXECUTE 'x
         ),
         ("DO $$ BEGIN IF true THEN CREATE ROLE r; END IF; END $$", "cluster roles"),
         ("DO LANGUAGE plperlu $$ system('true') $$", "plperlu code"),
+        ("PREPARE q AS SELECT pg_terminate_backend(1)", "pg_terminate_backend"),
+        ("SELECT query_to_xml('SELECT pg_terminate_backend(1)', true, false, '')", "SQL text"),
+        (
+            "CREATE TABLE l (a int) PARTITION BY LIST (a);\n"
+            "CREATE TABLE l1 PARTITION OF l FOR VALUES IN (pg_terminate_backend(1))",
+            "pg_terminate_backend",
+        ),
         ("CREATE FUNCTION lib(int) RETURNS int LANGUAGE c AS 'mylib', 'lib'", "server library"),
         (DYN + "SELECT d()", "calls d()"),
         (

@@ -126,6 +126,11 @@ _OUTSIDE_FUNCTIONS = frozenset(
         "PG_LOG_BACKEND_MEMORY_CONTEXTS",
     }
 )
+# Functions that run SQL text given as a value: what they run, the check never reads.
+_SQL_TEXT_FUNCTIONS = frozenset(
+    {"QUERY_TO_XML", "QUERY_TO_XMLSCHEMA", "QUERY_TO_XML_AND_XMLSCHEMA"}
+)
+_OUTSIDE_FUNCTIONS = _OUTSIDE_FUNCTIONS | _SQL_TEXT_FUNCTIONS
 _CALL = re.compile(r"\b(" + "|".join(sorted(_OUTSIDE_FUNCTIONS)) + r")\s*\(", re.IGNORECASE)
 # Statements that run code while the file loads (a routine body only runs when called).
 _RUNS_AT_LOAD = {
@@ -142,6 +147,8 @@ _RUNS_AT_LOAD = {
     "EXPLAIN",
     "CREATE",
     "TABLE",
+    "PREPARE",  # its query runs at EXECUTE
+    "DECLARE",  # a cursor's query runs at FETCH
 }
 
 
@@ -175,15 +182,18 @@ def _more(words: list[Word]) -> str | None:
 def _calls_outside(words: list[Word], text: str) -> str | None:
     if not words[0].is_(*_RUNS_AT_LOAD):
         return None
-    if words[0].is_("CREATE") and not any(x.is_("AS") for x in words):
-        return None
+    # Every CREATE but a routine's own (its body runs only when called) is read: a
+    # partition bound, say, is evaluated while the table is created.
     scan = text if words[0].is_("DO") else " ".join(x.text for x in words if x.kind != "string")
     found = _CALL.search(scan)
     if found is None:
         return None
     if words[0].is_("CREATE") and any(x.is_("FUNCTION", "PROCEDURE") for x in words[:4]):
         return None
-    return f"calls {found.group(1).lower()}(), which acts outside the database"
+    name = found.group(1).lower()
+    if name.upper() in _SQL_TEXT_FUNCTIONS:
+        return f"calls {name}(), which runs SQL text the check cannot read"
+    return f"calls {name}(), which acts outside the database"
 
 
 # -- code that runs while the file loads ---------------------------------------------------
