@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
 
 from ptah.kube import errors
-from ptah.kube.kinds import EVENT, JOB, POD
+from ptah.kube.kinds import EVENT
 from ptah.lifecycle.writes import DURABLE_WRITES
-from ptah.testing.memory import (
-    PROCEED,
-    ApplyThenFail,
-    FailBefore,
-    FaultDecision,
-    ReadRequest,
-    WriteRequest,
-)
+from ptah.testing.memory import PROCEED, ApplyThenFail, FailBefore, FaultDecision, WriteRequest
 from ptah.testing.sim.invariants import Invariants
 from ptah.testing.sim.kubelet import NS
 from ptah.testing.sim.windows import WindowCounter
@@ -64,7 +56,6 @@ def run_schedule(seed: int) -> ScheduleResult:
     api_faults = {"on": True}
 
     def faults(req: WriteRequest) -> FaultDecision:
-        world.lease_race(req)
         if not api_faults["on"] or rng.random() >= 0.04:
             return PROCEED
         roll = rng.random()
@@ -75,18 +66,6 @@ def run_schedule(seed: int) -> ScheduleResult:
         return FailBefore(errors.Conflict("injected conflict"))
 
     world.cluster.faults = inv.write_hook(faults)
-    # A read of the executor (its Job, its Pods) that fails: the API could not say, which
-    # is never evidence that it stopped. Drawn from its own stream, so every other draw
-    # of a schedule stays as it was.
-    reads = random.Random(f"{seed}/reads")
-
-    def read_faults(req: ReadRequest) -> errors.ApiError | None:
-        if api_faults["on"] and req.kind in (JOB, POD) and reads.random() < 0.02:
-            inv.fault("read-failed", None)
-            return errors.Unavailable("injected: the read timed out")
-        return None
-
-    world.cluster.read_faults = read_faults
     world.crash = crash_point(seed)
     steps = 0
     for i in range(FAULT_STEPS):

@@ -13,21 +13,11 @@ from ptah.families.migration import MigrationFamily
 from ptah.families.schema import SchemaFamily
 from ptah.kube import errors
 from ptah.kube.clock import SimClock
-from ptah.kube.kinds import (
-    APPROVAL,
-    CONFIGMAP,
-    JOB,
-    LEASE,
-    MIGRATION,
-    PLAN,
-    POD,
-    SCHEMA,
-    SECRET,
-)
+from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, MIGRATION, PLAN, POD, SCHEMA, SECRET
 from ptah.lifecycle.context import ABANDON_ANNOTATION, Env
 from ptah.lifecycle.family import AnyFamily
 from ptah.lifecycle.reconcile import reconcile
-from ptah.testing.memory import MemoryCluster, WriteRequest
+from ptah.testing.memory import MemoryCluster
 from ptah.testing.sim.database import Databases
 from ptah.testing.sim.kubelet import BROKEN, NS, OTHER_DATABASE, Kubelet
 
@@ -44,26 +34,6 @@ CLAIM_WRITES = {
     "write_job_uid",
     "write_job_ttl",
     "write_outcome",
-}
-# The writes carrying the resourceVersion their pass read (of the resource itself, or of
-# the approval it spends): the precondition is all that stops a pass gone stale from
-# writing over another's.
-PRECONDITIONED_WRITES = {
-    "add_finalizer",
-    "consume_approval",
-    "remove_finalizer",
-    "write_claim",
-    "write_lease_expectation",
-    "write_lease_epoch",
-    "write_admission_snapshot",
-    "write_dispatch_started",
-    "write_job_uid",
-    "write_outcome",
-    "write_release_evidence",
-    "clear_lock_release",
-    "write_execution_binding",
-    "write_observation",
-    "abandon_proof",
 }
 
 
@@ -139,10 +109,6 @@ class World:
     # as it was; the operations whose withheld release already had its chance of one.
     clocks: random.Random = field(default_factory=random.Random)
     moved_for: set[str] = field(default_factory=set)
-    # Passes that race another's write (a second controller over the same resource, a
-    # worker over another resource between a Lease read and its write) draw from their
-    # own stream, so every other draw of a schedule stays as it was.
-    races: random.Random = field(default_factory=random.Random)
 
     @classmethod
     def build(cls, seed: int) -> World:
@@ -155,8 +121,6 @@ class World:
         dbs.add(OTHER_DATABASE)  # planned by nobody; reached only by a misdirected run
         world = cls(seed, rng, clock, cluster, dbs, Kubelet(cluster, dbs, rng))
         world.clocks = random.Random(f"{seed}/clocks")
-        world.kubelet.frame_damage = random.Random(f"{seed}/frames")
-        world.races = random.Random(f"{seed}/races")
         world.kubelet.on_partition = world._partition_spreads
         world._populate()
         return world
@@ -280,14 +244,6 @@ class World:
             and self.rng.random() < 0.04
         ):
             self._job_vanishes_unseen()
-        if (
-            self.faults_on
-            and self.depth == 1
-            and when == "before"
-            and write in PRECONDITIONED_WRITES
-            and self.races.random() < 0.02
-        ):
-            self._stale_pass()
         if self.crash is None:
             return
         target_write, target_when, remaining = self.crash
@@ -312,34 +268,6 @@ class World:
             return
         self.watcher.fault("interleaved-pass", current)
         self.reconcile_one(self.rng.choice(others))
-
-    def _stale_pass(self) -> None:
-        """Another controller's pass over the same resource runs between this pass's reads
-        and its next preconditioned write (two replicas while leadership moves): this pass
-        is now stale, and its write must fail on its resourceVersion precondition rather
-        than write over what the other pass wrote."""
-        current = self._current
-        if current is None:
-            return
-        self.watcher.fault("stale-pass", current)
-        self.reconcile_one(current)
-
-    def lease_race(self, req: WriteRequest) -> None:
-        """Between a controller's read of a Lease and its write of it, other workers'
-        passes run (a request delayed on the network, a process paused): they may take,
-        renew or release the same Lease meanwhile, so the write must carry the version it
-        read and fail when the Lease moved."""
-        if (
-            not self.faults_on
-            or self.depth != 1
-            or req.kind != LEASE
-            or req.verb != "patch"
-            or self.races.random() >= 0.05
-        ):
-            return
-        self.watcher.fault("lease-race", self._current)
-        for _ in range(self.races.randint(1, 4)):
-            self.reconcile_one(self.races.choice(self.resources))
 
     def _mutating_now(self) -> bool:
         res = self._current
