@@ -454,8 +454,8 @@ def check(sql: str, engine: EngineName) -> list[Statement]:
 
         found = load_time_refusal(read)
         if found is not None:
-            line, why = found
-            text = next(t for n, t, _ in read if n == line)
+            k, why = found
+            line, text, _ = read[k]  # by index: several statements may share a line
             raise StatementRefused(line, text, why)
     global _passed
     _passed = (sql, engine, list(statements))

@@ -388,7 +388,7 @@ _RUNS_QUERIES = {
 
 
 def load_time_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[int, str] | None:
-    """(line, why) of the first statement that would run an opaque routine while the file
+    """(index, why) of the first statement that would run an opaque routine while the file
     loads, or None. ``statements``: (line, text, words) of each statement of the file.
 
     A routine is opaque when its body runs dynamic SQL (EXECUTE), calls a function that
@@ -423,14 +423,14 @@ def load_time_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[in
     if not opaque:
         return None
     reachable = ""
-    for line, _text, words in statements:
+    for k, (_line, _text, words) in enumerate(statements):
         if not words:
             continue
         called = _calls(words, opaque)
         head = words[0].upper
         defines = head in _DEFINES and any(w.upper in _ROUTINE_WORDS for w in words[:6])
         if called and head == "CREATE" and len(words) > 1 and words[1].is_("EVENT"):
-            return line, (
+            return k, (
                 f"fires {called}(), a routine of this file that runs dynamic SQL or code the"
                 " check cannot read, on each later statement while the file loads"
             )
@@ -443,13 +443,13 @@ def load_time_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[in
             reachable = reachable or called
             continue
         if called and not defines:
-            return line, (
+            return k, (
                 f"calls {called}(), a routine of this file that runs dynamic SQL or code the"
                 " check cannot read, while the file loads"
             )
         prologue = head == "SELECT" and any(w.upper == "SET_CONFIG" for w in words[:4])
         if reachable and head in _RUNS_QUERIES and not prologue:
-            return line, (
+            return k, (
                 f"runs queries while the file loads, which can run {reachable}(), a routine"
                 " of this file that runs dynamic SQL or code the check cannot read"
             )
