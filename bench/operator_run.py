@@ -171,6 +171,7 @@ class Bench:
     tmp: Path
     workers: int | None
     poll_seconds: float | None
+    supervise_seconds: float | None = None
     seconds_per_schema: float = 6.0  # the time allowed to all Ready, per schema
     log_level: str | None = None  # the operators' (debug: one line per pass)
     keep: bool = False  # write each scale's timeline beside the logs
@@ -219,6 +220,8 @@ class Bench:
             argv.append(f"--workers={self.workers}")
         if self.poll_seconds is not None:
             argv.append(f"--poll-seconds={self.poll_seconds}")
+        if self.supervise_seconds is not None:
+            argv.append(f"--supervise-seconds={self.supervise_seconds}")
         if resync is not None:
             argv.append(f"--resync-seconds={resync}")
         if self.log_level is not None:
@@ -386,6 +389,27 @@ def report(r: dict[str, Any], single: float | None) -> None:
         )
 
 
+def report_ratio(now: dict[str, Any], ref: dict[str, Any]) -> None:
+    """The configured run against the reference run of the same scale, same script."""
+
+    def per_op(r: dict[str, Any]) -> float:
+        m = r["m"]
+        return float(m.get("ptah_kube_requests_total", 0.0)) / (
+            m.get("ptah_operations_total", 0.0) or float("nan")
+        )
+
+    def p50(r: dict[str, Any]) -> float:
+        to_phase = r["latency"][1]
+        return percentile(to_phase, 0.5) if to_phase else float("nan")
+
+    print(
+        f"  configured / reference: all Ready {now['elapsed'] / ref['elapsed']:.3f}, "
+        f"API requests per operation {per_op(now) / per_op(ref):.3f}, "
+        f"Job complete -> next phase p50 {p50(now) / p50(ref):.3f} "
+        f"({p50(now):.3f} vs {p50(ref):.3f} s)"
+    )
+
+
 def _labels(key: str) -> str:
     """``name{verb="get",resource="leases"}`` -> ``get leases``."""
     inner = key.split("{", 1)[1].rstrip("}")
@@ -432,6 +456,17 @@ def main() -> int:
     ap.add_argument("--state-dir", default=None, help="reuse this dev cluster")
     ap.add_argument("--workers", type=int, default=None, help="default: the operator's")
     ap.add_argument("--poll-seconds", type=float, default=None, help="default: the operator's")
+    ap.add_argument(
+        "--supervise-seconds", type=float, default=None, help="default: the operator's"
+    )
+    ap.add_argument(
+        "--reference-supervise-seconds",
+        type=float,
+        default=None,
+        help="run each --schemas scale first with this supervising poll (5: every pass of "
+        "a running Job, as before the watches drove supervision), then as configured, "
+        "and print the ratios",
+    )
     ap.add_argument("--resync-seconds", type=float, default=20.0, help="the idle fleet's")
     ap.add_argument("--keep", action="store_true", help="keep the operators' logs")
     ap.add_argument("--log-level", default=None, help="the operators' (debug: every pass)")
@@ -456,6 +491,7 @@ def main() -> int:
         tmp,
         args.workers,
         args.poll_seconds,
+        args.supervise_seconds,
         args.timeout_per_schema,
         args.log_level,
         args.keep,
@@ -465,7 +501,19 @@ def main() -> int:
         single = one["elapsed"]
         report(one, None)
         for n in (int(x) for x in args.schemas.split(",") if x.strip()):
-            report(bench.converge(n), single)
+            if args.reference_supervise_seconds is None:
+                report(bench.converge(n), single)
+                continue
+            configured = bench.supervise_seconds
+            bench.supervise_seconds = args.reference_supervise_seconds
+            print(f"reference: --supervise-seconds={args.reference_supervise_seconds:g}")
+            ref = bench.converge(n)
+            report(ref, single)
+            bench.supervise_seconds = configured
+            print(f"configured: --supervise-seconds={configured or 'default'}")
+            now = bench.converge(n)
+            report(now, single)
+            report_ratio(now, ref)
         if args.converged:
             fleet = bench.converge(
                 args.converged, drift=3600, idle=args.idle_seconds, resync=args.resync_seconds

@@ -72,7 +72,19 @@ def register(subparsers: Any) -> None:
         default=8,
         help="concurrent passes (a pass mostly waits on the apiserver; one key never runs twice)",
     )
-    p.add_argument("--poll-seconds", type=float, default=5.0, help="supervision interval")
+    p.add_argument(
+        "--poll-seconds",
+        type=float,
+        default=5.0,
+        help="interval of a step that waits on the API (a Job just created, a frame owed)",
+    )
+    p.add_argument(
+        "--supervise-seconds",
+        type=float,
+        default=30.0,
+        help="interval between passes over a running Job when no watch event wakes one "
+        "(renews the database Lease; at most a quarter of --lease-duration)",
+    )
     p.add_argument(
         "--proof-retry-seconds",
         type=float,

@@ -47,6 +47,12 @@ class Env:
     hook: WriteHook = _no_hook
     lease_duration: int = 120
     poll_seconds: float = 5.0
+    # Between two supervising passes over a dispatched Job still running: the Job's and
+    # its Pods' watch events wake the owner for every move a waiting step reads (see
+    # ptah.operator.mapping), so this poll only renews the Lease and re-validates the Job
+    # when nothing moved. It stays well inside ``lease_duration`` (the operator refuses
+    # more than a quarter of it), so a renewal never waits on a late pass.
+    supervise_seconds: float = 30.0
     runner_defaults: dict[str, Any] = field(default_factory=dict)
     proof_retry_seconds: float = 300.0
     # A transient reading failure is retried after poll_seconds * 2**n, at most this.

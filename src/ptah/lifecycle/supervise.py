@@ -128,7 +128,7 @@ def _watch(p: Pass, op: ActiveOperation) -> Result:
                 p, op, "ContinuityLost", "the Lease epoch changed under a dispatched claim"
             )
     if not executor.job_terminal(live):
-        return observe(p, in_flight(op, requeue_after=p.env.poll_seconds))
+        return observe(p, in_flight(op, requeue_after=p.env.supervise_seconds))
     acc = account(p, op, live)
     if acc.waiting:
         return Result(p.env.poll_seconds)

@@ -122,6 +122,7 @@ class Settings:
     workers: int = 8
     lease_duration: int = 120
     poll_seconds: float = 5.0
+    supervise_seconds: float = 30.0
     proof_retry_seconds: float = 300.0
     retry_ceiling_seconds: float = 300.0
     resync_seconds: float = 300.0
@@ -442,6 +443,7 @@ class Controller:
             hook=hook,
             lease_duration=s.lease_duration,
             poll_seconds=s.poll_seconds,
+            supervise_seconds=s.supervise_seconds,
             proof_retry_seconds=s.proof_retry_seconds,
             retry_ceiling_seconds=s.retry_ceiling_seconds,
             sightings=self.sightings,

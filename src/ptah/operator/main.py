@@ -119,6 +119,20 @@ def watched(families: dict[str, AnyFamily], drivers: list[Driver]) -> tuple[Watc
     return merge_watches(own, LIFECYCLE_WATCHES, declared)
 
 
+def supervise_seconds(args: argparse.Namespace) -> float:
+    """``--supervise-seconds``, checked against the database Lease: each supervising pass
+    renews it, so at least four must fall inside one Lease (one late pass, say behind a
+    slow apiserver, must never let another controller see it expire under a live run)."""
+    value = float(args.supervise_seconds)
+    limit = args.lease_duration / 4
+    if not 0 < value <= limit:
+        raise SystemExit(
+            f"--supervise-seconds={value:g}: must be above 0 and at most a quarter of "
+            f"--lease-duration={args.lease_duration} ({limit:g})"
+        )
+    return value
+
+
 def settings_from(args: argparse.Namespace) -> Settings:
     identity = (
         args.identity or os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
@@ -129,6 +143,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         workers=args.workers,
         lease_duration=args.lease_duration,
         poll_seconds=args.poll_seconds,
+        supervise_seconds=supervise_seconds(args),
         proof_retry_seconds=args.proof_retry_seconds,
         retry_ceiling_seconds=args.retry_ceiling_seconds,
         resync_seconds=args.resync_seconds,
