@@ -151,6 +151,16 @@ def test_single_replica_without_election(helm: Path) -> None:
     assert "leaderElection.enabled" in render_fails(helm, "leaderElection.enabled=false")
 
 
+def test_the_supervise_interval_is_the_operator_s_own_unless_set(helm: Path) -> None:
+    """Unset, the operator derives it from the database Lease (30 s, or a quarter of a
+    shorter Lease); set, it reaches the operator, which refuses more than that quarter."""
+    (dep,) = of(render(helm), "Deployment")
+    args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert not any(a.startswith("--supervise-seconds") for a in args)
+    (dep,) = of(render(helm, "operator.superviseSeconds=20"), "Deployment")
+    assert "--supervise-seconds=20" in dep["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
 def test_label_scoping_reaches_the_operator(helm: Path) -> None:
     docs = render(helm, "watch.labelSelector=team=a")
     (dep,) = of(docs, "Deployment")

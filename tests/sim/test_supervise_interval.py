@@ -47,6 +47,8 @@ def test_the_operator_refuses_a_supervise_interval_past_a_quarter_of_the_lease()
     ok = settings_from(parser.parse_args(_operator_args("--lease-duration=120")))
     assert ok.supervise_seconds == 30.0
     assert ok.supervise_seconds * 4 <= ok.lease_duration
+    short = settings_from(parser.parse_args(_operator_args("--lease-duration=10")))
+    assert short.supervise_seconds == 2.5  # unset: a quarter of a Lease shorter than 120 s
     for bad in ("--supervise-seconds=31", "--supervise-seconds=0", "--supervise-seconds=-1"):
         with pytest.raises(SystemExit) as exc:
             settings_from(parser.parse_args(_operator_args("--lease-duration=120", bad)))

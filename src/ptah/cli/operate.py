@@ -81,9 +81,10 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--supervise-seconds",
         type=float,
-        default=30.0,
+        default=None,
         help="interval between passes over a running Job when no watch event wakes one "
-        "(renews the database Lease; at most a quarter of --lease-duration)",
+        "(each renews the database Lease): at most a quarter of --lease-duration; "
+        "default 30, or that quarter when it is shorter",
     )
     p.add_argument(
         "--proof-retry-seconds",

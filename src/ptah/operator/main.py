@@ -119,12 +119,18 @@ def watched(families: dict[str, AnyFamily], drivers: list[Driver]) -> tuple[Watc
     return merge_watches(own, LIFECYCLE_WATCHES, declared)
 
 
+SUPERVISE_SECONDS = 30.0
+
+
 def supervise_seconds(args: argparse.Namespace) -> float:
     """``--supervise-seconds``, checked against the database Lease: each supervising pass
     renews it, so at least four must fall inside one Lease (one late pass, say behind a
-    slow apiserver, must never let another controller see it expire under a live run)."""
-    value = float(args.supervise_seconds)
+    slow apiserver, must never let another controller see it expire under a live run).
+    Unset, it is 30 s, or that quarter of a shorter Lease."""
     limit = args.lease_duration / 4
+    if args.supervise_seconds is None:
+        return min(SUPERVISE_SECONDS, float(limit))
+    value = float(args.supervise_seconds)
     if not 0 < value <= limit:
         raise SystemExit(
             f"--supervise-seconds={value:g}: must be above 0 and at most a quarter of "
