@@ -103,6 +103,29 @@ PAIRS["foreign key's unique constraint becomes the primary key"] = (
     KEYS.replace("id integer UNIQUE, code text PRIMARY KEY", "id integer PRIMARY KEY, code text"),
 )
 
+# A type or an extension that goes while a column moves off it (to a base type): the
+# server drops it only once no column (nor a composite's attribute) uses it, so the
+# drop follows the ALTER COLUMN ... TYPE, not the drops that run first.
+OFF_TYPES = """
+CREATE TYPE public.st AS ENUM ('a', 'b');
+CREATE DOMAIN public.nonempty AS text CHECK (VALUE <> '');
+CREATE TYPE public.wrap AS (x public.st);
+CREATE TABLE public.t (id integer, s public.st[] DEFAULT '{a}', n public.nonempty);
+CREATE VIEW public.v AS SELECT s FROM public.t;
+"""
+PAIRS["enum, domain and composite attribute moved off a dropped type"] = (
+    OFF_TYPES,
+    """
+CREATE TYPE public.wrap AS (x text);
+CREATE TABLE public.t (id integer, s text[] DEFAULT '{a}', n text);
+CREATE VIEW public.v AS SELECT s FROM public.t;
+""",
+)
+PAIRS["column moved off an extension's type"] = (
+    "CREATE EXTENSION citext;\nCREATE TABLE public.t (id integer, s public.citext);",
+    "CREATE TABLE public.t (id integer, s text);",
+)
+
 # Pairs whose way back is refused by design (an enum value removed), or fails for
 # another reason (attaching a table that lacks the parent's check).
 ONE_WAY: dict[str, tuple[str, str]] = {

@@ -205,6 +205,22 @@ class _Diff:
         self._seq += 1
         (self.drops if phase == "drop" else self.creates).append(_Step(node, stmt, self._seq))
 
+    def drop_type(self, node: str, sql: str, *hazards: str) -> None:
+        """Drop a type, collation or extension that goes for good. Where a table or a
+        composite type that stays still uses it, its columns move off it (ALTER COLUMN
+        ... TYPE, ALTER ATTRIBUTE ... TYPE) among the creates, so the drop follows them:
+        in the drops the server refused it, the columns still depending on it."""
+        users = {
+            child
+            for child, _ in self.dependents(node)
+            if _kind(child) in ("table", "ctype") and self._in(self.want, child)
+        }
+        if not users:
+            self.drop(node, sql, *hazards)
+            return
+        self.extra_deps.setdefault(node, set()).update(users)
+        self.create(node, sql, *hazards)
+
     def plain_table(self, table: str) -> bool:
         """An existing, ordinary table that stays: what the online techniques apply to
         (a partitioned table takes no concurrent index and no NOT VALID constraint)."""
@@ -419,7 +435,7 @@ class _Diff:
     def extensions(self) -> None:
         cur, want = self.pair("extension")
         for name in sorted(cur.keys() - want.keys()):
-            self.drop(f"extension:{name}", f"DROP EXTENSION {name}", DESTRUCTIVE)
+            self.drop_type(f"extension:{name}", f"DROP EXTENSION {name}", DESTRUCTIVE)
         for name in sorted(want.keys() - cur.keys()):
             self.create(
                 f"extension:{name}",
@@ -437,7 +453,7 @@ class _Diff:
         """Create/drop/replace for a kind; ``alter`` handles in-place changes."""
         cur, want = self.pair(kind)
         for name in sorted(cur.keys() - want.keys()):
-            self.drop(f"{kind}:{name}", f"DROP {word} {name}", DESTRUCTIVE)
+            self.drop_type(f"{kind}:{name}", f"DROP {word} {name}", DESTRUCTIVE)
         for name in sorted(cur.keys() & want.keys()):
             node = f"{kind}:{name}"
             if self.rebuilt(node):
@@ -467,7 +483,7 @@ class _Diff:
     def enums(self) -> None:
         cur, want = self.pair("enum")
         for name in sorted(cur.keys() - want.keys()):
-            self.drop(f"enum:{name}", f"DROP TYPE {name}", DESTRUCTIVE)
+            self.drop_type(f"enum:{name}", f"DROP TYPE {name}", DESTRUCTIVE)
         for name in sorted(want.keys() - cur.keys()):
             labels = ", ".join(_lit(v) for v in want[name]["labels"])
             self.create(f"enum:{name}", f"CREATE TYPE {name} AS ENUM ({labels})")
