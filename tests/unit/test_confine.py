@@ -55,6 +55,29 @@ REFUSED: list[tuple[EngineName, str, str]] = [
     ("mysql", "CREATE TABLE t (x int) UNION (a, `o`.`v`) ENGINE MRG_MyISAM", "another database"),
     ("mysql", "ALTER TABLE t UNION (a, o.v)", "another database"),
     ("mysql", "SELECT GET_LOCK('deploy', 600)", "server-wide named lock"),
+    # A changed reading (strings ending elsewhere) once hid a DROP DATABASE that the
+    # server ran as the second statement of one query.
+    (
+        "mysql",
+        "create table t (a int);\nSET sql_mode = 'NO_BACKSLASH_ESCAPES';\n"
+        "SELECT '\\'; DROP DATABASE x; -- ';",
+        "reads the statements that follow",
+    ),
+    ("mysql", "SET NAMES gbk;\nSELECT '\u4e01\\'; DROP DATABASE x; -- ';", "reads the statements"),
+    ("mysql", "/*!40101 SET SESSION sql_mode='ANSI_QUOTES' */", "reads the statements"),
+    ("mysql", "SET @@session.sql_mode = 'ansi'", "reads the statements"),
+    ("mysql", "set sql_mode = 4", "reads the statements"),
+    ("mysql", "SET sql_mode = CONCAT(@@sql_mode, ',ORACLE')", "reads the statements"),
+    ("mysql", "SET STATEMENT sql_mode='NO_BACKSLASH_ESCAPES' FOR SELECT 1", "reads the"),
+    ("mysql", "SET @a = 1, CHARACTER SET sjis", "reads the statements"),
+    ("mysql", "SET @@local.character_set_client = 'cp932'", "reads the statements"),
+    ("mysql", "SET @m = 'ANSI_QUOTES';\nSET sql_mode = @m;", "reads the statements"),
+    (
+        "mysql",
+        "SET @m = @@sql_mode;\nCREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW\n"
+        "  SET @m = 'NO_BACKSLASH_ESCAPES';\nINSERT INTO t VALUES (1);\nSET sql_mode = @m;",
+        "reads the statements",
+    ),
     ("mysql", "alter table t union = (a, `other`.`v`)", "another database"),
     ("mysql", "create table t (a int); XA START 'x'", "global (XA) transaction"),
     (
@@ -129,6 +152,12 @@ ACCEPTED: list[tuple[EngineName, str]] = [
     ("mysql", "create table t (a int, check (t.a > 0))"),
     ("mysql", "CREATE TABLE t (a INT, `data` TEXT, `connection` INT) ENGINE=InnoDB"),
     ("mysql", "CREATE INDEX data_idx ON t (a)"),
+    (
+        "mysql",
+        "SET @m = @@SESSION.sql_mode, sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE';\n"
+        "SET NAMES 'utf8' COLLATE 'utf8_general_ci';\nSET CHARACTER SET latin1;\n"
+        "SET @c = @@character_set_client;\nSET character_set_client = @c, sql_mode = @m;",
+    ),
     ("sqlite", "PRAGMA foreign_keys = ON;\ncreate table t(a);\ncreate index main.i on t(a);"),
     ("sqlite", "-- ATTACH 'x' AS y\ncreate table t(a default 'attach database x as y')"),
     ("sqlite", "create view v as select a.x from a join b on a.id = b.id"),

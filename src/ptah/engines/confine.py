@@ -457,6 +457,15 @@ def check(sql: str, engine: EngineName) -> list[Statement]:
             k, why = found
             line, text, _ = read[k]  # by index: several statements may share a line
             raise StatementRefused(line, text, why)
+    if engine == "mysql":
+        # A SET of sql_mode from a user variable depends on what the whole file gives it.
+        from ptah.engines.mysql.confine import file_refusal
+
+        found = file_refusal(read)
+        if found is not None:
+            k, why = found
+            line, text, _ = read[k]
+            raise StatementRefused(line, text, why)
     global _passed
     _passed = (sql, engine, list(statements))
     return statements

@@ -10,6 +10,8 @@ another database (the target's own name included: the scratch is not it).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from ptah.engines.confine import (
     OBJECT_POSITIONS,
     Word,
@@ -18,6 +20,7 @@ from ptah.engines.confine import (
     names_an_object,
     object_kind,
     qualified_tables,
+    statement_starts,
 )
 
 _OBJECT_WHY = {
@@ -177,10 +180,238 @@ def _qualified(words: list[Word], text: str) -> str | None:
     return None
 
 
+# -- how the server reads what follows -------------------------------------------------
+# The check, the splitter and the server must read the file alike: the splitter decides
+# what is sent as one query, and the scratch connection runs several statements in one
+# query. A session's sql_mode (NO_BACKSLASH_ESCAPES, ANSI_QUOTES, and the modes that
+# include it) and its client character set (a multi-byte one such as GBK, where a byte
+# before a backslash makes one character with it) change where a string ends: with
+# "SET sql_mode='NO_BACKSLASH_ESCAPES'", "SELECT '\\'; DROP DATABASE x; -- '" was one
+# harmless string to the check and a DROP DATABASE to the server. So a SET of either
+# takes only values read as the check reads: modes and character sets listed here, the
+# current value (@@sql_mode), or a user variable only ever given such values
+# (mysqldump's "SET @OLD_SQL_MODE=@@SQL_MODE ... SET SQL_MODE=@OLD_SQL_MODE").
+_SAFE_MODES = frozenset(
+    {
+        "REAL_AS_FLOAT",
+        "PIPES_AS_CONCAT",
+        "IGNORE_SPACE",
+        "IGNORE_BAD_TABLE_OPTIONS",
+        "ONLY_FULL_GROUP_BY",
+        "NO_UNSIGNED_SUBTRACTION",
+        "NO_DIR_IN_CREATE",
+        "NO_KEY_OPTIONS",
+        "NO_TABLE_OPTIONS",
+        "NO_FIELD_OPTIONS",
+        "MYSQL323",
+        "MYSQL40",
+        "NO_AUTO_VALUE_ON_ZERO",
+        "STRICT_TRANS_TABLES",
+        "STRICT_ALL_TABLES",
+        "NO_ZERO_IN_DATE",
+        "NO_ZERO_DATE",
+        "ALLOW_INVALID_DATES",
+        "ERROR_FOR_DIVISION_BY_ZERO",
+        "TRADITIONAL",
+        "NO_AUTO_CREATE_USER",
+        "HIGH_NOT_PRECEDENCE",
+        "NO_ENGINE_SUBSTITUTION",
+        "PAD_CHAR_TO_FULL_LENGTH",
+        "EMPTY_STRING_IS_NULL",
+        "SIMULTANEOUS_ASSIGNMENT",
+        "TIME_ROUND_FRACTIONAL",
+    }
+)
+# Client character sets in which a quote or a backslash is always that character: UTF-8
+# and the single-byte sets (what a dump sets); not GBK, Big5, SJIS, CP932...
+_SAFE_CHARSETS = frozenset(
+    {
+        "UTF8",
+        "UTF8MB3",
+        "UTF8MB4",
+        "BINARY",
+        "ASCII",
+        "LATIN1",
+        "LATIN2",
+        "LATIN5",
+        "LATIN7",
+        "CP1250",
+        "CP1251",
+        "CP1256",
+        "CP1257",
+        "CP850",
+        "CP852",
+        "CP866",
+        "DEC8",
+        "HP8",
+        "KOI8R",
+        "KOI8U",
+        "GREEK",
+        "HEBREW",
+        "ARMSCII8",
+        "GEOSTD8",
+        "KEYBCS2",
+        "MACCE",
+        "MACROMAN",
+        "SWE7",
+        "TIS620",
+    }
+)
+_READING_VARIABLES = {"SQL_MODE": "sql_mode", "CHARACTER_SET_CLIENT": "charset"}
+_SCOPE_WORDS = {"SESSION", "LOCAL", "GLOBAL", "PERSIST", "PERSIST_ONLY"}
+_READS_DIFFERENTLY = "changes how the server reads the statements that follow"
+
+
+def _statement_end(words: list[Word], i: int) -> int:
+    j = i
+    while j < len(words) and not words[j].punct(";"):
+        j += 1
+    return j
+
+
+def _assignments(words: list[Word]) -> Iterator[tuple[str, list[Word], int]]:
+    """(what, value words, index of the value) of each SET of sql_mode or the client
+    character set in the statement (``what``: ``sql_mode`` or ``charset``), at every
+    statement start (bodies and SET STATEMENT ... FOR included)."""
+    for start in statement_starts(words):
+        if not words[start].is_("SET"):
+            continue
+        end = _statement_end(words, start)
+        if start + 1 < end and words[start + 1].is_("STATEMENT"):
+            start += 1  # SET STATEMENT a=1, b=2 FOR ...: the list before FOR
+            for j in range(start + 1, end):
+                if words[j].is_("FOR"):
+                    end = j
+                    break
+        parts: list[tuple[int, int]] = []
+        depth, first = 0, start + 1
+        for j in range(start + 1, end):
+            w = words[j]
+            if w.punct("("):
+                depth += 1
+            elif w.punct(")"):
+                depth -= 1
+            elif w.punct(",") and depth == 0:
+                parts.append((first, j))
+                first = j + 1
+        parts.append((first, end))
+        for a, b in parts:
+            part = words[a:b]
+            k = 0
+            if part and part[0].punct("@@"):
+                k = 1
+                if k + 1 < len(part) and part[k].upper in _SCOPE_WORDS and part[k + 1].punct("."):
+                    k += 2  # @@session.sql_mode
+            while k < len(part) and part[k].upper in _SCOPE_WORDS:
+                k += 1
+            if k < len(part) and part[k].is_("NAMES", "CHARSET"):
+                yield "charset", part[k + 1 : k + 2], a + k + 1
+                continue
+            if k + 1 < len(part) and part[k].is_("CHARACTER") and part[k + 1].is_("SET"):
+                yield "charset", part[k + 2 : k + 3], a + k + 2
+                continue
+            if k + 1 < len(part) and part[k].is_name and _is_assign(part[k + 1]):
+                what = _READING_VARIABLES.get(part[k].text.upper())
+                if what is not None:
+                    yield what, part[k + 2 :], a + k + 2
+
+
+def _is_assign(w: Word) -> bool:
+    return w.punct("=") or w.punct(":=")
+
+
+def _user_variable(value: list[Word]) -> str | None:
+    """The (lower-cased) name of a value that is one user variable ``@v``."""
+    if len(value) == 2 and value[0].punct("@") and value[1].kind in ("word", "ident", "string"):
+        return value[1].text.lower()
+    return None
+
+
+def _current_value(value: list[Word]) -> bool:
+    """``@@sql_mode``, ``@@session.character_set_client``...: what is in force now."""
+    if not value or not value[0].punct("@@"):
+        return False
+    rest = value[1:]
+    if len(rest) == 3 and rest[0].upper in ("SESSION", "LOCAL") and rest[1].punct("."):
+        rest = rest[2:]
+    return len(rest) == 1 and rest[0].text.upper() in _READING_VARIABLES
+
+
+def _literal_reads_alike(what: str, value: list[Word]) -> bool:
+    if what == "charset":
+        if len(value) != 1 or value[0].kind not in ("word", "ident", "string"):
+            return False
+        return value[0].text.upper() in _SAFE_CHARSETS
+    if len(value) != 1 or value[0].kind != "string":
+        return False
+    flags = [f.strip().upper() for f in value[0].text.split(",")]
+    return all(f in _SAFE_MODES or f == "" for f in flags)
+
+
+def _reading_mode(words: list[Word]) -> str | None:
+    """A SET that would make the server read what follows otherwise than the check."""
+    for what, value, _ in _assignments(words):
+        if _literal_reads_alike(what, value) or _current_value(value):
+            continue
+        if _user_variable(value) is not None:
+            continue  # judged over the whole file: :func:`file_refusal`
+        name = "sql_mode" if what == "sql_mode" else "the client character set"
+        return f"{_READS_DIFFERENTLY} (sets {name} to {' '.join(w.text for w in value)!r})"
+    return None
+
+
+def file_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[int, str] | None:
+    """(index, why) of the first statement that sets sql_mode or the client character set
+    from a user variable that is not only ever given values read alike, or None.
+
+    A variable is trusted only when each of its mentions anywhere in the file (a routine
+    body or trigger runs later, in an order the check does not follow) is ``SET @v =``
+    the current value or a listed literal, or is itself such a restoring SET's value."""
+    restoring: set[tuple[int, int]] = set()
+    trusted: dict[str, bool] = {}
+    uses: list[tuple[int, str]] = []
+    for k, (_line, _text, words) in enumerate(statements):
+        for _what, value, at in _assignments(words):
+            var = _user_variable(value)
+            if var is not None:
+                restoring.add((k, at + 1))
+                uses.append((k, var))
+        for start in statement_starts(words):
+            if not words[start].is_("SET"):
+                continue
+            end = _statement_end(words, start)
+            j = start + 1
+            while j < end:
+                var = _user_variable(words[j : j + 2])
+                if var is not None and j + 2 < end and _is_assign(words[j + 2]):
+                    stop = j + 3
+                    while stop < end and not words[stop].punct(","):
+                        stop += 1
+                    value = words[j + 3 : stop]
+                    good = _current_value(value) or any(
+                        _literal_reads_alike(w, value) for w in ("sql_mode", "charset")
+                    )
+                    restoring.add((k, j + 1))
+                    trusted[var] = trusted.get(var, True) and good
+                    j = stop
+                j += 1
+        for j, w in enumerate(words[:-1]):
+            if w.punct("@") and (k, j + 1) not in restoring:
+                trusted[words[j + 1].text.lower()] = False
+    for k, var in uses:
+        if not trusted.get(var, False):
+            return k, (
+                f"{_READS_DIFFERENTLY} (sets sql_mode or the client character set from"
+                f" @{var}, which this file does not only give values the check reads alike)"
+            )
+    return None
+
+
 def refusal(words: list[Word], text: str) -> str | None:
     """Why this statement acts outside its database, or None when it stays inside."""
     return (
         first_reason(words, _head)
+        or _reading_mode(words)
         or _set_scope(words)
         or _server_files(words)
         or _qualified(words, text)
