@@ -126,15 +126,37 @@ PAIRS["column moved off an extension's type"] = (
     "CREATE TABLE public.t (id integer, s text);",
 )
 
-# Pairs whose way back is refused by design (an enum value removed), or fails for
-# another reason (attaching a table that lacks the parent's check).
+# Both ways: the way back attaches a table that lacks the parent's check (added first,
+# the ATTACH makes it the parent's copy) and, for the loose one, has other column types
+# and no NOT NULL (changed first: the server attaches only a table whose columns match);
+# the way there drops the kept primary key before the NOT NULL under it.
+PAIRS["partition detached to a plain table"] = (PARTED + ATTACHED, PARTED + PLAIN)
+PAIRS["partition detached, its constraints dropped"] = (
+    PARTED + ATTACHED,
+    PARTED + "CREATE TABLE public.ev_1 (id bigint NOT NULL, at date NOT NULL, kind text);",
+)
+PAIRS["partition detached to a table of looser columns"] = (
+    PARTED + ATTACHED,
+    PARTED + "CREATE TABLE public.ev_1 (id integer, at date, kind varchar(10));",
+)
+SUBPARTED = """
+CREATE TABLE public.ev (id bigint NOT NULL, at date NOT NULL, kind text CHECK (kind <> ''))
+  PARTITION BY RANGE (at);
+CREATE TABLE public.ev_1 PARTITION OF public.ev (CONSTRAINT ev_1_id CHECK (id > 0))
+  FOR VALUES FROM ('2024-01-01') TO ('2025-01-01') PARTITION BY LIST (kind);
+"""
+PAIRS["plain table attached as a sub-partition and default partition"] = (
+    SUBPARTED
+    + "CREATE TABLE public.ev_1a (id bigint NOT NULL, at date NOT NULL, kind text);\n"
+    + "CREATE TABLE public.ev_d (id bigint NOT NULL, at date NOT NULL, kind text);\n",
+    SUBPARTED
+    + "CREATE TABLE public.ev_1a PARTITION OF public.ev_1 FOR VALUES IN ('a');\n"
+    + "CREATE TABLE public.ev_d PARTITION OF public.ev DEFAULT;\n",
+)
+
+# Pairs whose way back is refused by design (an enum value removed).
 ONE_WAY: dict[str, tuple[str, str]] = {
     "enum value added and used": (ENUM, ENUM_USED),
-    "partition detached to a plain table": (PARTED + ATTACHED, PARTED + PLAIN),
-    "partition detached, its constraints dropped": (
-        PARTED + ATTACHED,
-        PARTED + "CREATE TABLE public.ev_1 (id bigint NOT NULL, at date NOT NULL, kind text);",
-    ),
 }
 
 

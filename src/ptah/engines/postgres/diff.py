@@ -731,17 +731,26 @@ class _Diff:
         if old.get("unlogged", False) != new.get("unlogged", False):
             word = "UNLOGGED" if new.get("unlogged") else "LOGGED"
             self.create(node, f"ALTER TABLE {name} SET {word}", LOCK_HEAVY)
-        if (old.get("partitionOf"), old.get("bound")) != (new.get("partitionOf"), new.get("bound")):
+        if self.attaching(name):
             if old.get("partitionOf"):
                 self.drop(node, f"ALTER TABLE {old['partitionOf']} DETACH PARTITION {name}")
-            if new.get("partitionOf"):
-                self.extra_deps.setdefault(node, set()).add(f"table:{new['partitionOf']}")
-                self.create(
-                    node,
-                    f"ALTER TABLE {new['partitionOf']} ATTACH PARTITION {name} {new['bound']}",
-                    DATA_DEPENDENT,
-                    LOCK_HEAVY,
-                )
+            # The server attaches a table only once its columns match the parent's (types,
+            # NOT NULL) and it has each of the parent's checks: the column changes and the
+            # missing checks come first, on the table as it stands alone.
+            self.columns(name, {**old, "partitionOf": None}, new)
+            for check, definition in sorted(self.merged_on_attach(name).items()):
+                if self.attach_finds(name, check) != definition:
+                    c = {"table": name, "name": check, "type": "c", "def": definition}
+                    self.add_constraint(node, c)
+            self.extra_deps.setdefault(node, set()).add(f"table:{new['partitionOf']}")
+            self.create(
+                node,
+                f"ALTER TABLE {new['partitionOf']} ATTACH PARTITION {name} {new['bound']}",
+                DATA_DEPENDENT,
+                LOCK_HEAVY,
+            )
+        elif old.get("partitionOf") and not new.get("partitionOf"):
+            self.drop(node, f"ALTER TABLE {old['partitionOf']} DETACH PARTITION {name}")
         was, now = old.get("inherits", []), new.get("inherits", [])
         for parent in was:
             if parent not in now:
@@ -750,8 +759,39 @@ class _Diff:
             if parent not in was:
                 self.extra_deps.setdefault(node, set()).add(f"table:{parent}")
                 self.create(node, f"ALTER TABLE {name} INHERIT {parent}", LOCK_HEAVY)
-        self.columns(name, old, new)
+        if not self.attaching(name):
+            self.columns(name, old, new)
         self.table_properties(name, old, new)
+
+    def attaching(self, table: str) -> bool:
+        """An existing table that the plan attaches as a partition: a plain table that
+        becomes one, or a partition whose parent or bound changes (detached first)."""
+        old = self.cur.get("table", {}).get(table, {})
+        new = self.want.get("table", {}).get(table, {})
+        return bool(new.get("partitionOf")) and (
+            (old.get("partitionOf"), old.get("bound")) != (new["partitionOf"], new["bound"])
+        )
+
+    def merged_on_attach(self, table: str) -> dict[str, str]:
+        """The parent's checks an attached table must already have (by name and
+        definition): the ATTACH merges them into its copies; the desired partition has
+        them as such copies (not its own constraints)."""
+        if not self.attaching(table):
+            return {}
+        clones: dict[str, str] = self.want["table"][table].get("_clones", {})
+        return {k: v for k, v in clones.items() if v.startswith("CHECK ")}
+
+    def attach_finds(self, table: str, check: str) -> str | None:
+        """The definition of the check named ``check`` the table has when it is attached:
+        its own, or one it had from the same parent (kept by the DETACH before)."""
+        own = self.cur.get("constraint", {}).get(f"{table}.{check}")
+        if own is not None:
+            return str(own["def"])
+        old, new = self.cur["table"][table], self.want["table"][table]
+        if old.get("partitionOf") == new.get("partitionOf"):
+            clone = old.get("_clones", {}).get(check)
+            return str(clone) if clone is not None else None
+        return None
 
     def table_properties(self, name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
         node, at = f"table:{name}", f"ALTER TABLE {name}"
@@ -961,6 +1001,12 @@ class _Diff:
                     kept.add(key)
                 else:
                     self.create(f"constraint:{key}", f"ALTER TABLE {table} DROP CONSTRAINT {name}")
+                    if key not in want:
+                        # Before the table's column changes: a NOT NULL dropped under the
+                        # primary key it kept is refused while that key stands.
+                        self.extra_deps.setdefault(f"table:{table}", set()).add(
+                            f"constraint:{key}"
+                        )
         return kept
 
     def constraints(self) -> None:
@@ -970,6 +1016,8 @@ class _Diff:
             c = cur[key]
             node = f"constraint:{key}"
             gone = key not in want and c["table"] in self.want.get("table", {})
+            if gone and self.merged_on_attach(c["table"]).get(c["name"]) == c["def"]:
+                continue  # the ATTACH makes it the copy of its parent's
             if gone or (key in want and node in self.ch.replaced):
                 self.drop(node, f"ALTER TABLE {c['table']} DROP CONSTRAINT {c['name']}")
         for key in sorted(want.keys()):
