@@ -150,6 +150,11 @@ def test_mysql_plans_of_hostile_files_leave_the_sentinel(
         ),
         (f"{table}SET NAMES gbk;\nSELECT '\u4e01\\'; DROP DATABASE {s}; -- ';\n", "gbk"),
         (
+            f"{table}SELECT 1 FROM (SELECT 1 AS \u00a0) t\n"
+            f"WHERE 1 --\u00a0; DROP DATABASE {s}; -- \n;\n",
+            "--\u00a0",
+        ),
+        (
             f"{table}DELIMITER //\nCREATE PROCEDURE p()\nBEGIN\n  DROP DATABASE {s};\nEND//\n"
             "DELIMITER ;\nCALL p();\n",
             "CREATE PROCEDURE",

@@ -72,6 +72,10 @@ REFUSED: list[tuple[EngineName, str, str]] = [
     ("mysql", "SET @a = 1, CHARACTER SET sjis", "reads the statements"),
     ("mysql", "SET @@local.character_set_client = 'cp932'", "reads the statements"),
     ("mysql", "SET @m = 'ANSI_QUOTES';\nSET sql_mode = @m;", "reads the statements"),
+    # "--" then U+00A0 is no comment to MariaDB: the rest of the line ran as statements.
+    ("mysql", "SELECT 1 FROM t WHERE 1 --\u00a0; DROP DATABASE x; -- \n;", "whole database"),
+    ("mysql", "CREATE VIEW v AS SELECT 1 --\u00a0, o.f()\nFROM t", "another database"),
+    ("mysql", "SELECT 1 --\u2028 /*!50000 ; USE x */", "switches the session"),
     (
         "mysql",
         "SET @m = @@sql_mode;\nCREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW\n"

@@ -37,7 +37,7 @@ from sqlglot.tokens import Token, TokenType  # type: ignore[attr-defined]
 
 from ptah.engines.base import DesiredSchemaInvalid
 from ptah.engines.model import PlanError
-from ptah.engines.splitter import SplitError, Statement, split_statements
+from ptah.engines.splitter import SplitError, Statement, mysql_dash_comment, split_statements
 from ptah.engines.urls import EngineName
 
 __all__ = [
@@ -152,7 +152,9 @@ def _word(token: Token) -> Word:
 
 
 def uncover_versioned_comments(text: str) -> str:
-    """``text`` with MariaDB/MySQL executable comments opened up, offsets kept.
+    """``text`` with MariaDB/MySQL executable comments opened up, offsets kept (and a
+    ``--`` the server reads as two minus signs made one, so no tokenizer hides the rest
+    of its line as a comment).
 
     ``/*! ... */``, ``/*!40101 ... */``, ``/*M! ... */`` and ``/*M!100100 ... */``
     are executed by the server (the version test is treated as passed: the
@@ -176,9 +178,14 @@ def uncover_versioned_comments(text: str) -> str:
                     break
                 j += 1
             i = j + 1
-        elif ch == "#" or (text.startswith("--", i) and (i + 2 >= n or text[i + 2].isspace())):
+        elif ch == "#" or (text.startswith("--", i) and mysql_dash_comment(text, i)):
             j = text.find("\n", i)
             i = n if j < 0 else j
+        elif text.startswith("--", i):
+            # Two minus signs to the server (not followed by an ASCII space): the tokenizer
+            # would take a comment to the end of the line and miss what the server runs.
+            out[i + 1] = " "
+            i += 2
         elif inside and text.startswith("*/", i):
             out[i] = out[i + 1] = " "
             inside = False

@@ -63,6 +63,15 @@ def _is_ident_char(ch: str) -> bool:
     return ch.isalnum() or ch in "_$"
 
 
+def mysql_dash_comment(sql: str, i: int) -> bool:
+    """Whether the ``--`` at ``i`` starts a comment as MariaDB/MySQL read it: followed by
+    an ASCII space or control character (or the end), byte-wise. Not by any character
+    Python calls a space: ``--`` and U+00A0 are two minus signs and a name to the server,
+    and "... 1 --\u00a0; DROP DATABASE x; -- " was one statement with a comment to the
+    splitter, two statements of one query to the server."""
+    return i + 2 >= len(sql) or sql[i + 2] <= " " or sql[i + 2] == "\x7f"
+
+
 def _line_start(sql: str, i: int) -> bool:
     """Only blanks between the line's start and ``i``."""
     j = sql.rfind("\n", 0, i) + 1
@@ -149,9 +158,7 @@ class _Splitter:
             elif ch == "[" and lite:
                 i = self._skip_to(i, "]")
             elif (
-                ch == "-"
-                and sql.startswith("--", i)
-                and (not mysql or i + 2 >= n or sql[i + 2].isspace())
+                ch == "-" and sql.startswith("--", i) and (not mysql or mysql_dash_comment(sql, i))
             ) or (ch == "#" and mysql):
                 i = self._skip_line(i)
             elif ch == "/" and sql.startswith("/*", i):
@@ -225,7 +232,9 @@ def _first_code(chunk: str, dialect: Dialect) -> int | None:
         ch = chunk[i]
         if ch.isspace():
             i += 1
-        elif chunk.startswith("--", i) or (ch == "#" and dialect == "mysql"):
+        elif (
+            chunk.startswith("--", i) and (dialect != "mysql" or mysql_dash_comment(chunk, i))
+        ) or (ch == "#" and dialect == "mysql"):
             j = chunk.find("\n", i)
             i = n if j < 0 else j + 1
         elif chunk.startswith("/*", i) and not (
