@@ -159,6 +159,14 @@ def test_mysql_plans_of_hostile_files_leave_the_sentinel(
             "DELIMITER ;\nCALL p();\n",
             "CREATE PROCEDURE",
         ),
+        # A body of one statement, and a handler's statement, ran unjudged at CALL p().
+        (f"{table}CREATE PROCEDURE p() DROP DATABASE {s};\nCALL p();\n", "CREATE PROCEDURE"),
+        (
+            f"{table}DELIMITER //\nCREATE PROCEDURE p() BEGIN\n"
+            f"  DECLARE CONTINUE HANDLER FOR SQLEXCEPTION DROP DATABASE {s};\n"
+            "  SIGNAL SQLSTATE '45000';\nEND//\nDELIMITER ;\nCALL p();\n",
+            "CREATE PROCEDURE",
+        ),
     ]
     state = _mysql_state(mysql_url, s, outfile)
     _assert_confined(mysql_db, hostile, state, tmp_path)

@@ -100,6 +100,22 @@ REFUSED: list[tuple[EngineName, str, str]] = [
         "CREATE EVENT e ON SCHEDULE EVERY 1 DAY\nDO DROP DATABASE x",
         "whole database",
     ),
+    # A body of one statement (no BEGIN) and a handler's statement: CALL p() ran them.
+    ("mysql", "CREATE PROCEDURE p() DROP DATABASE x", "whole database"),
+    (
+        "mysql",
+        "CREATE DEFINER=`root`@`%` PROCEDURE p(IN a INT, OUT b VARCHAR(10)) COMMENT 'c'\n"
+        "  SQL SECURITY INVOKER NOT DETERMINISTIC MODIFIES SQL DATA FLUSH PRIVILEGES",
+        "administers",
+    ),
+    (
+        "mysql",
+        "DELIMITER //\nCREATE PROCEDURE p() BEGIN\n  DECLARE CONTINUE HANDLER FOR SQLSTATE VALUE"
+        " '42000', NOT FOUND, 1234, SQLEXCEPTION DROP DATABASE x;\n  SIGNAL SQLSTATE '45000';\n"
+        "END//",
+        "whole database",
+    ),
+    ("mysql", "CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW FOLLOWS t0 KILL 5", "administers"),
     ("mysql", "CREATE TABLE t (a INT) DATA DIRECTORY = '/var/tmp'", "file system"),
     ("mysql", "create table t (a int) index directory '/tmp'", "file system"),
     (
@@ -156,6 +172,12 @@ ACCEPTED: list[tuple[EngineName, str]] = [
     ("mysql", "create table t (a int, check (t.a > 0))"),
     ("mysql", "CREATE TABLE t (a INT, `data` TEXT, `connection` INT) ENGINE=InnoDB"),
     ("mysql", "CREATE INDEX data_idx ON t (a)"),
+    (
+        "mysql",
+        "CREATE FUNCTION f(a INT) RETURNS ENUM('a','b') CHARSET utf8mb4 DETERMINISTIC RETURN 'a';\n"
+        "CREATE PROCEDURE p() SELECT 1;\n"
+        "CREATE TRIGGER tr BEFORE UPDATE ON t FOR EACH ROW SET NEW.password = 'x';",
+    ),
     (
         "mysql",
         "SET @m = @@SESSION.sql_mode, sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE';\n"

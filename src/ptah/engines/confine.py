@@ -218,7 +218,16 @@ def read_words(text: str, engine: EngineName) -> list[Word]:
         from ptah.engines.postgres.confine import read_words as read_pg
 
         return read_pg(text)
-    return [_word(t) for t in _READERS[engine]().tokenize(text)]
+    out: list[Word] = []
+    for token in _READERS[engine]().tokenize(text):
+        w = _word(token)
+        if w.kind == "word" and len(w.text.split()) > 1:
+            # The tokenizer joins some keyword pairs ("SQL SECURITY", "LOCK TABLES"): the
+            # rules read each word, so that a routine's header or a table list is seen.
+            out.extend(Word("word", part) for part in w.text.split())
+        else:
+            out.append(w)
+    return out
 
 
 def statement_starts(words: list[Word]) -> Iterator[int]:
@@ -253,10 +262,142 @@ def statement_starts(words: list[Word]) -> Iterator[int]:
                 continue
             yield i
             expect = False
+            tail = _body_after_header(words, i)
+            if tail is not None:
+                # A routine's or trigger's body may be one statement, no BEGIN: "CREATE
+                # PROCEDURE p() DROP DATABASE x" ran unjudged when a later CALL p() ran it.
+                first, body = tail
+                yield from (j for j in range(first, body) if words[j].is_name)
+                i, expect = body, True
+                continue
         elif w.is_("BEGIN", "THEN", "ELSE", "DO", "LOOP", "REPEAT"):
             expect = True
             continue
+        elif w.is_("HANDLER") and i + 1 < n and words[i + 1].is_("FOR"):
+            # DECLARE ... HANDLER FOR <conditions> <statement>: the statement after the
+            # conditions runs when one is raised.
+            i, expect = _after_conditions(words, i + 2), True
+            continue
         i += 1
+
+
+def _after_conditions(words: list[Word], i: int) -> int:
+    """Where the statement of ``HANDLER FOR cond[, cond...]`` starts (``i``: the first)."""
+    n = len(words)
+    while i < n:
+        if words[i].is_("SQLSTATE"):
+            i += 1
+            if i < n and words[i].is_("VALUE"):
+                i += 1
+            i += 1  # the state's string
+        elif words[i].is_("NOT") and i + 1 < n and words[i + 1].is_("FOUND"):
+            i += 2
+        else:
+            i += 1  # SQLWARNING, SQLEXCEPTION, an error number or a condition's name
+        if i < n and words[i].punct(","):
+            i += 1
+            continue
+        return i
+    return i
+
+
+_HEADER_WORDS = frozenset(
+    {
+        # types' modifiers after RETURNS
+        "UNSIGNED",
+        "SIGNED",
+        "ZEROFILL",
+        "BINARY",
+        "ASCII",
+        "UNICODE",
+        "BYTE",
+        # characteristics
+        "NOT",
+        "DETERMINISTIC",
+        "CONTAINS",
+        "SQL",
+        "NO",
+        "READS",
+        "MODIFIES",
+        "DATA",
+        "SECURITY",
+        "DEFINER",
+        "INVOKER",
+        "LANGUAGE",
+    }
+)
+
+
+def _body_after_header(words: list[Word], i: int) -> tuple[int, int] | None:
+    """For a CREATE PROCEDURE/FUNCTION/TRIGGER at ``i``: (first word after the parameter
+    list or FOR EACH ROW, the body's first word), else None."""
+    n = len(words)
+    if not words[i].is_("CREATE"):
+        return None
+    j = i + 1
+    if j + 1 < n and words[j].is_("OR") and words[j + 1].is_("REPLACE"):
+        j += 2
+    if j < n and words[j].is_("DEFINER"):
+        j += 1
+        while j < n and not words[j].is_("PROCEDURE", "FUNCTION", "TRIGGER", "AGGREGATE"):
+            if words[j].punct(";") or j > i + 12:
+                return None
+            j += 1
+    if j < n and words[j].is_("AGGREGATE"):
+        j += 1
+    if j >= n:
+        return None
+    if words[j].is_("TRIGGER"):
+        k = j + 1
+        while k + 2 < n and not words[k].punct(";"):
+            if words[k].is_("FOR") and words[k + 1].is_("EACH") and words[k + 2].is_("ROW"):
+                first = body = k + 3
+                if body < n and words[body].is_("FOLLOWS", "PRECEDES"):
+                    body += 2
+                return (first, body) if body < n else None
+            k += 1
+        return None
+    if not words[j].is_("PROCEDURE", "FUNCTION"):
+        return None
+    k = j + 1
+    while k < n and not words[k].punct("("):
+        if words[k].punct(";") or words[k].is_("RETURNS"):
+            return None  # a loadable function (RETURNS ... SONAME): no body
+        k += 1
+    depth = 0
+    while k < n:
+        if words[k].punct("("):
+            depth += 1
+        elif words[k].punct(")"):
+            depth -= 1
+            if depth == 0:
+                break
+        k += 1
+    first = body = k + 1
+    while body < n:
+        w = words[body]
+        if w.is_("RETURNS"):
+            body += 2  # the type's name
+        elif w.punct("("):
+            depth = 0
+            while body < n:
+                if words[body].punct("("):
+                    depth += 1
+                elif words[body].punct(")"):
+                    depth -= 1
+                    if depth == 0:
+                        break
+                body += 1
+            body += 1
+        elif w.is_("CHARSET", "COLLATE", "COMMENT"):
+            body += 2
+        elif w.is_("CHARACTER"):
+            body += 3
+        elif w.upper in _HEADER_WORDS:
+            body += 1
+        else:
+            break
+    return (first, body) if body < n else None
 
 
 @dataclass(frozen=True)
