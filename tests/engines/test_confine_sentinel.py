@@ -159,6 +159,9 @@ def test_mysql_plans_of_hostile_files_leave_the_sentinel(
             "DELIMITER ;\nCALL p();\n",
             "CREATE PROCEDURE",
         ),
+        # Lists of tables: the sentinel's table was moved into the scratch and dropped.
+        (f"{table}CREATE TABLE c (id INT);\nRENAME TABLE c TO d, {s}.keep TO c;\n", "RENAME"),
+        (f"{table}CREATE TABLE c (id INT);\nALTER TABLE c RENAME AS {s}.c;\n", "ALTER"),
         # A body of one statement, and a handler's statement, ran unjudged at CALL p().
         (f"{table}CREATE PROCEDURE p() DROP DATABASE {s};\nCALL p();\n", "CREATE PROCEDURE"),
         (
@@ -175,6 +178,25 @@ def test_mysql_plans_of_hostile_files_leave_the_sentinel(
     with open_target(mysql_db) as target:
         planner.plan(target, sample)
     assert state() != before
+
+
+def test_mysql_names_that_begin_with_digits_are_read_as_names(
+    mysql_db: str, mysql_url: str, tmp_path: Path
+) -> None:
+    # The tokenizer read "9ptah_..." as a number and a name: no qualified name was seen.
+    s = "9ptah_sentinel_" + uuid.uuid4().hex[:8]
+    with open_target(mysql_url) as admin, admin.connection.cursor() as cur:
+        cur.execute(f"CREATE DATABASE `{s}`")
+        cur.execute(f"CREATE TABLE `{s}`.keep (id INT PRIMARY KEY, v VARCHAR(20))")
+        cur.execute(f"INSERT INTO `{s}`.keep VALUES (1, 'one')")
+    try:
+        table = "CREATE TABLE film (\n  id INT PRIMARY KEY\n);\n"
+        hostile = [(f"{table}RENAME TABLE {s}.keep TO stolen;\n", "RENAME")]
+        state = _mysql_state(mysql_url, s, f"/tmp/ptah-sentinel-{uuid.uuid4().hex[:8]}")
+        _assert_confined(mysql_db, hostile, state, tmp_path)
+    finally:
+        with open_target(mysql_url) as admin, admin.connection.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{s}`")
 
 
 # -- SQLite --------------------------------------------------------------------------

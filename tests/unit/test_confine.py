@@ -55,6 +55,15 @@ REFUSED: list[tuple[EngineName, str, str]] = [
     ("mysql", "CREATE TABLE t (x int) UNION (a, `o`.`v`) ENGINE MRG_MyISAM", "another database"),
     ("mysql", "ALTER TABLE t UNION (a, o.v)", "another database"),
     ("mysql", "SELECT GET_LOCK('deploy', 600)", "server-wide named lock"),
+    # Table lists: RENAME moved another database's table into the scratch (dropped with it).
+    ("mysql", "RENAME TABLE a TO b, o.keep TO c", "another database"),
+    ("mysql", "ALTER TABLE t RENAME AS o.t", "another database"),
+    ("mysql", "OPTIMIZE TABLE film, o.keep", "another database"),
+    ("mysql", "LOCK TABLES film WRITE, `o`.keep WRITE", "another database"),
+    ("mysql", "analyze table film, o.keep persistent for all", "another database"),
+    ("mysql", "DROP VIEW v, o.v", "another database"),
+    ("mysql", "RENAME TABLE 2024data.keep TO t", "another database (2024data)"),
+    ("mysql", "INSERT INTO o.2keep VALUES (1)", "another database (o)"),
     # A changed reading (strings ending elsewhere) once hid a DROP DATABASE that the
     # server ran as the second statement of one query.
     (
@@ -172,6 +181,8 @@ ACCEPTED: list[tuple[EngineName, str]] = [
     ("mysql", "create table t (a int, check (t.a > 0))"),
     ("mysql", "CREATE TABLE t (a INT, `data` TEXT, `connection` INT) ENGINE=InnoDB"),
     ("mysql", "CREATE INDEX data_idx ON t (a)"),
+    ("mysql", "ANALYZE SELECT a.x, b.y FROM a, b;\nLOCK TABLES a WRITE, b READ;\nUNLOCK TABLES;"),
+    ("mysql", "CREATE TABLE t (a DECIMAL(10,2) DEFAULT 1.5, b INT DEFAULT 2, c INT AS (1and 2))"),
     (
         "mysql",
         "CREATE FUNCTION f(a INT) RETURNS ENUM('a','b') CHARSET utf8mb4 DETERMINISTIC RETURN 'a';\n"

@@ -146,7 +146,7 @@ def _word(token: Token) -> Word:
     if token.token_type == TokenType.NUMBER:
         return Word("number", token.text)
     text = token.text
-    if text[:1].isalpha() or text[:1] == "_":
+    if text[:1].isalpha() or text[:1] == "_" or token.token_type == TokenType.VAR:
         return Word("word", text)
     return Word("punct", text)
 
@@ -210,6 +210,38 @@ def uncover_versioned_comments(text: str) -> str:
     return "".join(out)
 
 
+def _digit_names(tokens: list[Token]) -> list[Token]:
+    """MariaDB's names that begin with digits (``2024data``, ``s.2keep``) as one name each:
+    the tokenizer reads a number and a name (or a number alone after a dot), so
+    ``RENAME TABLE 2024data.keep TO t`` showed no qualified name."""
+    out: list[Token] = []
+    for token in tokens:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and prev.token_type == TokenType.NUMBER
+            and token.start == prev.end + 1
+            and token.token_type not in _STRINGS
+            and (token.text[:1].isalnum() or token.text[:1] == "_")
+        ):
+            out[-1] = Token(
+                TokenType.VAR, prev.text + token.text, prev.line, prev.col, prev.start, token.end
+            )
+            continue
+        if (
+            token.token_type == TokenType.NUMBER
+            and len(out) > 1
+            and out[-1].token_type == TokenType.DOT
+            and out[-1].end + 1 == token.start
+            and out[-2].end + 1 == out[-1].start
+            and out[-2].token_type not in _STRINGS
+            and out[-2].token_type != TokenType.NUMBER
+        ):
+            token = Token(TokenType.VAR, token.text, token.line, token.col, token.start, token.end)
+        out.append(token)
+    return out
+
+
 def read_words(text: str, engine: EngineName) -> list[Word]:
     """The statement as words; raises sqlglot's TokenError when it cannot be read."""
     if engine == "mysql":
@@ -219,7 +251,10 @@ def read_words(text: str, engine: EngineName) -> list[Word]:
 
         return read_pg(text)
     out: list[Word] = []
-    for token in _READERS[engine]().tokenize(text):
+    tokens = _READERS[engine]().tokenize(text)
+    if engine == "mysql":
+        tokens = _digit_names(tokens)
+    for token in tokens:
         w = _word(token)
         if w.kind == "word" and len(w.text.split()) > 1:
             # The tokenizer joins some keyword pairs ("SQL SECURITY", "LOCK TABLES"): the

@@ -60,6 +60,21 @@ _TABLE_POSITION = OBJECT_POSITIONS | {
     "EXPLAIN",
     "HANDLER",
     "FOR",
+    "RENAME",  # ALTER TABLE t RENAME [TO|AS] x.t
+    "AS",
+}
+# Statements whose lists are of tables only: any qualified name in them is a table's
+# (RENAME TABLE a TO b, x.t TO c moved another database's table into the scratch, which
+# was dropped with it).
+_TABLE_LISTS = {
+    "RENAME": None,
+    "OPTIMIZE": None,
+    "REPAIR": None,
+    "CHECKSUM": None,
+    "LOCK": None,
+    "ANALYZE": {"TABLE", "TABLES", "NO_WRITE_TO_BINLOG", "LOCAL"},
+    "CHECK": {"TABLE", "TABLES"},
+    "DROP": {"TABLE", "TABLES", "TEMPORARY", "VIEW", "SEQUENCE"},
 }
 
 
@@ -169,7 +184,28 @@ def _server_files(words: list[Word]) -> str | None:
     return None
 
 
+def _table_list(words: list[Word]) -> str | None:
+    for start in statement_starts(words):
+        head = words[start].upper
+        if head not in _TABLE_LISTS:
+            continue
+        kinds = _TABLE_LISTS[head]
+        nxt = words[start + 1].upper if start + 1 < len(words) else ""
+        if kinds is not None and nxt not in kinds:
+            continue
+        end = start
+        while end < len(words) and not words[end].punct(";"):
+            end += 1
+        for name in dotted_names(words[start:end]):
+            if name.before is None or not name.before.punct("@@"):
+                return f"names another database ({'.'.join(name.parts[:-1])})"
+    return None
+
+
 def _qualified(words: list[Word], text: str) -> str | None:
+    why = _table_list(words)
+    if why:
+        return why
     for name in dotted_names(words):
         if name.before is not None and name.before.punct("@@"):
             continue  # a system variable: @@session.x (SET rules judge global ones)
