@@ -78,6 +78,7 @@ def mysql_sentinel(mysql_url: str) -> Iterator[str]:
         cur.execute(f"CREATE DATABASE `{name}`")
         cur.execute(f"CREATE TABLE `{name}`.keep (id INT PRIMARY KEY, v VARCHAR(20))")
         cur.execute(f"INSERT INTO `{name}`.keep VALUES (1, 'one'), (2, 'two')")
+        cur.execute(f"CREATE SEQUENCE `{name}`.seq")
     yield name
     with open_target(mysql_url) as admin, admin.connection.cursor() as cur:
         cur.execute(f"DROP DATABASE IF EXISTS `{name}`")
@@ -159,6 +160,7 @@ def test_mysql_plans_of_hostile_files_leave_the_sentinel(
             "DELIMITER ;\nCALL p();\n",
             "CREATE PROCEDURE",
         ),
+        (f"{table}SELECT SETVAL({s}.seq, 1000);\n", "SETVAL"),  # moved the sequence
         # Lists of tables: the sentinel's table was moved into the scratch and dropped.
         (f"{table}CREATE TABLE c (id INT);\nRENAME TABLE c TO d, {s}.keep TO c;\n", "RENAME"),
         (f"{table}CREATE TABLE c (id INT);\nALTER TABLE c RENAME AS {s}.c;\n", "ALTER"),

@@ -64,6 +64,9 @@ REFUSED: list[tuple[EngineName, str, str]] = [
     ("mysql", "DROP VIEW v, o.v", "another database"),
     ("mysql", "RENAME TABLE 2024data.keep TO t", "another database (2024data)"),
     ("mysql", "INSERT INTO o.2keep VALUES (1)", "another database (o)"),
+    ("mysql", "SELECT SETVAL(o.seq, 1000)", "another database (o)"),
+    ("mysql", "CREATE TABLE t (a INT DEFAULT NEXTVAL(`o`.`seq`))", "another database (o)"),
+    ("mysql", "SELECT lastval(o.seq)", "another database (o)"),
     # A changed reading (strings ending elsewhere) once hid a DROP DATABASE that the
     # server ran as the second statement of one query.
     (
@@ -181,6 +184,7 @@ ACCEPTED: list[tuple[EngineName, str]] = [
     ("mysql", "create table t (a int, check (t.a > 0))"),
     ("mysql", "CREATE TABLE t (a INT, `data` TEXT, `connection` INT) ENGINE=InnoDB"),
     ("mysql", "CREATE INDEX data_idx ON t (a)"),
+    ("mysql", "CREATE SEQUENCE s;\nCREATE TABLE t (a INT DEFAULT NEXTVAL(s), b INT DEFAULT 0);"),
     ("mysql", "ANALYZE SELECT a.x, b.y FROM a, b;\nLOCK TABLES a WRITE, b READ;\nUNLOCK TABLES;"),
     ("mysql", "CREATE TABLE t (a DECIMAL(10,2) DEFAULT 1.5, b INT DEFAULT 2, c INT AS (1and 2))"),
     (

@@ -184,6 +184,11 @@ def _server_files(words: list[Word]) -> str | None:
     return None
 
 
+# Functions whose argument is a sequence (a table): SELECT SETVAL(other.s, 1000) moved
+# another database's sequence.
+_SEQUENCE_FUNCTIONS = {"NEXTVAL", "LASTVAL", "SETVAL"}
+
+
 def _table_list(words: list[Word]) -> str | None:
     for start in statement_starts(words):
         head = words[start].upper
@@ -209,7 +214,7 @@ def _qualified(words: list[Word], text: str) -> str | None:
     for name in dotted_names(words):
         if name.before is not None and name.before.punct("@@"):
             continue  # a system variable: @@session.x (SET rules judge global ones)
-        if names_an_object(name, _TABLE_POSITION):
+        if names_an_object(name, _TABLE_POSITION) or name.call in _SEQUENCE_FUNCTIONS:
             return f"names another database ({'.'.join(name.parts[:-1])})"
     for db in qualified_tables(text, "mysql"):
         return f"names another database ({db})"
