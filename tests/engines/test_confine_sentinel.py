@@ -201,6 +201,32 @@ def test_mysql_names_that_begin_with_digits_are_read_as_names(
             cur.execute(f"DROP DATABASE IF EXISTS `{s}`")
 
 
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "LOCK TABLES film WRITE;",
+        "SET SESSION TRANSACTION READ ONLY;",
+        "SET max_statement_time = 0.000001;",
+        "SET sql_select_limit = 0;",
+    ],
+)
+def test_mysql_what_a_file_leaves_in_its_session_ends_with_its_load(
+    mysql_db: str, mysql_url: str, tail: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The scratch was dropped on the loading session: these kept it on the server (or broke
+    # the inspection) and the plan failed with an internal error.
+    from ptah.engines.mysql import ops
+
+    mark = uuid.uuid4().hex[:12]
+    monkeypatch.setattr(ops.secrets, "token_hex", lambda _n: mark)
+    with open_target(mysql_db) as target:
+        plan = planner.plan(target, f"CREATE TABLE film (id INT PRIMARY KEY);\n{tail}\n")
+    assert any("`film`" in s.sql for s in plan.statements), plan
+    with open_target(mysql_url) as admin, admin.connection.cursor() as cur:
+        cur.execute("SHOW DATABASES LIKE %s", (f"ptah_scratch_{mark}",))
+        assert cur.fetchall() == ()
+
+
 # -- SQLite --------------------------------------------------------------------------
 
 

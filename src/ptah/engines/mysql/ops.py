@@ -97,22 +97,37 @@ class MysqlOps:
                     " give a dev database (PTAH_DEV_URL / --dev-url) or grant CREATE"
                 ) from None
             try:
-                conn.select_db(name)
-                _run_script(conn, "SET SESSION foreign_key_checks = 1")
-                for statement in confine.split(desired_sql, "mysql"):
-                    try:
-                        _run_script(conn, statement.text)
-                    except pymysql.MySQLError as exc:
-                        raise DesiredSchemaInvalid(
-                            scrub(load_error(exc, name, statement), *url.secrets)
-                        ) from None
-                desired = myinspect.inspect(conn)
+                try:
+                    conn.select_db(name)
+                    _run_script(conn, "SET SESSION foreign_key_checks = 1")
+                    for statement in confine.split(desired_sql, "mysql"):
+                        try:
+                            _run_script(conn, statement.text)
+                        except pymysql.MySQLError as exc:
+                            raise DesiredSchemaInvalid(
+                                scrub(load_error(exc, name, statement), *url.secrets)
+                            ) from None
+                finally:
+                    # What the file left in its session ends with it: LOCK TABLES or a READ
+                    # ONLY transaction kept the scratch from being dropped (left on the
+                    # server), max_statement_time or sql_select_limit broke the inspection.
+                    conn.close()
+                fresh = connect(url, database=name)
+                try:
+                    desired = myinspect.inspect(fresh)
+                finally:
+                    fresh.close()
             finally:
-                _run_script(conn, f"DROP DATABASE IF EXISTS `{name}`")
+                fresh = connect(url, database="")
+                try:
+                    _run_script(fresh, f"DROP DATABASE IF EXISTS `{name}`")
+                finally:
+                    fresh.close()
             refuse_unmanaged(desired, policy.ignore)
             return desired, []
         finally:
-            conn.close()
+            if conn.open:
+                conn.close()
 
     def diff(self, current: Schema, desired: Schema, online: Online = ONLINE) -> list[Statement]:
         return mydiff.diff(current, desired)
