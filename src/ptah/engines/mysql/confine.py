@@ -83,6 +83,12 @@ def _head(words: list[Word], i: int) -> str | None:
     nxt = words[i + 1] if i + 1 < len(words) else None
     if w.is_("USE") and nxt is not None and nxt.is_name:
         return "switches the session to another database"
+    if w.is_("CREATE") and any(
+        words[k].is_("SONAME") and words[k + 1].kind == "string" for k in range(i, len(words) - 1)
+    ):
+        # CREATE FUNCTION f RETURNS STRING SONAME 'lib.so': a server-wide loadable function,
+        # its library loaded into the server (mysql.func), not the database's.
+        return "loads a server library (a loadable function, SONAME)"
     if w.is_("CREATE", "DROP", "ALTER"):
         return _OBJECT_WHY.get(object_kind(words, i))
     if w.is_("RENAME") and nxt is not None and nxt.is_("USER"):
@@ -144,7 +150,8 @@ def _set_scope(words: list[Word]) -> str | None:
     return None
 
 
-_OUTSIDE_ENGINES = {"FEDERATED", "FEDERATEDX", "CONNECT", "SPIDER"}
+# S3 stores the table on a remote service; OQGRAPH reads its DATA_TABLE.
+_OUTSIDE_ENGINES = {"FEDERATED", "FEDERATEDX", "CONNECT", "SPIDER", "S3", "OQGRAPH"}
 
 
 def _server_files(words: list[Word]) -> str | None:
