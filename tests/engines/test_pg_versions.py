@@ -126,6 +126,72 @@ PAIRS["column moved off an extension's type"] = (
     "CREATE TABLE public.t (id integer, s text);",
 )
 
+# A generated column's expression changes: PostgreSQL 15 changes it only by dropping the
+# column and adding it again, and the server drops with it its indexes and checks (and
+# the unique constraint a foreign key uses) and refuses while a view, a trigger or a
+# policy uses it: all of those are rebuilt, its comment, grant and statistics target
+# set again. The column is the table's last, so a direct load orders it the same.
+GENERATED = """
+CREATE TABLE public.g (id integer PRIMARY KEY, a integer, c text,
+  b integer GENERATED ALWAYS AS (a * 2) STORED);
+CREATE INDEX g_b ON public.g (b);
+CREATE INDEX g_ab ON public.g (a, b) WHERE b > 0;
+ALTER TABLE public.g ADD CONSTRAINT g_b_check CHECK (b < 1000000);
+ALTER TABLE public.g ADD CONSTRAINT g_b_key UNIQUE (b);
+CREATE TABLE public.r (rb integer REFERENCES public.g (b));
+CREATE VIEW public.v AS SELECT id, b FROM public.g;
+CREATE FUNCTION public.tf() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;
+CREATE TRIGGER tr AFTER UPDATE ON public.g FOR EACH ROW WHEN (old.b IS DISTINCT FROM new.b)
+  EXECUTE FUNCTION public.tf();
+CREATE POLICY p ON public.g USING (b > 0);
+COMMENT ON COLUMN public.g.b IS 'twice a';
+COMMENT ON INDEX public.g_b IS 'by b';
+GRANT SELECT (b) ON public.g TO ptah_corpus_reader;
+ALTER TABLE public.g ALTER COLUMN b SET STATISTICS 300;
+"""
+PAIRS["generated column's expression changes under what uses it"] = (
+    GENERATED,
+    GENERATED.replace("a * 2", "a * 3"),
+)
+# The server retypes no column a generated column reads: that column is dropped and
+# added again around the type change (its index with it).
+RETYPED = """
+CREATE TABLE public.h (id integer, a integer, b bigint GENERATED ALWAYS AS (a + 1) STORED);
+CREATE INDEX h_b ON public.h (b);
+"""
+PAIRS["column under a generated column changes type"] = (
+    RETYPED,
+    RETYPED.replace("a integer", "a bigint"),
+)
+# A function a generated column calls is dropped and created again (its argument is
+# renamed): the column goes and comes back with it instead of the plan refusing the table.
+GENERATED_CALL = """
+CREATE FUNCTION public.dbl(x integer) RETURNS integer LANGUAGE sql IMMUTABLE AS 'SELECT x * 2';
+CREATE TABLE public.k (id integer, a integer, b integer GENERATED ALWAYS AS (public.dbl(a)) STORED);
+CREATE INDEX k_b ON public.k (b);
+"""
+PAIRS["function under a generated column is rebuilt"] = (
+    GENERATED_CALL,
+    GENERATED_CALL.replace("dbl(x integer)", "dbl(y integer)").replace("x * 2", "y * 2"),
+)
+# A column becomes generated (dropped, added again) and back (DROP EXPRESSION keeps it).
+PAIRS["column becomes generated and back"] = (
+    "CREATE TABLE public.m (id integer, a integer, b integer);\nCREATE INDEX m_b ON public.m (b);",
+    "CREATE TABLE public.m (id integer, a integer,"
+    " b integer GENERATED ALWAYS AS (a * 2) STORED);\nCREATE INDEX m_b ON public.m (b);",
+)
+# The server retypes no column a SQL-standard function body (BEGIN ATOMIC) reads: the
+# function is dropped and created again around the type change.
+ATOMIC = """
+CREATE TABLE public.t (id integer, v integer);
+CREATE FUNCTION public.total() RETURNS bigint LANGUAGE sql
+BEGIN ATOMIC SELECT sum(v) FROM public.t; END;
+"""
+PAIRS["column under a BEGIN ATOMIC function changes type"] = (
+    ATOMIC,
+    ATOMIC.replace("v integer", "v bigint"),
+)
+
 # Both ways: the way back attaches a table that lacks the parent's check (added first,
 # the ATTACH makes it the parent's copy) and, for the loose one, has other column types
 # and no NOT NULL (changed first: the server attaches only a table whose columns match);

@@ -160,6 +160,11 @@ class _Changes:
     rewritten: set[str] = field(default_factory=set)  # tables whose column shapes change
     # (table, column): a default dropped before what it uses is rebuilt, and set again.
     defaults: set[tuple[str, str]] = field(default_factory=set)
+    # (table, column): a column whose type or collation changes in place.
+    retyped: set[tuple[str, str]] = field(default_factory=set)
+    # (table, column): a generated column dropped and added again (a new expression, or
+    # one over a column the server cannot retype under it); what uses it goes with it.
+    readded: set[tuple[str, str]] = field(default_factory=set)
 
 
 class _Diff:
@@ -174,6 +179,7 @@ class _Diff:
         self.extra_deps: dict[str, set[str]] = {}
         self.ch = _Changes()
         self._seq = 0
+        self._work: list[str] = []
 
     # -- emitting -------------------------------------------------------------------------
     def drop(self, node: str, sql: str, *hazards: str) -> None:
@@ -304,6 +310,12 @@ class _Diff:
                     or (n["generated"] and o["default"] != n["default"])
                 ):
                     self.ch.rewritten.add(name)
+                if o.get("_inherited") and n.get("_inherited"):
+                    continue  # the parent's column changes; the change comes down
+                if (o["type"], o["collation"]) != (n["type"], n["collation"]):
+                    self.ch.retyped.add((name, col))
+                if _readded(o, n):
+                    self.ch.readded.add((name, col))
 
     def dependents(self, node: str) -> list[tuple[str, str]]:
         if not hasattr(self, "_rdeps"):
@@ -319,12 +331,26 @@ class _Diff:
         key on a unique constraint or index that is dropped (the desired has it on
         another one: the server moves it there only when it is added again)."""
         work = sorted(self.ch.replaced)
+        self._work = work
         for kind in ("constraint", "index"):
             cur, want = self.pair(kind)
             for name in sorted(cur.keys() - want.keys()):
                 for child, _ in self.dependents(f"{kind}:{name}"):
                     if _kind(child) == "constraint" and self._in(self.want, child):
                         self._rebuild(child, work, f"{kind} {name} is dropped")
+        for table, col in sorted(self.ch.retyped):
+            # The server retypes no column that a SQL-standard function body or a rule
+            # uses (they are rebuilt), nor one a generated column's expression reads (that
+            # column is dropped and added again around the change).
+            for child, _ in self.column_users(table, col):
+                if child.startswith("column:"):
+                    generated = child.split(":", 1)[1]
+                    if generated in self.want["table"][table]["columns"]:
+                        self.ch.readded.add((table, generated))
+                elif _kind(child) in ("function", "rule") and self._in(self.want, child):
+                    self._rebuild(child, work, f"the type of column {col} of {table} changes")
+        for table, col in sorted(self.ch.readded):
+            self.readd(table, col, work)
         for table in sorted(self.ch.rewritten):
             # A column type change: views and policies over the table must be rebuilt
             # (PostgreSQL refuses to change a column they use); indexes and constraints
@@ -347,6 +373,35 @@ class _Diff:
                 else:
                     self._rebuild(child, work, f"{node} is dropped and created again")
 
+    def column_users(self, table: str, col: str) -> list[tuple[str, str]]:
+        """What uses a column on the target (node, deptype), and what uses the column of
+        the same name in its partitions and inheriting children (it goes with it)."""
+        edges: dict[str, dict[str, dict[str, str]]] = self.cur.get("_columnDeps", {})
+        out = sorted(edges.get(f"table:{table}", {}).get(col, {}).items())
+        for name, t in sorted(self.cur.get("table", {}).items()):
+            parents = (t.get("partitionOf"), *t.get("inherits", []))
+            if table in parents and t["columns"].get(col, {}).get("_inherited"):
+                out += self.column_users(name, col)
+        return out
+
+    def readd(self, table: str, col: str, work: list[str]) -> None:
+        """A generated column dropped and added again: what the server drops with it (an
+        index, a check) is created again; what would stop the drop (a view, a trigger, a
+        policy) is dropped first and created again."""
+        self.ch.readded.add((table, col))
+        self.ch.rewritten.add(table)
+        why = f"column {col} of {table} is dropped and added again"
+        for child, deptype in self.column_users(table, col):
+            if child.startswith("column:") or not self._in(self.want, child):
+                continue
+            if self.rebuilt(child):
+                continue
+            if deptype == "a" and _kind(child) in _REBUILDABLE:
+                self.ch.recreated.add(child)
+                work.append(child)
+            else:
+                self._rebuild(child, work, why)
+
     def reset_defaults(self, child: str, node: str) -> bool:
         """A table that uses ``node`` only in column defaults keeps its rows: the defaults
         are dropped before ``node`` is and set again after (not generated columns: their
@@ -355,9 +410,15 @@ class _Diff:
         if not columns or _kind(child) != "table":
             return False
         table = _name(child)
-        if any(self.cur["table"][table]["columns"][c]["generated"] for c in columns):
-            return False
-        self.ch.defaults |= {(table, c) for c in columns}
+        want = self.want.get("table", {}).get(table, {}).get("columns", {})
+        for c in columns:
+            if not self.cur["table"][table]["columns"][c]["generated"]:
+                self.ch.defaults.add((table, c))
+            elif want.get(c, {}).get("generated"):
+                # An expression cannot be dropped without its column: the column is
+                # dropped and added again (its rows computed again).
+                self.readd(table, c, self._work)
+            # else: the desired column is no longer generated: DROP EXPRESSION, in the drops
         return True
 
     def _rebuild(self, node: str, work: list[str], why: str) -> None:
@@ -847,17 +908,8 @@ class _Diff:
             if child and cur[col].get("_inherited"):
                 continue  # goes with the parent's column
             self.drop(node, f"ALTER TABLE {table} DROP COLUMN {col}", DESTRUCTIVE)
-        for col in sorted(want.keys() - cur.keys(), key=lambda c: want[c]["_n"]):
-            d = want[col]
-            if child and d.get("_inherited"):
-                continue  # added through the parent
-            hazards = []
-            if d["notNull"] and d["default"] is None and not d["identity"]:
-                hazards.append(DATA_DEPENDENT)
-            if d["identity"] or d["generated"]:
-                hazards.append(LOCK_HEAVY)  # fills every existing row: a table rewrite
-            self.create(node, f"ALTER TABLE {table} ADD COLUMN {_column_sql(col, d)}", *hazards)
-            self.column_storage(table, col, {}, d)
+        added = [c for c in want.keys() - cur.keys() if not (child and want[c].get("_inherited"))]
+        added += [c for c in cur.keys() & want.keys() if (table, c) in self.ch.readded]
         for col in sorted(cur.keys() & want.keys()):
             if child and not partition and want[col].get("_inherited"):
                 continue  # the parent's change reaches its children
@@ -875,6 +927,17 @@ class _Diff:
                     )
                 continue
             self.alter_column(table, col, cur[col], want[col])
+        # New columns, and generated ones added again, after the other columns changed
+        # (a generated column reads them), in the desired file's order.
+        for col in sorted(added, key=lambda c: want[c]["_n"]):
+            d = want[col]
+            hazards = []
+            if d["notNull"] and d["default"] is None and not d["identity"]:
+                hazards.append(DATA_DEPENDENT)
+            if d["identity"] or d["generated"]:
+                hazards.append(LOCK_HEAVY)  # fills every existing row: a table rewrite
+            self.create(node, f"ALTER TABLE {table} ADD COLUMN {_column_sql(col, d)}", *hazards)
+            self.column_storage(table, col, {}, d)
 
     def column_storage(
         self, table: str, col: str, old: dict[str, Any], new: dict[str, Any]
@@ -906,16 +969,19 @@ class _Diff:
         if (table, col) in self.ch.defaults:
             old = {**old, "default": None}  # dropped before what it uses is rebuilt
             self.drop(f"table:{table}", f"ALTER TABLE {table} ALTER COLUMN {col} DROP DEFAULT")
+        node = f"table:{table}"
+        if (table, col) in self.ch.readded:
+            # Added again with the table's new columns (columns()).
+            self.drop(node, f"ALTER TABLE {table} DROP COLUMN {col}", DESTRUCTIVE)
+            return
         if same(old, new):
             return
-        node = f"table:{table}"
         at = f"ALTER TABLE {table} ALTER COLUMN {col}"
-        if old["generated"] != new["generated"] or (
-            new["generated"] and old["default"] != new["default"]
-        ):
-            self.drop(node, f"ALTER TABLE {table} DROP COLUMN {col}", DESTRUCTIVE)
-            self.create(node, f"ALTER TABLE {table} ADD COLUMN {_column_sql(col, new)}", LOCK_HEAVY)
-            return
+        if old["generated"] and not new["generated"]:
+            # The column keeps its rows and its place; in the drops, before what the
+            # expression uses may go.
+            self.drop(node, f"{at} DROP EXPRESSION")
+            old = {**old, "generated": "", "default": None}
         if old["identity"] and old["identity"] != new["identity"] and not new["identity"]:
             # In the drops: its sequence goes with it, and a new one may take the name.
             self.drop(node, f"{at} DROP IDENTITY")
@@ -1004,9 +1070,7 @@ class _Diff:
                     if key not in want:
                         # Before the table's column changes: a NOT NULL dropped under the
                         # primary key it kept is refused while that key stands.
-                        self.extra_deps.setdefault(f"table:{table}", set()).add(
-                            f"constraint:{key}"
-                        )
+                        self.extra_deps.setdefault(f"table:{table}", set()).add(f"constraint:{key}")
         return kept
 
     def constraints(self) -> None:
@@ -1313,7 +1377,7 @@ class _Diff:
             was = cur[key]["text"] if key in cur else None
             node = c["node"]
             fresh = self.rebuilt(node) or not self._in(self.cur, node)
-            if fresh:
+            if fresh or self._column_readded(key, c):
                 was = None
             if text == was:
                 continue
@@ -1331,6 +1395,13 @@ class _Diff:
         col = key[len("COLUMN ") + len(table) + 1 :]
         return col not in self.want.get("table", {}).get(table, {}).get("columns", {})
 
+    def _column_readded(self, key: str, c: dict[str, Any]) -> bool:
+        """A comment on a column dropped and added again (gone with it)."""
+        if not key.startswith("COLUMN ") or not c["node"].startswith("table:"):
+            return False
+        table = _name(c["node"])
+        return (table, key[len("COLUMN ") + len(table) + 1 :]) in self.ch.readded
+
     def acls(self) -> None:
         cur, want = self.pair("acl")
         nodes = set(cur) | set(want)
@@ -1343,6 +1414,10 @@ class _Diff:
                 continue
             fresh = self.rebuilt(node) or not self._in(self.cur, node)
             old = set(_default_acl(node) if fresh else cur.get(node, {}).get("entries", []))
+            if node.startswith("table:"):
+                # A column's grants go with it when it is dropped and added again.
+                table = _name(node)
+                old = {e for e in old if not _column_entry_of(e, table, self.ch.readded)}
             new = set(want.get(node, {}).get("entries", []))
             if old == new:
                 continue
@@ -1451,6 +1526,15 @@ def _adds_value(stmt: Statement) -> bool:
     return stmt.sql.startswith("ALTER TYPE ") and " ADD VALUE " in stmt.sql
 
 
+def _readded(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """A column that becomes generated, or whose generation expression changes: the
+    server (before PostgreSQL 17's SET EXPRESSION) changes neither in place, so the
+    column is dropped and added again (at the table's end)."""
+    return bool(new["generated"]) and (
+        old["generated"] != new["generated"] or old["default"] != new["default"]
+    )
+
+
 def _replaceable(old: dict[str, Any], new: dict[str, Any]) -> bool:
     """CREATE OR REPLACE can take ``old`` to ``new`` (same kind, result, names, defaults)."""
     return bool(
@@ -1475,6 +1559,12 @@ def _default_acl_baseline(d: dict[str, Any]) -> set[str]:
     if d["schema"]:
         return set()
     return {"f": {"PUBLIC|EXECUTE|"}, "T": {"PUBLIC|USAGE|"}}.get(d["objtype"], set())
+
+
+def _column_entry_of(entry: str, table: str, columns: set[tuple[str, str]]) -> bool:
+    """Whether a privilege entry (``grantee|SELECT(col)|g``) is on one of ``columns``."""
+    priv = entry.split("|")[1]
+    return "(" in priv and (table, priv.split("(", 1)[1].removesuffix(")")) in columns
 
 
 def _column_regrants(old: set[str], new: set[str]) -> set[str]:

@@ -75,7 +75,7 @@ _CENSUS = "\nUNION ALL\n".join(
 # of its parent's).
 _DEPEND = f"""
 SELECT d.classid::regclass::text, d.objid, d.refclassid::regclass::text, d.refobjid,
-       d.deptype::text
+       d.deptype::text, d.refobjsubid
 FROM pg_depend d
 WHERE d.objid >= {FIRST_USER_OID}
   AND (d.deptype IN ('e', 'i', 'P', 'S', 'a')
@@ -136,11 +136,15 @@ class NodeMap:
     def __init__(self) -> None:
         self.nodes: dict[tuple[str, int], str] = {}
         self.aliases: dict[tuple[str, int], tuple[str, int]] = {}
-        self.depend: list[tuple[str, int, str, int, str]] = []
+        self.depend: list[tuple[str, int, str, int, str, int]] = []
         # A column default (pg_attrdef oid) -> its column's name; the default maps to its
         # table's node, and :func:`dependencies` tells which edges come from defaults only.
         self.defaults: dict[int, str] = {}
         self.default_edges: dict[str, dict[str, list[str]]] = {}
+        # (table oid, attnum) -> column name; :func:`dependencies` reads, per column, what
+        # depends on it (``column_edges``: table node -> column -> {node: deptype}).
+        self.columns: dict[tuple[int, int], str] = {}
+        self.column_edges: dict[str, dict[str, dict[str, str]]] = {}
 
     def add(self, catalog: str, oid: int, node: str) -> None:
         self.nodes[(catalog, oid)] = node
@@ -172,18 +176,33 @@ def dependencies(cur: Any, nodes: NodeMap) -> dict[str, dict[str, str]]:
     """node -> {node it depends on: 'n' (normal) or 'a' (automatic, goes with it)}."""
     cur.execute(_DEPEND)
     nodes.depend = cur.fetchall()
-    for catalog, oid, refcatalog, ext, deptype in nodes.depend:
+    for catalog, oid, refcatalog, ext, deptype, _ in nodes.depend:
         if deptype == "e" and refcatalog == "pg_extension" and (catalog, oid) not in nodes.nodes:
             nodes.aliases[(catalog, oid)] = ("pg_extension", ext)
     deps: dict[str, dict[str, str]] = {}
     by_default: dict[tuple[str, str], set[str]] = {}
     by_other: set[tuple[str, str]] = set()
-    for catalog, oid, refcatalog, refoid, deptype in nodes.depend:
+    for catalog, oid, refcatalog, refoid, deptype, refsub in nodes.depend:
         if deptype not in ("n", "a"):
             continue
         node = nodes.get(catalog, oid)
         ref = nodes.get(refcatalog, refoid)
-        if node is None or ref is None or node == ref:
+        if node is None or ref is None:
+            continue
+        used_column = nodes.columns.get((refoid, refsub)) if refcatalog == "pg_class" else None
+        if used_column is not None:
+            # What uses this column: the server drops it with the column (any 'a' edge:
+            # an index, a check) or refuses to drop the column under it ('n' only: a
+            # view, a trigger). A generated column's expression (its default, on the
+            # same table) is named ``column:<name>``.
+            user = node
+            if node == ref and catalog == "pg_attrdef":
+                user = f"column:{nodes.defaults.get(oid, '')}"
+            if user not in (ref, f"column:{used_column}"):
+                used = nodes.column_edges.setdefault(ref, {}).setdefault(used_column, {})
+                if used.get(user) != "a":
+                    used[user] = deptype
+        if node == ref:
             continue
         if deptype == "a" and node.startswith("sequence:") and ref.startswith("table:"):
             continue  # OWNED BY: a statement of its own after both exist
@@ -216,9 +235,9 @@ def census(cur: Any, nodes: NodeMap) -> tuple[list[str], dict[str, list[str]]]:
     plan must not drop such a node, since the server would refuse or cascade).
     """
     owned = nodes.depend  # read by dependencies(), which runs first
-    members = {(c, o) for c, o, _, _, t in owned if t == "e"}
-    skip = {(c, o) for c, o, _, _, t in owned if t in ("e", "i", "P", "S")}
-    skip |= {(c, o) for c, o, rc, ro, t in owned if t == "a" and (rc, ro) in members}
+    members = {(c, o) for c, o, _, _, t, _ in owned if t == "e"}
+    skip = {(c, o) for c, o, _, _, t, _ in owned if t in ("e", "i", "P", "S")}
+    skip |= {(c, o) for c, o, rc, ro, t, _ in owned if t == "a" and (rc, ro) in members}
     cur.execute(_CENSUS)
     missing = [(c, o) for c, o in cur.fetchall() if (c, o) not in skip and nodes.get(c, o) is None]
     out: list[str] = []

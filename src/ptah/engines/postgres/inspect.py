@@ -552,6 +552,8 @@ def inspect(conn: Any) -> Schema:
         # table node -> {node: [columns]}: the table depends on it only through those
         # columns' defaults (or generation expressions).
         schema["_defaultDeps"] = nodes.default_edges
+        # table node -> column -> {node using the column: deptype}.
+        schema["_columnDeps"] = nodes.column_edges
         unmanaged, held = graph.census(cur, nodes)
         schema["_meta"] = {
             "unmanaged": unmanaged,
@@ -742,6 +744,7 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
                 "cycle": cycle == "true",
             }
         table["columns"][col] = column
+        nodes.columns[(reloid, num)] = col
         if adoid is not None:
             nodes.add("pg_attrdef", adoid, f"table:{tables_by_oid[reloid]}")
             nodes.defaults[adoid] = col
