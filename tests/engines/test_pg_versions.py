@@ -248,3 +248,34 @@ def test_stored_composite_attribute_type_change_is_refused(pg_db: str) -> None:
         planner.plan(t, a.replace("varchar(5)", "varchar(9)"))
     assert err.value.reason == "Unsupported"
     assert "public.addr" in str(err.value) and "table public.cu" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        (
+            "CREATE TABLE public.t (id integer, a text, c text);",
+            "CREATE TABLE public.t (id integer, a text, b text, c text);",
+        ),
+        (
+            "CREATE TABLE public.t (id integer, a integer,"
+            " b integer GENERATED ALWAYS AS (a) STORED, c text);",
+            "CREATE TABLE public.t (id integer, a integer,"
+            " b integer GENERATED ALWAYS AS (-a) STORED, c text);",
+        ),
+    ],
+    ids=["column added in the middle", "generated column added again"],
+)
+def test_column_order_a_plan_cannot_give_is_said(pg_db: str, a: str, b: str) -> None:
+    """PostgreSQL adds a column at the end and cannot move one without rebuilding the
+    table, which a plan does not do: the plan applies and converges, and says that the
+    columns stand in another order than a direct load of the file gives."""
+    apply_plan(pg_db, a)
+    with open_target(pg_db) as t:
+        plan = planner.plan(t, b)
+    assert plan.warnings == [
+        "table public.t: from its column 3 on, the columns will stand as (c, b), not in the"
+        " desired file's order (b, c): PostgreSQL adds columns at the end and cannot reorder"
+        " them without rebuilding the table, which Ptah does not do"
+    ]
+    apply_plan(pg_db, b)

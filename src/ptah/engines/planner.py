@@ -214,6 +214,11 @@ def _plan(
     statements = ops.diff(current.schema, desired.schema, online)
     timings["diff"] = time.perf_counter() - t2
     warnings = list(desired.warnings)
+    # What the plan cannot make as a direct load of the desired source would (an engine
+    # that can say: PostgreSQL's column order), said rather than left silent.
+    caveats = getattr(ops, "caveats", None)
+    if caveats is not None:
+        warnings += caveats(current.schema, desired.schema, online)
     refine = getattr(ops, "refine", None)
     if refine is not None and statements:
         # An engine that asks its server how each change runs (MariaDB's algorithms).

@@ -1014,6 +1014,34 @@ class _Diff:
                 self.create(node, f"{at} DROP NOT NULL")
         self.column_storage(table, col, {**old, "_": 1}, new)
 
+    def column_order(self) -> list[str]:
+        """Where a table's columns stand in an order other than the desired file's once the
+        plan ran: PostgreSQL adds a column (and one dropped and added again) at the end
+        and has no way to move one. Reordering would mean rebuilding the table (a copy of
+        its rows under a new table, its dependents, grants and sequences rebuilt), which
+        a plan does not do; it says so instead, since the difference is real (``SELECT
+        *``, ``INSERT`` and ``COPY`` without a column list see the table's order)."""
+        out = []
+        cur, want = self.pair("table")
+        for name in sorted(cur.keys() & want.keys()):
+            wanted = sorted(want[name]["columns"], key=lambda c: want[name]["columns"][c]["_n"])
+            kept = [
+                c
+                for c in sorted(cur[name]["columns"], key=lambda c: cur[name]["columns"][c]["_n"])
+                if c in want[name]["columns"] and (name, c) not in self.ch.readded
+            ]
+            result = kept + [c for c in wanted if c not in kept]
+            if result == wanted:
+                continue
+            first = next(i for i, (a, b) in enumerate(zip(result, wanted, strict=True)) if a != b)
+            out.append(
+                f"table {name}: from its column {first + 1} on, the columns will stand as"
+                f" ({', '.join(result[first:])}), not in the desired file's order"
+                f" ({', '.join(wanted[first:])}): PostgreSQL adds columns at the end and"
+                " cannot reorder them without rebuilding the table, which Ptah does not do"
+            )
+        return out
+
     def set_not_null(self, table: str, col: str) -> None:
         """``SET NOT NULL``; under online not-null, proved first by a check added ``NOT
         VALID`` and validated on its own (reads and writes go on), so the ``SET NOT NULL``
@@ -1592,6 +1620,15 @@ def _group(entries: set[str]) -> list[tuple[str, str, bool]]:
             priv.replace("(", " (", 1) if "(" in priv else priv
         )
     return [(g, ", ".join(sorted(p)), opt) for (g, opt), p in sorted(grouped.items())]
+
+
+def caveats(current: Schema, desired: Schema, online: Online | None = None) -> list[str]:
+    """What the plan of ``diff`` leaves different from a direct load of the desired file,
+    said as warnings: the columns' order (:meth:`_Diff.column_order`)."""
+    d = _Diff(current, desired, online)
+    d.decide()
+    d.spread()
+    return d.column_order()
 
 
 def diff(current: Schema, desired: Schema, online: Online | None = None) -> list[Statement]:

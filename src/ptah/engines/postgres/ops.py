@@ -89,6 +89,9 @@ class PostgresOps:
     def diff(self, current: Schema, desired: Schema, online: Online = ONLINE) -> list[Statement]:
         return pgdiff.diff(current, desired, online)
 
+    def caveats(self, current: Schema, desired: Schema, online: Online = ONLINE) -> list[str]:
+        return pgdiff.caveats(current, desired, online)
+
     def execute(
         self,
         target: Target,
