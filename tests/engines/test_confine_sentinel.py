@@ -318,5 +318,14 @@ def test_postgres_plans_of_hostile_files_leave_the_sentinel(
         (f"{table}INSERT INTO {s}.public.keep VALUES (3, 'x');\n", "INSERT"),
         (f"{table}COPY (SELECT 1) TO '{outfile}';\n", "COPY"),
         (f"{table}ALTER SYSTEM SET work_mem = '64MB';\n", "ALTER SYSTEM"),
+        # The failing statement's replay, one query each, read the next one with backslash
+        # escapes: the check's SELECT of two strings ran a program on the server.
+        (
+            f"{table}SET standard_conforming_strings = off;\n"
+            f"SELECT 'a\\', ' ; COPY (SELECT 1) TO PROGRAM $$touch {outfile}$$ ;"
+            " SELECT ' AS q --';\n"
+            ";\nSELECT 1/0;\n",
+            "standard_conforming_strings",
+        ),
     ]
     _assert_confined(pg_db, hostile, state, tmp_path)

@@ -192,6 +192,20 @@ PAIRS["column under a BEGIN ATOMIC function changes type"] = (
     ATOMIC.replace("v integer", "v bigint"),
 )
 
+# A plain table made a child of another, naming the parent's columns and check in its
+# own CREATE TABLE too (they stay its own, as the INHERIT keeps them): its columns match
+# the parent's first, its check is added before the INHERIT; the way back drops that
+# check after the NO INHERIT (the server refuses to drop an inherited one).
+INHERIT_BASE = (
+    "CREATE TABLE public.base (id integer NOT NULL, at date, CONSTRAINT base_id CHECK (id > 0));\n"
+)
+ALONE = INHERIT_BASE + "CREATE TABLE public.kid (id integer, at date, extra text);\n"
+MERGED = INHERIT_BASE + (
+    "CREATE TABLE public.kid (id integer NOT NULL, at date, extra text,"
+    " CONSTRAINT base_id CHECK (id > 0)) INHERITS (public.base);\n"
+)
+INHERITED_ONLY = INHERIT_BASE + "CREATE TABLE public.kid (extra text) INHERITS (public.base);\n"
+PAIRS["plain table made a child, its columns named"] = (ALONE, MERGED)
 # Both ways: the way back attaches a table that lacks the parent's check (added first,
 # the ATTACH makes it the parent's copy) and, for the loose one, has other column types
 # and no NOT NULL (changed first: the server attaches only a table whose columns match);
@@ -221,8 +235,10 @@ PAIRS["plain table attached as a sub-partition and default partition"] = (
 )
 
 # Pairs whose way back is refused by design (an enum value removed).
+# The way back of the child's columns named in it: refused (the test below).
 ONE_WAY: dict[str, tuple[str, str]] = {
     "enum value added and used": (ENUM, ENUM_USED),
+    "child's inherited columns and check named in it too": (INHERITED_ONLY, MERGED),
 }
 
 
@@ -279,3 +295,17 @@ def test_column_order_a_plan_cannot_give_is_said(pg_db: str, a: str, b: str) -> 
         " them without rebuilding the table, which Ptah does not do"
     ]
     apply_plan(pg_db, b)
+
+
+@pytest.mark.parametrize("a", [ALONE, MERGED], ids=["plain table", "child naming them"])
+def test_columns_made_inherited_only_are_refused(pg_db: str, a: str) -> None:
+    """INHERIT keeps a table's columns and checks its own, and no statement makes them its
+    parent's only, as the desired file's INHERITS does: the plan refuses, naming them."""
+    apply_plan(pg_db, a)
+    with open_target(pg_db) as t, pytest.raises(PlanError) as err:
+        planner.plan(t, INHERITED_ONLY)
+    assert err.value.reason == "Unsupported"
+    assert str(err.value).startswith(
+        "table public.kid: column at, column id, check base_id would stay its own, while the"
+        " desired file has them from public.base only (INHERITS)"
+    )

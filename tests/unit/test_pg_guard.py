@@ -57,6 +57,21 @@ def test_a_dump_with_rows_is_refused_at_its_copy_naming_the_line() -> None:
         "ROLLBACK",
         "SAVEPOINT s",
         "PREPARE TRANSACTION 'x'",
+        # What changes the server's reading of the statements after it (a plan ran a
+        # program through a string that ended elsewhere for the server).
+        "SET standard_conforming_strings = off",
+        "SET LOCAL standard_conforming_strings TO false",
+        "SET client_encoding TO 'SJIS'",
+        "SET NAMES 'BIG5'",
+        "SELECT set_config('standard_conforming_strings', 'off', false)",
+        "SELECT set_config(E'standard\\_conforming_strings', 'off', false)",
+        "SELECT set_config('client_' || 'encoding', 'GBK', false)",
+        "UPDATE pg_catalog.pg_settings SET setting = 'off' WHERE name = 'x'",
+        "CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $$ BEGIN"
+        " SET standard_conforming_strings = off; END $$",
+        "CREATE FUNCTION f() RETURNS text LANGUAGE sql AS"
+        " 'SELECT set_config(''client_encoding'', ''GBK'', false)'",
+        "DO $$ BEGIN PERFORM set_config('client_encoding', 'SJIS', false); END $$",
     ],
 )
 def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> None:
@@ -76,6 +91,8 @@ def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> Non
         "GRANT USAGE ON SCHEMA s TO reader",
         "ALTER DEFAULT PRIVILEGES FOR ROLE app IN SCHEMA s GRANT SELECT ON TABLES TO r",
         "SELECT pg_catalog.set_config('search_path', '', false)",
+        "SET standard_conforming_strings = on;\nSET client_encoding = 'UTF8';\n"
+        "RESET standard_conforming_strings;\nSELECT current_setting('client_encoding')",
         "CREATE POLICY p ON t FOR SELECT TO PUBLIC USING (true)",
         "CREATE EVENT TRIGGER e ON ddl_command_end EXECUTE FUNCTION f()",
     ],

@@ -248,11 +248,86 @@ def _runs_code_outside(words: list[Word]) -> str | None:
     return _do_block(words)
 
 
+# -- how the server reads what follows --------------------------------------------------
+# The file loads in batches of many statements (one query each), and a statement that
+# fails makes the load replay them one by one: a setting a statement changes applies to
+# the lexing of what follows. With standard_conforming_strings off a backslash escapes a
+# quote in '...', so "SELECT 'a\\', ' ; COPY ... TO PROGRAM ... ; SELECT ' AS q --'" was one
+# harmless SELECT to the check and a COPY TO PROGRAM to the server (a plan ran a program);
+# a client encoding such as SJIS or BIG5 (read from UTF-8 bytes) makes a backslash part of
+# a character. So these settings keep the values the check reads by, wherever they are set
+# (a routine that sets them for the session included), and set_config() must name its
+# setting plainly.
+_READING_SETTINGS = {"STANDARD_CONFORMING_STRINGS", "CLIENT_ENCODING", "NAMES"}
+_SAFE_SCS = {"ON", "TRUE", "YES", "1", "DEFAULT"}
+_SAFE_ENCODING = re.compile(
+    r"(UTF-?8|UNICODE|SQL_ASCII|LATIN\d+|WIN\d+|WINDOWS\d+|ISO_?8859_?\d+|KOI8-?[RU]|DEFAULT)",
+    re.IGNORECASE,
+)
+_GUC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+_READS_DIFFERENTLY = "changes how the server reads the statements that follow"
+
+
+def _all_words(words: list[Word], depth: int = 0) -> list[list[Word]]:
+    """The statement's words and those of its strings that read as code (bodies), nested."""
+    out = [words]
+    if depth < 3:
+        for body in _bodies(words):
+            out.extend(_all_words(body, depth + 1))
+    return out
+
+
+def _reading_settings(words: list[Word]) -> str | None:
+    for seq in _all_words(words):
+        n = len(seq)
+        if n == 1 and seq is not words:
+            continue  # a string that is one name ('client_encoding'), not code
+        for i, w in enumerate(seq):
+            upper = w.text.upper() if w.is_name else ""
+            if upper == "SET_CONFIG" and i + 2 < n and seq[i + 1].punct("("):
+                arg = seq[i + 2]
+                plain = i + 3 < n and seq[i + 3].punct(",")  # one literal, no expression
+                if arg.kind != "string" or not plain or not _GUC_NAME.fullmatch(arg.text):
+                    return "calls set_config() with a setting's name the check cannot read"
+                if arg.text.upper() in _READING_SETTINGS:
+                    return f"{_READS_DIFFERENTLY} (set_config('{arg.text}', ...))"
+            elif upper == "PG_SETTINGS" and any(x.is_("UPDATE") for x in seq):
+                return f"{_READS_DIFFERENTLY} (UPDATE pg_settings)"
+            elif (upper in _READING_SETTINGS and upper != "NAMES") or (
+                upper == "NAMES" and i > 0 and seq[i - 1].is_("SET")
+            ):
+                value = seq[i + 1 : i + 3]
+                if value and (value[0].punct("=") or value[0].is_("TO")):
+                    value = value[1:]
+                if (
+                    i > 0
+                    and seq[i - 1].is_("SET", "SESSION", "LOCAL")
+                    and value
+                    and value[0].kind in ("word", "string", "number")
+                    and (
+                        value[0].text.upper() in _SAFE_SCS
+                        if upper == "STANDARD_CONFORMING_STRINGS"
+                        else bool(_SAFE_ENCODING.fullmatch(value[0].text))
+                    )
+                ):
+                    continue
+                if i > 0 and seq[i - 1].is_("RESET", "SHOW", "CURRENT_SETTING"):
+                    continue
+                return f"{_READS_DIFFERENTLY} (sets {w.text.lower()})"
+    return None
+
+
 def refusal(words: list[Word], text: str) -> str | None:
     """Why this statement acts outside its database, or None."""
     if not words:
         return None
-    why = _head(words) or _more(words) or _calls_outside(words, text) or _runs_code_outside(words)
+    why = (
+        _head(words)
+        or _more(words)
+        or _calls_outside(words, text)
+        or _runs_code_outside(words)
+        or _reading_settings(words)
+    )
     if why:
         return why
     for name in dotted_names(words):

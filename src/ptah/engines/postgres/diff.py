@@ -180,6 +180,9 @@ class _Diff:
         self.ch = _Changes()
         self._seq = 0
         self._work: list[str] = []
+        # Children made to inherit again (NO INHERIT, INHERIT): their copies of the
+        # parent's checks become their own on the NO INHERIT.
+        self.reinherited: set[str] = set()
 
     # -- emitting -------------------------------------------------------------------------
     def drop(self, node: str, sql: str, *hazards: str) -> None:
@@ -816,13 +819,88 @@ class _Diff:
         for parent in was:
             if parent not in now:
                 self.drop(node, f"ALTER TABLE {name} NO INHERIT {parent}")
-        for parent in now:
-            if parent not in was:
-                self.extra_deps.setdefault(node, set()).add(f"table:{parent}")
-                self.create(node, f"ALTER TABLE {name} INHERIT {parent}", LOCK_HEAVY)
-        if not self.attaching(name):
+        inheriting = [p for p in now if p not in was] + self.locality(name, old, new)
+        if inheriting:
+            # The server lets a table inherit only once its columns match the parent's
+            # (types, NOT NULL): its column changes come first.
+            self.columns(name, old, new)
+        inode = f"inherit:{name}"
+        for parent in inheriting:
+            # After the table's own checks of the parent's names: the server merges them.
+            self.extra_deps.setdefault(inode, set()).update(
+                {node, f"table:{parent}"}
+                | {
+                    f"constraint:{k}"
+                    for k, c in self.want.get("constraint", {}).items()
+                    if c["table"] == name and c["type"] == "c"
+                }
+            )
+            self.create(inode, f"ALTER TABLE {name} INHERIT {parent}", LOCK_HEAVY)
+        if not self.attaching(name) and not inheriting:
             self.columns(name, old, new)
         self.table_properties(name, old, new)
+
+    def locality(self, table: str, old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+        """Where a child of plain inheritance has a column (or check) of its own that the
+        desired has from its parent only, or the other way round. ``INHERIT`` keeps the
+        table's columns and checks its own (the desired's ``INHERITS`` makes them the
+        parent's only), and nothing makes them the parent's only afterwards: refused.
+        The desired may name them in the child too (its own as well): a child that
+        has them from one parent only becomes so by ``NO INHERIT`` (which makes them
+        its own) and ``INHERIT`` again: the parents returned are inherited again."""
+        if new.get("partitionOf") or old.get("partitionOf"):
+            # A partition's columns and checks are its parent's only, always; detached,
+            # they are its own.
+            return []
+        cols = set(old["columns"]) & set(new["columns"])
+        to_parent = sorted(
+            c
+            for c in cols
+            if new["columns"][c].get("_inherited") and not old["columns"][c].get("_inherited")
+        )
+        clones = old.get("_clones", {}) if old.get("inherits") else {}
+        newly = any(p not in old.get("inherits", []) for p in new.get("inherits", []))
+        own = self.cur.get("constraint", {})
+        checks = sorted(
+            k
+            for k, v in new.get("_clones", {}).items()
+            if v.startswith("CHECK ")
+            and clones.get(k) != v
+            and (newly or f"{table}.{k}" in own)  # else the parent's ADD brings it
+        )
+        if to_parent or checks:
+            what = ", ".join([*(f"column {c}" for c in to_parent), *(f"check {k}" for k in checks)])
+            raise PlanError(
+                f"table {table}: {what} would stay its own, while the desired file has"
+                f" {'it' if len(to_parent) + len(checks) == 1 else 'them'} from"
+                f" {', '.join(new.get('inherits', []))} only (INHERITS); PostgreSQL cannot"
+                " make a table's own column or check inherited-only: name them in the"
+                " table's CREATE TABLE as well, or create the table anew",
+                "Unsupported",
+            )
+        to_own = sorted(
+            c
+            for c in cols
+            if old["columns"][c].get("_inherited") and not new["columns"][c].get("_inherited")
+        )
+        kept = [p for p in new.get("inherits", []) if p in old.get("inherits", [])]
+        if not to_own or not kept:
+            return []  # leaving its parents, the table makes them its own by NO INHERIT
+        if (
+            len(kept) != 1
+            or any(c.get("_inherited") for c in new["columns"].values())
+            or new.get("_clones")
+        ):
+            raise PlanError(
+                f"table {table}: columns {', '.join(to_own)} become its own (named in its"
+                " CREATE TABLE) while others stay its parents' only; PostgreSQL cannot do"
+                " that to some columns of a child alone: name all of them, or create the"
+                " table anew",
+                "Unsupported",
+            )
+        self.drop(f"table:{table}", f"ALTER TABLE {table} NO INHERIT {kept[0]}")
+        self.reinherited.add(table)
+        return kept
 
     def attaching(self, table: str) -> bool:
         """An existing table that the plan attaches as a partition: a plain table that
@@ -1110,12 +1188,20 @@ class _Diff:
             gone = key not in want and c["table"] in self.want.get("table", {})
             if gone and self.merged_on_attach(c["table"]).get(c["name"]) == c["def"]:
                 continue  # the ATTACH makes it the copy of its parent's
-            if gone or (key in want and node in self.ch.replaced):
+            if gone and self.uninherited(c):
+                # Also the parent's: the server drops it only once NO INHERIT ran.
+                self.create(node, f"ALTER TABLE {c['table']} DROP CONSTRAINT {c['name']}")
+            elif gone or (key in want and node in self.ch.replaced):
                 self.drop(node, f"ALTER TABLE {c['table']} DROP CONSTRAINT {c['name']}")
         for key in sorted(want.keys()):
             node = f"constraint:{key}"
             if key in kept:
                 continue
+            table = want[key]["table"]
+            if table in self.reinherited and key not in cur:
+                clones = self.cur["table"][table].get("_clones", {})
+                if clones.get(want[key]["name"]) == want[key]["def"]:
+                    continue  # its own once the NO INHERIT ran
             if key in cur and not self.rebuilt(node):
                 if self.validates(cur[key], want[key]):
                     self.validate(node, want[key])
@@ -1132,6 +1218,17 @@ class _Diff:
                 and not self.rebuilt(node)
             ):
                 self.create(node, f"ALTER TABLE {want[key]['table']} SET WITHOUT CLUSTER")
+
+    def uninherited(self, c: dict[str, Any]) -> bool:
+        """A child's own check that its parent has too (merged), on a table that leaves
+        that parent."""
+        old = self.cur["table"].get(c["table"], {})
+        new = self.want["table"].get(c["table"], {})
+        return any(
+            f"{parent}.{c['name']}" in self.cur.get("constraint", {})
+            for parent in old.get("inherits", [])
+            if parent not in new.get("inherits", []) or c["table"] in self.reinherited
+        )
 
     def validate(self, node: str, c: dict[str, Any]) -> None:
         """``VALIDATE CONSTRAINT`` in a transaction of its own: what ran before (the ``NOT

@@ -231,7 +231,7 @@ SELECT k.oid, k.conindid, {_qn("n", "c.relname")}, quote_ident(k.conname),
 FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE k.contype IN ('p', 'u', 'c', 'f', 'x')
-  AND (k.conislocal AND k.conparentid = 0 OR c.relispartition)
+  AND (k.conislocal AND k.conparentid = 0 OR c.relispartition OR k.coninhcount > 0)
   AND {_USER_NS} AND {_not_ext("pg_class", "c.oid")}
 """
 
@@ -750,7 +750,8 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             nodes.defaults[adoid] = col
     for oid, indid, rel, name, kind, definition, clustered, own in _rows(cur, Q_CONSTRAINTS):
         if not own:
-            # A partition's copy of its parent's constraint: its own once detached.
+            # A partition's copy of its parent's constraint: its own once detached; a
+            # child's check from its parents only (not named in its CREATE TABLE).
             if rel in schema["table"]:  # not a foreign table's (the census names those)
                 schema["table"][rel].setdefault("_clones", {})[name] = definition
             continue
