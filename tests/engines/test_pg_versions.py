@@ -206,6 +206,17 @@ MERGED = INHERIT_BASE + (
 )
 INHERITED_ONLY = INHERIT_BASE + "CREATE TABLE public.kid (extra text) INHERITS (public.base);\n"
 PAIRS["plain table made a child, its columns named"] = (ALONE, MERGED)
+# A comment on a domain's check that changes (dropped and added again) is set again.
+DOMAIN_COMMENT = """
+CREATE DOMAIN public.pos AS integer CONSTRAINT pos_check CHECK (VALUE > 0);
+COMMENT ON CONSTRAINT pos_check ON DOMAIN public.pos IS 'positive';
+CREATE TABLE public.t (v public.pos);
+"""
+PAIRS["domain check with a comment changes"] = (
+    DOMAIN_COMMENT,
+    DOMAIN_COMMENT.replace("VALUE > 0", "VALUE > 1"),
+)
+
 # Both ways: the way back attaches a table that lacks the parent's check (added first,
 # the ATTACH makes it the parent's copy) and, for the loose one, has other column types
 # and no NOT NULL (changed first: the server attaches only a table whose columns match);

@@ -1502,7 +1502,7 @@ class _Diff:
             was = cur[key]["text"] if key in cur else None
             node = c["node"]
             fresh = self.rebuilt(node) or not self._in(self.cur, node)
-            if fresh or self._column_readded(key, c):
+            if fresh or self._column_readded(key, c) or self._domain_check_readded(key, c):
                 was = None
             if text == was:
                 continue
@@ -1519,6 +1519,16 @@ class _Diff:
         table = _name(c["node"])
         col = key[len("COLUMN ") + len(table) + 1 :]
         return col not in self.want.get("table", {}).get(table, {}).get("columns", {})
+
+    def _domain_check_readded(self, key: str, c: dict[str, Any]) -> bool:
+        """A comment on a domain's check that changes: dropped and added again (domains()),
+        its comment goes with it."""
+        if not c["node"].startswith("domain:") or not key.startswith("CONSTRAINT "):
+            return False
+        check = key[len("CONSTRAINT ") :].split(" ON DOMAIN ", 1)[0]
+        old = self.cur.get("domain", {}).get(_name(c["node"]), {}).get("checks", {})
+        new = self.want.get("domain", {}).get(_name(c["node"]), {}).get("checks", {})
+        return check in old and check in new and old[check] != new[check]
 
     def _column_readded(self, key: str, c: dict[str, Any]) -> bool:
         """A comment on a column dropped and added again (gone with it)."""
