@@ -587,9 +587,11 @@ class _Diff:
                 self.drop(node, f"{at} DROP CONSTRAINT {k}")
             for k in sorted(old["checks"].keys() & new["checks"].keys()):
                 if old["checks"][k] != new["checks"][k]:
+                    self.validated_domain(name, f"check {k}", new["checks"][k])
                     self.drop(node, f"{at} DROP CONSTRAINT {k}")
                     self.create(node, f"{at} ADD CONSTRAINT {k} {new['checks'][k]}", DATA_DEPENDENT)
             for k in sorted(new["checks"].keys() - old["checks"].keys()):
+                self.validated_domain(name, f"check {k}", new["checks"][k])
                 self.create(node, f"{at} ADD CONSTRAINT {k} {new['checks'][k]}", DATA_DEPENDENT)
             if old["default"] != new["default"]:
                 if new["default"] is None:
@@ -598,11 +600,39 @@ class _Diff:
                     self.create(node, f"{at} SET DEFAULT {new['default']}")
             if old["notNull"] != new["notNull"]:
                 if new["notNull"]:
+                    self.validated_domain(name, "NOT NULL", "NOT NULL")
                     self.create(node, f"{at} SET NOT NULL", DATA_DEPENDENT)
                 else:
                     self.create(node, f"{at} DROP NOT NULL")
 
         self._simple("domain", "DOMAIN", make, alter)
+
+    def validated_domain(self, name: str, what: str, definition: str) -> None:
+        """A domain's check or NOT NULL added in place is validated against every column
+        of the domain, and the server refuses that (cannot alter type ... because column
+        ... uses it) where a column stores the domain inside an array or a composite type:
+        the plan says so instead of failing on apply. A check the desired file adds NOT
+        VALID is not validated, so it passes."""
+        if definition.endswith(" NOT VALID"):
+            return
+        inside = {f"{name}[]"}
+        for ctype, t in self.cur.get("ctype", {}).items():
+            if any(a[1] in (name, f"{name}[]") for a in t["attributes"]):
+                inside |= {ctype, f"{ctype}[]"}
+        users = [
+            f"{table}.{col}"
+            for table, t in sorted(self.cur.get("table", {}).items())
+            for col, c in t["columns"].items()
+            if c["type"] in inside and not c.get("_inherited")
+        ]
+        if users:
+            raise PlanError(
+                f"domain {name}: its {what} would be validated in place, and PostgreSQL"
+                f" refuses that while column {', '.join(users)} stores the domain inside an"
+                " array or a composite type; add the check NOT VALID in the desired file"
+                " (ALTER DOMAIN ... ADD CONSTRAINT ... NOT VALID), or move that column off",
+                "Unsupported",
+            )
 
     def composites(self) -> None:
         def attr_sql(a: list[str]) -> str:
