@@ -318,6 +318,30 @@ def test_postgres_plans_of_hostile_files_leave_the_sentinel(
         (f"{table}INSERT INTO {s}.public.keep VALUES (3, 'x');\n", "INSERT"),
         (f"{table}COPY (SELECT 1) TO '{outfile}';\n", "COPY"),
         (f"{table}ALTER SYSTEM SET work_mem = '64MB';\n", "ALTER SYSTEM"),
+        # What acts outside reached by another name: each wrote the file in a plan.
+        (
+            f"{table}SELECT lo_from_bytea(424242, 'x');\n"
+            f"SELECT U&\"lo\\005fexport\"(424242, '{outfile}');\n",
+            "U&",
+        ),
+        (
+            f"{table}SELECT lo_from_bytea(424243, 'x');\nSELECT * FROM ts_stat("
+            f"$q$SELECT to_tsvector(lo_export(424243, '{outfile}')::text)$q$);\n",
+            "ts_stat",
+        ),
+        (
+            f"{table}CREATE OPERATOR ### (LEFTARG = oid, RIGHTARG = text, FUNCTION = lo_export);"
+            f"\nSELECT lo_from_bytea(424244, 'x');\nSELECT 424244::oid ### '{outfile}';\n",
+            "OPERATOR",
+        ),
+        (
+            f"{table}CREATE FUNCTION d(a text, b text) RETURNS int LANGUAGE plpgsql AS"
+            " $b$ BEGIN EXECUTE a; RETURN 1; END $b$;\n"
+            "CREATE OPERATOR ### (LEFTARG = text, RIGHTARG = text, PROCEDURE = d);\n"
+            f"CREATE TABLE t AS SELECT $c$COPY (SELECT 1) TO PROGRAM 'touch {outfile}'$c$"
+            " ### 'y' AS z;\n",
+            "CREATE TABLE t AS",
+        ),
         # The failing statement's replay, one query each, read the next one with backslash
         # escapes: the check's SELECT of two strings ran a program on the server.
         (

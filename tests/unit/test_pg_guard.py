@@ -72,6 +72,15 @@ def test_a_dump_with_rows_is_refused_at_its_copy_naming_the_line() -> None:
         "CREATE FUNCTION f() RETURNS text LANGUAGE sql AS"
         " 'SELECT set_config(''client_encoding'', ''GBK'', false)'",
         "DO $$ BEGIN PERFORM set_config('client_encoding', 'SJIS', false); END $$",
+        # What acts outside, reached by another name: each wrote a server file in a plan.
+        "SELECT U&\"lo\\005fexport\"(1, '/tmp/x')",
+        "SELECT U&\"lo!005fexport\" UESCAPE '!' (1, '/tmp/x')",
+        "DO $$ BEGIN PERFORM U&\"lo\\005fexport\"(1, '/tmp/x'); END $$",
+        "SELECT * FROM ts_stat('SELECT to_tsvector(lo_export(1, ''/tmp/x'')::text)')",
+        "CREATE OPERATOR ### (LEFTARG = oid, RIGHTARG = text, FUNCTION = lo_export)",
+        "CREATE AGGREGATE a (text) (SFUNC = pg_read_file, STYPE = text)",
+        "ALTER TABLE ok ADD COLUMN z int DEFAULT lo_export(1, '/tmp/x')",
+        "SELECT pg_stat_reset_slru(NULL)",
     ],
 )
 def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> None:
@@ -168,6 +177,19 @@ DYN = "CREATE FUNCTION d() RETURNS void LANGUAGE plpgsql AS $b$ BEGIN EXECUTE 'x
             " PERFORM pg_terminate_backend(1); RETURN NEW; END $b$;\nCREATE TRIGGER t"
             " AFTER INSERT ON ok FOR EACH ROW EXECUTE FUNCTION k();\nINSERT INTO ok VALUES (1)",
             "can run k()",
+        ),
+        # An operator over a dynamic routine, run by CREATE TABLE ... AS: a plan ran a program.
+        (
+            "CREATE OR REPLACE FUNCTION d(a text, b text) RETURNS int LANGUAGE plpgsql AS"
+            " $b$ BEGIN EXECUTE a; RETURN 1; END $b$;\n"
+            "CREATE OPERATOR ### (LEFTARG = text, RIGHTARG = text, PROCEDURE = d);\n"
+            "CREATE TABLE t AS SELECT 'x' ### 'y' AS z",
+            "can run d()",
+        ),
+        (
+            "CREATE FUNCTION g() RETURNS int LANGUAGE sql AS"
+            " $b$ SELECT U&\"lo\\005fexport\"(1, '/tmp/x') $b$;\nSELECT g()",
+            "calls g()",
         ),
         (
             "CREATE FUNCTION e() RETURNS event_trigger LANGUAGE plpgsql AS $b$ BEGIN"

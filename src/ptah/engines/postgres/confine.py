@@ -19,6 +19,7 @@ one database on PostgreSQL, so ``schema.table`` stays inside.
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from ptah.engines.confine import (
@@ -124,11 +125,48 @@ _OUTSIDE_FUNCTIONS = frozenset(
         "PG_LOGICAL_EMIT_MESSAGE",
         "PG_STAT_RESET_SHARED",
         "PG_LOG_BACKEND_MEMORY_CONTEXTS",
+        # cluster-wide state: statistics, replication slots and origins, WAL replay
+        "PG_STAT_RESET_SLRU",
+        "PG_STAT_RESET_REPLICATION_SLOT",
+        "PG_STAT_STATEMENTS_RESET",
+        "PG_REPLICATION_ORIGIN_DROP",
+        "PG_REPLICATION_ORIGIN_ADVANCE",
+        "PG_REPLICATION_ORIGIN_SESSION_SETUP",
+        "PG_REPLICATION_SLOT_ADVANCE",
+        "PG_COPY_PHYSICAL_REPLICATION_SLOT",
+        "PG_COPY_LOGICAL_REPLICATION_SLOT",
+        "PG_LOGICAL_SLOT_GET_CHANGES",
+        "PG_LOGICAL_SLOT_GET_BINARY_CHANGES",
+        "PG_WAL_REPLAY_PAUSE",
+        "PG_WAL_REPLAY_RESUME",
+        "AUTOPREWARM_START_WORKER",
+        "AUTOPREWARM_DUMP_NOW",
+        # the server's files
+        "PG_LS_LOGDIR",
+        "PG_LS_WALDIR",
+        "PG_LS_TMPDIR",
+        "PG_LS_ARCHIVE_STATUSDIR",
+        "PG_CURRENT_LOGFILE",
+        "PG_FILE_SYNC",
+        "PG_LOGDIR_LS",
     }
 )
-# Functions that run SQL text given as a value: what they run, the check never reads.
+# Functions that run SQL text given as a value: what they run, the check never reads
+# (ts_stat ran "SELECT to_tsvector(lo_export(...)::text)" and wrote a server file).
 _SQL_TEXT_FUNCTIONS = frozenset(
-    {"QUERY_TO_XML", "QUERY_TO_XMLSCHEMA", "QUERY_TO_XML_AND_XMLSCHEMA"}
+    {
+        "QUERY_TO_XML",
+        "QUERY_TO_XMLSCHEMA",
+        "QUERY_TO_XML_AND_XMLSCHEMA",
+        "TS_STAT",
+        "TS_REWRITE",
+        "CROSSTAB",
+        "CROSSTAB2",
+        "CROSSTAB3",
+        "CROSSTAB4",
+        "CONNECTBY",
+        "XPATH_TABLE",
+    }
 )
 _OUTSIDE_FUNCTIONS = _OUTSIDE_FUNCTIONS | _SQL_TEXT_FUNCTIONS
 _CALL = re.compile(r"\b(" + "|".join(sorted(_OUTSIDE_FUNCTIONS)) + r")\s*\(", re.IGNORECASE)
@@ -179,18 +217,34 @@ def _more(words: list[Word]) -> str | None:
     return None
 
 
+def _named_outside(seqs: list[list[Word]], bare: bool = False) -> str | None:
+    """The first function of :data:`_OUTSIDE_FUNCTIONS` the word sequences call (``name(``,
+    quoted or U&-escaped names read as the server reads them), or, ``bare``, only name
+    (``CREATE OPERATOR ### (FUNCTION = lo_export)``: the operator calls it)."""
+    for seq in seqs:
+        for i, w in enumerate(seq):
+            called = bare or (i + 1 < len(seq) and seq[i + 1].punct("("))
+            if called and w.is_name and w.text.upper() in _OUTSIDE_FUNCTIONS:
+                return w.text.lower()
+    return None
+
+
 def _calls_outside(words: list[Word], text: str) -> str | None:
-    if not words[0].is_(*_RUNS_AT_LOAD):
+    if not words[0].is_(*_RUNS_AT_LOAD, "ALTER"):
         return None
     # Every CREATE but a routine's own (its body runs only when called) is read: a
-    # partition bound, say, is evaluated while the table is created.
-    scan = text if words[0].is_("DO") else " ".join(x.text for x in words if x.kind != "string")
-    found = _CALL.search(scan)
-    if found is None:
-        return None
+    # partition bound, say, is evaluated while the table is created; an ALTER TABLE
+    # evaluates a new column's default or a USING expression for each row.
     if words[0].is_("CREATE") and any(x.is_("FUNCTION", "PROCEDURE") for x in words[:4]):
         return None
-    name = found.group(1).lower()
+    scan = text if words[0].is_("DO") else " ".join(x.text for x in words if x.kind != "string")
+    found = _CALL.search(scan)
+    name = found.group(1).lower() if found is not None else None
+    if name is None:
+        seqs = _all_words(words) if words[0].is_("DO") else [words]
+        name = _named_outside(seqs, bare=words[0].is_("CREATE", "ALTER"))
+    if name is None:
+        return None
     if name.upper() in _SQL_TEXT_FUNCTIONS:
         return f"calls {name}(), which runs SQL text the check cannot read"
     return f"calls {name}(), which acts outside the database"
@@ -362,6 +416,34 @@ _TOKEN = re.compile(
 )
 
 
+_UESCAPE = re.compile(r"\s*[uU][eE][sS][cC][aA][pP][eE]\s*'([^'])'")
+
+
+def _unicode_escapes(name: str, esc: str) -> str:
+    """A U&"..." name with its escapes (``\\XXXX``, ``\\+XXXXXX``, ``\\\\``) decoded."""
+    from sqlglot.errors import TokenError
+
+    out, i, n = [], 0, len(name)
+    while i < n:
+        ch = name[i]
+        if ch != esc:
+            out.append(ch)
+            i += 1
+            continue
+        if name.startswith(esc, i + 1):
+            out.append(esc)
+            i += 2
+            continue
+        digits = 6 if name.startswith("+", i + 1) else 4
+        start = i + 1 + (digits == 6)
+        code = name[start : start + digits]
+        if len(code) != digits or any(c not in "0123456789abcdefABCDEF" for c in code):
+            raise TokenError("a Unicode escape that cannot be read")
+        out.append(chr(int(code, 16)))
+        i = start + digits
+    return "".join(out)
+
+
 def read_words(text: str) -> list[Word]:
     """The statement as words (strings and quoted names without their quotes)."""
     from sqlglot.errors import TokenError
@@ -406,7 +488,13 @@ def read_words(text: str) -> list[Word]:
             append(Word("string", body[body.index("'") + 1 : -1].replace("''", "'")))
         elif kind == "ident":
             body = m.group("ident")
-            append(Word("ident", body[body.index('"') + 1 : -1].replace('""', '"')))
+            name = body[body.index('"') + 1 : -1].replace('""', '"')
+            if body[0] in "uU":
+                # U&"lo\\005fexport" is lo_export to the server: read as the server reads it.
+                esc = _UESCAPE.match(text, end)
+                name = _unicode_escapes(name, esc.group(1) if esc else "\\")
+                end = esc.end() if esc else end
+            append(Word("ident", name))
         elif kind == "number":
             append(Word("number", m.group("number")))
         else:  # op, punct, param
@@ -430,12 +518,30 @@ def _routine_name(words: list[Word]) -> str | None:
     return words[j].text.lower() if words[j].is_name else None
 
 
+# Definitions that name the functions they run without calling them: FUNCTION = f,
+# SFUNC = f, INPUT = f... (an operator over a routine of the file ran its dynamic SQL).
+_BY_REFERENCE = {"OPERATOR", "AGGREGATE", "TYPE", "TEXT", "CONVERSION", "ACCESS", "LANGUAGE"}
+
+
 def _calls(words: list[Word], names: set[str]) -> str | None:
-    """The first of ``names`` the words call (``name(``), in the statement or a body."""
-    for seq in (words, *_bodies(words)):
+    """The first of ``names`` the words call (``name(``), in the statement or a body, or
+    name after ``=`` in a definition that runs what it names."""
+    by_reference = (
+        len(words) > 2
+        and words[0].is_("CREATE", "ALTER")
+        and (
+            words[1].upper in _BY_REFERENCE
+            or words[3 if words[1].is_("OR") else 1].upper in _BY_REFERENCE
+        )
+    )
+    for seq in _all_words(words):
         for i, w in enumerate(seq[:-1]):
             if w.is_name and w.text.lower() in names and seq[i + 1].punct("("):
                 return w.text.lower()
+        if by_reference and seq is words:
+            for i, w in enumerate(seq):
+                if w.is_name and w.text.lower() in names and i > 0 and seq[i - 1].punct("="):
+                    return w.text.lower()
     return None
 
 
@@ -462,6 +568,22 @@ _RUNS_QUERIES = {
 }
 
 
+def _evaluates_rows(words: list[Word]) -> bool:
+    """A CREATE or ALTER that evaluates expressions while it runs: CREATE TABLE ... AS
+    (an operator in its query ran a routine's dynamic SQL), a materialized view, an index
+    over rows, ALTER TABLE (a new column's default, USING, a CHECK validated)."""
+    if words[0].is_("ALTER"):
+        return len(words) > 1 and words[1].is_("TABLE")
+    if not words[0].is_("CREATE"):
+        return False
+    if any(w.is_("INDEX", "MATERIALIZED") for w in words[:6]):
+        return True
+    return any(
+        w.is_("AS") and (nxt.is_("SELECT", "WITH", "VALUES", "TABLE", "EXECUTE") or nxt.punct("("))
+        for w, nxt in itertools.pairwise(words)
+    )
+
+
 def load_time_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[int, str] | None:
     """(index, why) of the first statement that would run an opaque routine while the file
     loads, or None. ``statements``: (line, text, words) of each statement of the file.
@@ -485,6 +607,7 @@ def load_time_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[in
             or any(x.is_("EXECUTE") for body in _bodies(w) for x in body)
             # a body that calls what acts outside the database (allowed to be defined)
             or any(_CALL.search(x.text) for x in w if x.kind == "string")
+            or _named_outside(_all_words(w)[1:]) is not None
             for w in defs
         )
     }
@@ -523,7 +646,7 @@ def load_time_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[in
                 " check cannot read, while the file loads"
             )
         prologue = head == "SELECT" and any(w.upper == "SET_CONFIG" for w in words[:4])
-        if reachable and head in _RUNS_QUERIES and not prologue:
+        if reachable and (head in _RUNS_QUERIES or _evaluates_rows(words)) and not prologue:
             return k, (
                 f"runs queries while the file loads, which can run {reachable}(), a routine"
                 " of this file that runs dynamic SQL or code the check cannot read"
