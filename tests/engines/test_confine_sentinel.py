@@ -353,3 +353,26 @@ def test_postgres_plans_of_hostile_files_leave_the_sentinel(
         ),
     ]
     _assert_confined(pg_db, hostile, state, tmp_path)
+
+
+def test_postgres_plan_of_many_statements_leaves_the_cluster_catalogs(
+    pg_db: str, pg_url: str, pg_sentinel: str, tmp_path: Path
+) -> None:
+    # A file of more than one batch loads in committed batches: a write to a catalog all
+    # databases share (pg_authid) stayed, and gave another role CREATEDB.
+    s = pg_sentinel
+    with open_target(pg_url) as admin:
+        admin.connection.execute(f'CREATE ROLE "{s}" NOLOGIN NOCREATEDB')
+
+    def state() -> str:
+        with open_target(pg_url) as admin:
+            row = admin.connection.execute(
+                "SELECT rolcreatedb FROM pg_authid WHERE rolname = %s", (s,)
+            ).fetchone()
+        return repr(row)
+
+    tables = "".join(f"CREATE TABLE t{i} (id int);\n" for i in range(2100))
+    hostile = [
+        (f"UPDATE pg_authid SET rolcreatedb = true WHERE rolname = '{s}';\n{tables}", "UPDATE")
+    ]
+    _assert_confined(pg_db, hostile, state, tmp_path)

@@ -81,6 +81,13 @@ def test_a_dump_with_rows_is_refused_at_its_copy_naming_the_line() -> None:
         "CREATE AGGREGATE a (text) (SFUNC = pg_read_file, STYPE = text)",
         "ALTER TABLE ok ADD COLUMN z int DEFAULT lo_export(1, '/tmp/x')",
         "SELECT pg_stat_reset_slru(NULL)",
+        # The cluster's own catalogs: a plan of more than one batch gave a role CREATEDB.
+        "UPDATE pg_authid SET rolcreatedb = true WHERE rolname = 'r'",
+        "LOCK TABLE pg_catalog.pg_authid IN ACCESS EXCLUSIVE MODE",
+        "GRANT SELECT ON pg_authid TO PUBLIC",
+        "CREATE FUNCTION h() RETURNS void LANGUAGE sql AS"
+        " $$ DELETE FROM pg_database WHERE datname = 'x' $$",
+        "WITH x AS (DELETE FROM pg_shdescription RETURNING 1) SELECT * FROM x",
     ],
 )
 def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> None:
@@ -100,6 +107,7 @@ def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> Non
         "GRANT USAGE ON SCHEMA s TO reader",
         "ALTER DEFAULT PRIVILEGES FOR ROLE app IN SCHEMA s GRANT SELECT ON TABLES TO r",
         "SELECT pg_catalog.set_config('search_path', '', false)",
+        "CREATE VIEW dbs AS SELECT datname, pg_database_size(datname) FROM pg_database",
         "SET standard_conforming_strings = on;\nSET client_encoding = 'UTF8';\n"
         "RESET standard_conforming_strings;\nSELECT current_setting('client_encoding')",
         "CREATE POLICY p ON t FOR SELECT TO PUBLIC USING (true)",

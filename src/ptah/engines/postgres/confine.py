@@ -371,6 +371,56 @@ def _reading_settings(words: list[Word]) -> str | None:
     return None
 
 
+# The catalogs every database of the cluster shares: roles, databases, tablespaces...
+# A superuser may write them directly ("UPDATE pg_authid SET rolcreatedb = true ...", in a
+# file of more than one batch, was committed: a plan changed another role), lock them
+# (LOCK pg_authid holds every new login) or grant on them.
+_SHARED_CATALOGS = {
+    "PG_AUTHID",
+    "PG_AUTH_MEMBERS",
+    "PG_DATABASE",
+    "PG_DB_ROLE_SETTING",
+    "PG_SHDEPEND",
+    "PG_SHDESCRIPTION",
+    "PG_SHSECLABEL",
+    "PG_TABLESPACE",
+    "PG_REPLICATION_ORIGIN",
+    "PG_SUBSCRIPTION",
+    "PG_PARAMETER_ACL",
+}
+_WRITES = {
+    "UPDATE",
+    "INSERT",
+    "DELETE",
+    "MERGE",
+    "TRUNCATE",
+    "COPY",
+    "ALTER",
+    "GRANT",
+    "REVOKE",
+    "LOCK",
+    "TRIGGER",
+    "RULE",
+    "POLICY",
+    "SECURITY",
+    "SHARE",
+    "VACUUM",
+    "CLUSTER",
+    "REINDEX",
+    "ANALYZE",
+    "DROP",
+}
+
+
+def _shared_catalogs(words: list[Word]) -> str | None:
+    for seq in _all_words(words):
+        names = [w.text.upper() for w in seq if w.is_name]
+        catalog = next((x for x in names if x in _SHARED_CATALOGS), None)
+        if catalog is not None and any(x in _WRITES for x in names):
+            return f"writes or locks {catalog.lower()}, a catalog of the whole cluster"
+    return None
+
+
 def refusal(words: list[Word], text: str) -> str | None:
     """Why this statement acts outside its database, or None."""
     if not words:
@@ -381,6 +431,7 @@ def refusal(words: list[Word], text: str) -> str | None:
         or _calls_outside(words, text)
         or _runs_code_outside(words)
         or _reading_settings(words)
+        or _shared_catalogs(words)
     )
     if why:
         return why
