@@ -229,6 +229,20 @@ PAIRS["domain check added NOT VALID over a domain array"] = (
     CONTAINED + "ALTER DOMAIN public.small ADD CONSTRAINT lo CHECK (VALUE > 0) NOT VALID;\n",
 )
 
+# A partition of a table a foreign key references: the server drops it only once it is
+# detached (the key's copies on it stand until then).
+REFERENCED = """
+CREATE TABLE public.pt (id integer NOT NULL, at date NOT NULL, PRIMARY KEY (id, at))
+  PARTITION BY RANGE (at);
+CREATE TABLE public.pt_1 PARTITION OF public.pt FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+CREATE TABLE public.ref (id integer, at date, FOREIGN KEY (id, at) REFERENCES public.pt (id, at));
+"""
+PAIRS["partition of a referenced table dropped"] = (
+    REFERENCED + "CREATE TABLE public.pt_2 PARTITION OF public.pt FOR VALUES FROM ('2025-01-01')"
+    " TO ('2026-01-01');\n",
+    REFERENCED,
+)
+
 # Both ways: the way back attaches a table that lacks the parent's check (added first,
 # the ATTACH makes it the parent's copy) and, for the loose one, has other column types
 # and no NOT NULL (changed first: the server attaches only a table whose columns match);
