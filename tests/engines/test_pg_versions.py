@@ -366,3 +366,20 @@ def test_domain_check_over_a_domain_array_is_refused(pg_db: str, change: str) ->
     assert err.value.reason == "Unsupported"
     assert str(err.value).startswith("domain public.small: its ")
     assert "column public.w.arr, public.w.p stores the domain inside" in str(err.value)
+
+
+def test_column_order_of_a_child_is_said(pg_db: str) -> None:
+    """A parent's generated column dropped and added again comes back at the end of its
+    inheriting child too: the plan says so for the child."""
+    a = """
+CREATE TABLE public.base (id integer, a integer, b integer GENERATED ALWAYS AS (a * 2) STORED);
+CREATE TABLE public.kid (extra text) INHERITS (public.base);
+"""
+    apply_plan(pg_db, a)
+    with open_target(pg_db) as t:
+        plan = planner.plan(t, a.replace("a * 2", "a * 3"))
+    assert plan.warnings == [
+        "table public.kid: from its column 3 on, the columns will stand as (extra, b), not in"
+        " the desired file's order (b, extra): PostgreSQL adds columns at the end and cannot"
+        " reorder them without rebuilding the table, which Ptah does not do"
+    ]

@@ -1154,7 +1154,7 @@ class _Diff:
             kept = [
                 c
                 for c in sorted(cur[name]["columns"], key=lambda c: cur[name]["columns"][c]["_n"])
-                if c in want[name]["columns"] and (name, c) not in self.ch.readded
+                if c in want[name]["columns"] and not self.moves(name, c)
             ]
             result = kept + [c for c in wanted if c not in kept]
             if result == wanted:
@@ -1167,6 +1167,17 @@ class _Diff:
                 " cannot reorder them without rebuilding the table, which Ptah does not do"
             )
         return out
+
+    def moves(self, table: str, col: str) -> bool:
+        """A column the plan drops and adds again, on the table itself or (inherited) on
+        a parent: either way it comes back at the table's end."""
+        if (table, col) in self.ch.readded:
+            return True
+        t = self.cur.get("table", {}).get(table, {})
+        if not t.get("columns", {}).get(col, {}).get("_inherited"):
+            return False
+        parents = [t["partitionOf"]] if t.get("partitionOf") else t.get("inherits", [])
+        return any(self.moves(p, col) for p in parents)
 
     def set_not_null(self, table: str, col: str) -> None:
         """``SET NOT NULL``; under online not-null, proved first by a check added ``NOT
