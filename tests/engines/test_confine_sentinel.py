@@ -342,6 +342,11 @@ def test_postgres_plans_of_hostile_files_leave_the_sentinel(
             " ### 'y' AS z;\n",
             "CREATE TABLE t AS",
         ),
+        (
+            f"{table}UPDATE pg_proc SET proname = 'harmless' WHERE proname = 'lo_export';\n"
+            f"SELECT lo_from_bytea(424245, 'x');\nSELECT harmless(424245, '{outfile}');\n",
+            "UPDATE pg_proc",
+        ),
         # The failing statement's replay, one query each, read the next one with backslash
         # escapes: the check's SELECT of two strings ran a program on the server.
         (

@@ -88,6 +88,9 @@ def test_a_dump_with_rows_is_refused_at_its_copy_naming_the_line() -> None:
         "CREATE FUNCTION h() RETURNS void LANGUAGE sql AS"
         " $$ DELETE FROM pg_database WHERE datname = 'x' $$",
         "WITH x AS (DELETE FROM pg_shdescription RETURNING 1) SELECT * FROM x",
+        # The database's own catalogs: renaming lo_export in pg_proc let a plan write a file.
+        "UPDATE pg_proc SET proname = 'harmless' WHERE proname = 'lo_export'",
+        "UPDATE pg_catalog.pg_language SET lanpltrusted = true WHERE lanname = 'plperlu'",
     ],
 )
 def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> None:
@@ -108,6 +111,7 @@ def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> Non
         "ALTER DEFAULT PRIVILEGES FOR ROLE app IN SCHEMA s GRANT SELECT ON TABLES TO r",
         "SELECT pg_catalog.set_config('search_path', '', false)",
         "CREATE VIEW dbs AS SELECT datname, pg_database_size(datname) FROM pg_database",
+        "CREATE VIEW rels AS SELECT relname FROM pg_class JOIN pg_namespace n ON true",
         "SET standard_conforming_strings = on;\nSET client_encoding = 'UTF8';\n"
         "RESET standard_conforming_strings;\nSELECT current_setting('client_encoding')",
         "CREATE POLICY p ON t FOR SELECT TO PUBLIC USING (true)",

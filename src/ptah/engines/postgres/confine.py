@@ -412,12 +412,75 @@ _WRITES = {
 }
 
 
-def _shared_catalogs(words: list[Word]) -> str | None:
+# The database's own catalogs: writing them remakes what the check reads by ("UPDATE
+# pg_proc SET proname = 'harmless' WHERE proname = 'lo_export'" made harmless() write a
+# server file in a plan; a language could be made trusted, a function's source changed).
+_CATALOGS = frozenset(
+    [
+        "PG_AGGREGATE",
+        "PG_AM",
+        "PG_AMOP",
+        "PG_AMPROC",
+        "PG_ATTRDEF",
+        "PG_ATTRIBUTE",
+        "PG_CAST",
+        "PG_CLASS",
+        "PG_COLLATION",
+        "PG_CONSTRAINT",
+        "PG_CONVERSION",
+        "PG_DEFAULT_ACL",
+        "PG_DEPEND",
+        "PG_DESCRIPTION",
+        "PG_ENUM",
+        "PG_EVENT_TRIGGER",
+        "PG_EXTENSION",
+        "PG_FOREIGN_DATA_WRAPPER",
+        "PG_FOREIGN_SERVER",
+        "PG_FOREIGN_TABLE",
+        "PG_INDEX",
+        "PG_INHERITS",
+        "PG_INIT_PRIVS",
+        "PG_LANGUAGE",
+        "PG_LARGEOBJECT",
+        "PG_LARGEOBJECT_METADATA",
+        "PG_NAMESPACE",
+        "PG_OPCLASS",
+        "PG_OPERATOR",
+        "PG_OPFAMILY",
+        "PG_PARTITIONED_TABLE",
+        "PG_POLICY",
+        "PG_PROC",
+        "PG_PUBLICATION",
+        "PG_PUBLICATION_NAMESPACE",
+        "PG_PUBLICATION_REL",
+        "PG_RANGE",
+        "PG_REWRITE",
+        "PG_SECLABEL",
+        "PG_SEQUENCE",
+        "PG_STATISTIC",
+        "PG_STATISTIC_EXT",
+        "PG_STATISTIC_EXT_DATA",
+        "PG_SUBSCRIPTION_REL",
+        "PG_TRANSFORM",
+        "PG_TRIGGER",
+        "PG_TS_CONFIG",
+        "PG_TS_CONFIG_MAP",
+        "PG_TS_DICT",
+        "PG_TS_PARSER",
+        "PG_TS_TEMPLATE",
+        "PG_TYPE",
+        "PG_USER_MAPPING",
+    ]
+)
+
+
+def _catalog_writes(words: list[Word]) -> str | None:
     for seq in _all_words(words):
         names = [w.text.upper() for w in seq if w.is_name]
-        catalog = next((x for x in names if x in _SHARED_CATALOGS), None)
+        catalog = next((x for x in names if x in _SHARED_CATALOGS or x in _CATALOGS), None)
         if catalog is not None and any(x in _WRITES for x in names):
-            return f"writes or locks {catalog.lower()}, a catalog of the whole cluster"
+            whose = "of the whole cluster" if catalog in _SHARED_CATALOGS else "the check reads by"
+            return f"writes or locks {catalog.lower()}, a system catalog {whose}"
     return None
 
 
@@ -431,7 +494,7 @@ def refusal(words: list[Word], text: str) -> str | None:
         or _calls_outside(words, text)
         or _runs_code_outside(words)
         or _reading_settings(words)
-        or _shared_catalogs(words)
+        or _catalog_writes(words)
     )
     if why:
         return why
