@@ -347,6 +347,12 @@ def test_postgres_plans_of_hostile_files_leave_the_sentinel(
             f"SELECT lo_from_bytea(424245, 'x');\nSELECT harmless(424245, '{outfile}');\n",
             "UPDATE pg_proc",
         ),
+        (
+            f"{table}SELECT lo_from_bytea(424246, 'x');\n"
+            f"CREATE FUNCTION f() RETURNS int RETURN lo_export(424246, '{outfile}');\n"
+            "SELECT f();\n",
+            "SELECT f()",
+        ),
         # The failing statement's replay, one query each, read the next one with backslash
         # escapes: the check's SELECT of two strings ran a program on the server.
         (

@@ -190,6 +190,13 @@ DYN = "CREATE FUNCTION d() RETURNS void LANGUAGE plpgsql AS $b$ BEGIN EXECUTE 'x
             " AFTER INSERT ON ok FOR EACH ROW EXECUTE FUNCTION k();\nINSERT INTO ok VALUES (1)",
             "can run k()",
         ),
+        # A standard body (words, not a string) that calls what acts outside: SELECT f() wrote
+        # a server file in a plan.
+        ("CREATE FUNCTION f() RETURNS int RETURN lo_export(1, '/tmp/x');\nSELECT f()", "calls f()"),
+        (
+            "CREATE PROCEDURE p() BEGIN ATOMIC SELECT pg_terminate_backend(1); END;\nCALL p()",
+            "calls p()",
+        ),
         # An operator over a dynamic routine, run by CREATE TABLE ... AS: a plan ran a program.
         (
             "CREATE OR REPLACE FUNCTION d(a text, b text) RETURNS int LANGUAGE plpgsql AS"

@@ -721,7 +721,9 @@ def load_time_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[in
             or any(x.is_("EXECUTE") for body in _bodies(w) for x in body)
             # a body that calls what acts outside the database (allowed to be defined)
             or any(_CALL.search(x.text) for x in w if x.kind == "string")
-            or _named_outside(_all_words(w)[1:]) is not None
+            # ... in a string body or a standard one (RETURN ..., BEGIN ATOMIC ... END: words
+            # of the statement itself, which ran lo_export at SELECT f() in a plan)
+            or _named_outside(_all_words(w)) is not None
             for w in defs
         )
     }
