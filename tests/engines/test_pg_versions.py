@@ -243,6 +243,17 @@ PAIRS["partition of a referenced table dropped"] = (
     REFERENCED,
 )
 
+# An OUT argument's type changes: the result (record) reads the same, but CREATE OR
+# REPLACE cannot change the row type: dropped and created again, with its view.
+OUT_ARGS = """
+CREATE FUNCTION public.o(a integer, OUT x integer, OUT y text) LANGUAGE sql AS 'SELECT a, a::text';
+CREATE VIEW public.ov AS SELECT (public.o(1)).x;
+"""
+PAIRS["function's OUT argument type changes"] = (
+    OUT_ARGS,
+    OUT_ARGS.replace("OUT y text)", "OUT y varchar)"),
+)
+
 # Both ways: the way back attaches a table that lacks the parent's check (added first,
 # the ATTACH makes it the parent's copy) and, for the loose one, has other column types
 # and no NOT NULL (changed first: the server attaches only a table whose columns match);

@@ -1730,12 +1730,14 @@ def _readded(old: dict[str, Any], new: dict[str, Any]) -> bool:
 
 
 def _replaceable(old: dict[str, Any], new: dict[str, Any]) -> bool:
-    """CREATE OR REPLACE can take ``old`` to ``new`` (same kind, result, names, defaults)."""
+    """CREATE OR REPLACE can take ``old`` to ``new`` (same kind, result, names, defaults,
+    and the same OUT argument types: the row type of a ``RETURNS record``)."""
     return bool(
         old["kind"] == new["kind"]
         and old["kind"] != "a"
         and old["result"] == new["result"]
         and old["_argnames"] == new["_argnames"]
+        and old.get("_outTypes") == new.get("_outTypes")
         and new["_defaults"] >= old["_defaults"]
     )
 

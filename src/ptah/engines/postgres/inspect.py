@@ -151,7 +151,10 @@ SELECT p.oid, p.oid::regprocedure::text,
        nullif(a.aggmfinalfn::regproc::text, '-'), a.aggmfinalextra,
        a.aggmfinalmodify::text, a.aggminitval,
        CASE WHEN a.aggsortop <> 0 THEN a.aggsortop::regoperator::text END,
-       a.aggtransspace, a.aggmtransspace, p.proparallel::text, a.aggnumdirectargs
+       a.aggtransspace, a.aggmtransspace, p.proparallel::text, a.aggnumdirectargs,
+       coalesce((SELECT string_agg(format_type(u.t, NULL), ',' ORDER BY u.n)
+                   FROM unnest(p.proallargtypes, p.proargmodes) WITH ORDINALITY AS u(t, m, n)
+                  WHERE u.m IN ('o', 'b', 't')), '')
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 LEFT JOIN pg_aggregate a ON a.aggfnoid = p.oid
 WHERE {_USER_NS} AND {_not_ext("pg_proc", "p.oid")}
@@ -627,6 +630,8 @@ def _read_functions(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             "def": definition.strip(),
             "_argnames": argnames,
             "_defaults": ndefaults,
+            # The types of its OUT (INOUT, TABLE) arguments: its result's row type.
+            "_outTypes": row[-1],
         }
         nodes.add("pg_proc", oid, f"function:{ident}")
 
