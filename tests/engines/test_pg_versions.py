@@ -243,6 +243,21 @@ PAIRS["partition of a referenced table dropped"] = (
     REFERENCED,
 )
 
+# A column or a table a SQL-standard function body reads is dropped (the new body reads
+# another): the server refuses the drop while the function stands, so the function is
+# dropped first and created after.
+PAIRS["column dropped under a BEGIN ATOMIC function"] = (
+    ATOMIC,
+    ATOMIC.replace("sum(v)", "sum(id)").replace("id integer, v integer", "id integer"),
+)
+PAIRS["table dropped under a BEGIN ATOMIC function"] = (
+    "CREATE TABLE public.x (v integer);\nCREATE TABLE public.y (v integer);\n"
+    "CREATE FUNCTION public.n() RETURNS bigint LANGUAGE sql"
+    " BEGIN ATOMIC SELECT count(*) FROM public.x; END;\n",
+    "CREATE TABLE public.y (v integer);\n"
+    "CREATE FUNCTION public.n() RETURNS bigint LANGUAGE sql"
+    " BEGIN ATOMIC SELECT count(*) FROM public.y; END;\n",
+)
 # An OUT argument's type changes: the result (record) reads the same, but CREATE OR
 # REPLACE cannot change the row type: dropped and created again, with its view.
 OUT_ARGS = """

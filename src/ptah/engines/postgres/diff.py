@@ -354,6 +354,12 @@ class _Diff:
                     self._rebuild(child, work, f"the type of column {col} of {table} changes")
         for table, col in sorted(self.ch.readded):
             self.readd(table, col, work)
+        for users in self.gone_columns_and_tables():
+            # A SQL-standard function body that reads a column or table the plan drops
+            # holds the drop until it goes (its new body comes after).
+            for child, deptype in users:
+                if deptype == "n" and _kind(child) == "function" and self._in(self.want, child):
+                    self._rebuild(child, work, "what it reads is dropped")
         for table in sorted(self.ch.rewritten):
             # A column type change: views and policies over the table must be rebuilt
             # (PostgreSQL refuses to change a column they use); indexes and constraints
@@ -375,6 +381,18 @@ class _Diff:
                     work.append(child)
                 else:
                     self._rebuild(child, work, f"{node} is dropped and created again")
+
+    def gone_columns_and_tables(self) -> list[list[tuple[str, str]]]:
+        """What uses each column or table the plan drops (a table's own columns left out
+        when the whole table goes)."""
+        cur, want = self.pair("table")
+        out = [self.dependents(f"table:{t}") for t in sorted(cur.keys() - want.keys())]
+        for table in sorted(cur.keys() & want.keys()):
+            kept = want[table]["columns"]
+            for col, c in sorted(cur[table]["columns"].items()):
+                if col not in kept and not c.get("_inherited"):
+                    out.append(self.column_users(table, col))
+        return out
 
     def column_users(self, table: str, col: str) -> list[tuple[str, str]]:
         """What uses a column on the target (node, deptype), and what uses the column of
