@@ -91,6 +91,15 @@ def test_a_dump_with_rows_is_refused_at_its_copy_naming_the_line() -> None:
         # The database's own catalogs: renaming lo_export in pg_proc let a plan write a file.
         "UPDATE pg_proc SET proname = 'harmless' WHERE proname = 'lo_export'",
         "UPDATE pg_catalog.pg_language SET lanpltrusted = true WHERE lanname = 'plperlu'",
+        # The loading session's temporary schema, read by the inspection before pg_catalog.
+        "CREATE TEMP TABLE pg_namespace (oid oid, nspname name)",
+        "CREATE OR REPLACE TEMPORARY VIEW pg_class AS SELECT 1 AS oid",
+        "SELECT 1 AS x INTO TEMP pg_type",
+        "SET search_path = pg_temp, public",
+        "SELECT set_config('search_path', 'pg_temp', false)",
+        "ALTER TABLE t SET SCHEMA pg_temp_3",
+        "CREATE FUNCTION f() RETURNS void LANGUAGE sql SET search_path = pg_temp"
+        " AS 'CREATE TABLE pg_namespace (oid oid)'",
     ],
 )
 def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> None:
@@ -112,6 +121,11 @@ def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> Non
         "SELECT pg_catalog.set_config('search_path', '', false)",
         "CREATE VIEW dbs AS SELECT datname, pg_database_size(datname) FROM pg_database",
         "CREATE VIEW rels AS SELECT relname FROM pg_class JOIN pg_namespace n ON true",
+        "CREATE TABLE weather (temp int, temporary text)",
+        "CREATE FUNCTION sd() RETURNS int LANGUAGE sql SECURITY DEFINER"
+        " SET search_path = pg_catalog, pg_temp AS 'SELECT 1'",
+        "CREATE FUNCTION sd2() RETURNS int LANGUAGE sql SECURITY DEFINER"
+        " SET search_path TO 'pg_catalog', 'pg_temp' AS 'SELECT 1'",
         "SET standard_conforming_strings = on;\nSET client_encoding = 'UTF8';\n"
         "RESET standard_conforming_strings;\nSELECT current_setting('client_encoding')",
         "CREATE POLICY p ON t FOR SELECT TO PUBLIC USING (true)",

@@ -484,6 +484,47 @@ def _catalog_writes(words: list[Word]) -> str | None:
     return None
 
 
+# The load's own session: its temporary schema is searched before pg_catalog for
+# relations and types, even by the inspection's "search_path = pg_catalog", so a
+# "CREATE TEMP TABLE pg_namespace (...)" of the file was what the inspection read instead of
+# the catalog (the plan reads a schema the file forged). Temporary objects are no part of a
+# schema: creating one, or naming pg_temp at all (search_path, SET SCHEMA), is refused.
+_PG_TEMP = re.compile(r"pg_temp(_\d+)?", re.IGNORECASE)
+_NAMES_TEMP = "names pg_temp first, the loading session's own schema (read before the catalog)"
+
+
+def _temporary(words: list[Word]) -> str | None:
+    for seq in _all_words(words):
+        for i, w in enumerate(seq):
+            prev = seq[i - 1] if i > 0 else None
+            if w.is_name and _PG_TEMP.fullmatch(w.text):
+                # pg_temp.x, SET SCHEMA pg_temp, search_path = pg_temp, ...: what is created
+                # lands there (a function's "SET search_path = pg_catalog, pg_temp" is fine)
+                after = seq[i + 1] if i + 1 < len(seq) else None
+                if (after is not None and after.punct(".")) or (
+                    prev is not None and (prev.is_("SCHEMA", "TO") or prev.punct("="))
+                ):
+                    return _NAMES_TEMP
+            elif (
+                w.kind == "string"
+                and prev is not None
+                and (
+                    prev.is_("TO")
+                    or prev.punct("=")
+                    or (prev.punct(",") and i > 1 and seq[i - 2].text.lower() == "search_path")
+                )
+                and _PG_TEMP.fullmatch(w.text.split(",")[0].strip().strip('"'))
+            ):
+                return _NAMES_TEMP  # SET search_path TO 'pg_temp', set_config(.., 'pg_temp')
+            elif (
+                w.is_("TEMP", "TEMPORARY")
+                and prev is not None
+                and prev.is_("CREATE", "LOCAL", "GLOBAL", "INTO", "REPLACE")
+            ):
+                return "creates a temporary object (read before the catalog by the inspection)"
+    return None
+
+
 def refusal(words: list[Word], text: str) -> str | None:
     """Why this statement acts outside its database, or None."""
     if not words:
@@ -495,6 +536,7 @@ def refusal(words: list[Word], text: str) -> str | None:
         or _runs_code_outside(words)
         or _reading_settings(words)
         or _catalog_writes(words)
+        or _temporary(words)
     )
     if why:
         return why
