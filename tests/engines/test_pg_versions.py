@@ -269,6 +269,18 @@ PAIRS["function's OUT argument type changes"] = (
     OUT_ARGS.replace("OUT y text)", "OUT y varchar)"),
 )
 
+# A column moves onto an enum (and back) under a partial index whose predicate names a
+# value: the server rebuilds the index by its old definition under the new type
+# (operator does not exist: st = text), so the index goes before the type change rather
+# than being swapped after it.
+PAIRS["column moved onto an enum under a partial index"] = (
+    "CREATE TABLE public.t (id integer, s text);\n"
+    "CREATE INDEX t_s ON public.t (id) WHERE s = 'a';\n",
+    "CREATE TYPE public.st AS ENUM ('a', 'b');\n"
+    "CREATE TABLE public.t (id integer, s public.st);\n"
+    "CREATE INDEX t_s ON public.t (id) WHERE s = 'a';\n",
+)
+
 # Both ways: the way back attaches a table that lacks the parent's check (added first,
 # the ATTACH makes it the parent's copy) and, for the loose one, has other column types
 # and no NOT NULL (changed first: the server attaches only a table whose columns match);

@@ -1442,9 +1442,18 @@ class _Diff:
     def _swappable(self, node: str, old: dict[str, Any]) -> bool:
         """A valid index whose definition changed is replaced by one built beside it; an
         invalid one serves nothing (it goes first), nor does one whose dependencies are
-        dropped under it, rebuilt or gone for good (a function whose signature changed):
-        it goes with them, in the drops."""
+        dropped under it, rebuilt or gone for good (a function whose signature changed),
+        or one on a column whose type changes: it goes with them, in the drops."""
         if old.get("invalid"):
+            return False
+        if any(
+            node == user
+            for table, col in self.ch.retyped
+            for user, _ in self.column_users(table, col)
+        ):
+            # On a column whose type changes: the server rebuilds it under the new type
+            # by its old definition (which may no longer hold: 's = ''a''::text' on an
+            # enum), so it goes before the change.
             return False
         return not any(
             self.rebuilt(parent) or not self._in(self.want, parent)
