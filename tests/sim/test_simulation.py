@@ -43,6 +43,11 @@ def test_schedules_hold_every_invariant() -> None:
         "fault:job-terminal-early",
         "outage",
         "starved",
+        "stale-pass",
+        "lease-race",
+        "read-failed",
+        "fault:frame-damaged",
+        "holder-quiet",
     ):
         assert events.get(reason, 0) > 0, reason
 

@@ -37,7 +37,7 @@ def hand_world(resources: list[Resource], seed: int = 11) -> tuple[World, Invari
     world.replicas.append(world._replica("c0", 0.0))
     inv = Invariants(world)
     world.watcher = inv
-    cluster.faults = inv.write_hook(None)
+    inv.install()
     return world, inv
 
 

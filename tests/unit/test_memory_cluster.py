@@ -710,3 +710,61 @@ def test_patch_cannot_change_kind_or_drop_metadata(c: MemoryCluster) -> None:
     with pytest.raises(ApiError) as info:
         c.patch(kinds.SCHEMA, NS, "s", {"metadata": {"name": "other"}})
     assert info.value.status == 400
+
+
+def test_preconditions_are_told_where_the_api_decides(c: MemoryCluster) -> None:
+    """A patch carrying a resourceVersion is told whether it held against the version
+    stored before the write: what a faults hook did first counts (another writer got in
+    between), what the write itself leaves behind does not."""
+    created = c.create(kinds.SCHEMA, schema())
+    told: list[tuple[str, bool]] = []
+    c.preconditions = lambda req, held: told.append((str(req.body), held))
+    first = created["metadata"]["resourceVersion"]
+
+    # Held: applied, though the version it carried is no longer stored afterwards.
+    out = c.patch(kinds.SCHEMA, NS, "s", {"metadata": {"resourceVersion": first}, "spec": {"a": 1}})
+    assert told[-1][1] is True and out["metadata"]["resourceVersion"] != first
+    # Stale: refused (409) and told so; nothing written.
+    with pytest.raises(Conflict):
+        c.patch(kinds.SCHEMA, NS, "s", {"metadata": {"resourceVersion": first}, "spec": {"a": 2}})
+    assert told[-1][1] is False
+    # No precondition: not told.
+    before = len(told)
+    c.patch(kinds.SCHEMA, NS, "s", {"spec": {"a": 3}})
+    assert len(told) == before
+
+    # Another writer gets in between the request and the store: the precondition fails.
+    current = c.get(kinds.SCHEMA, NS, "s")
+    assert current is not None
+    version = current["metadata"]["resourceVersion"]
+
+    def race(req: WriteRequest) -> FaultDecision:
+        c.faults = None
+        c.patch(kinds.SCHEMA, NS, "s", {"spec": {"a": 4}})
+        return PROCEED
+
+    c.faults = race
+    with pytest.raises(Conflict):
+        c.patch(kinds.SCHEMA, NS, "s", {"metadata": {"resourceVersion": version}, "spec": {"a": 5}})
+    assert told[-1][1] is False
+
+    # Applied with its response lost: held. Refused before the store: told as it stands.
+    current = c.get(kinds.SCHEMA, NS, "s")
+    assert current is not None
+    version = current["metadata"]["resourceVersion"]
+    c.faults = lambda req: ApplyThenFail()
+    with pytest.raises(Unavailable):
+        c.patch(kinds.SCHEMA, NS, "s", {"metadata": {"resourceVersion": version}, "spec": {"a": 6}})
+    assert told[-1][1] is True
+    c.faults = lambda req: FailBefore(Unavailable("boom", uncertain=True))
+    with pytest.raises(Unavailable):
+        c.patch(kinds.SCHEMA, NS, "s", {"metadata": {"resourceVersion": version}, "spec": {"a": 7}})
+    assert told[-1][1] is False  # the ApplyThenFail write moved it
+    # The system door is not observed.
+    c.faults = None
+    before = len(told)
+    current = c.system.get(kinds.SCHEMA, NS, "s")
+    assert current is not None
+    version = current["metadata"]["resourceVersion"]
+    c.system.patch(kinds.SCHEMA, NS, "s", {"metadata": {"resourceVersion": version}, "spec": {}})
+    assert len(told) == before

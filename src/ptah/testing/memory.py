@@ -130,6 +130,9 @@ FaultDecision = Proceed | FailBefore | ApplyThenFail
 PROCEED = Proceed()
 WriteFaults = Callable[[WriteRequest], FaultDecision]
 ReadFaults = Callable[[ReadRequest], ApiError | None]
+# Told, for a patch carrying a resourceVersion precondition, whether it held, at the
+# instant the API compares it with the stored version (before anything is stored).
+PreconditionHook = Callable[[WriteRequest, bool], None]
 
 
 # --- request counting -------------------------------------------------------------
@@ -309,9 +312,13 @@ class MemoryCluster:
     """The ``Cluster`` port over an in-memory store; see the module docstring.
 
     ``faults`` is consulted on every write and ``read_faults`` on every read made
-    through this object (both may be reassigned at any time). ``system`` is a
-    second door onto the same store that skips faults and counters: the
-    simulation's own Job controller and kubelet, and test setup, use it.
+    through this object (both may be reassigned at any time). ``preconditions`` is
+    told, for every patch made through this object that carries a resourceVersion
+    precondition and reaches the comparison, whether the precondition held: where
+    the API itself decides to write it or refuse it (Conflict), so a watcher judges
+    what was written, not what it re-derives later. ``system`` is a second door onto
+    the same store that skips faults, counters and hooks: the simulation's own Job
+    controller and kubelet, and test setup, use it.
     """
 
     def __init__(
@@ -325,6 +332,7 @@ class MemoryCluster:
         self.clock: Clock = clock if clock is not None else SimClock()
         self.faults = faults
         self.read_faults = read_faults
+        self.preconditions: PreconditionHook | None = None
         self.requests = RequestCounter()
         self.system = SystemClient(self)
         self._rng = random.Random(seed)
@@ -391,7 +399,9 @@ class MemoryCluster:
         self, kind: Kind, namespace: str, name: str, patch: Obj, subresource: Subresource = None
     ) -> Obj:
         req = WriteRequest("patch", kind, namespace, name, subresource, body=patch)
-        stored = self._write(req, lambda: self._patch(kind, namespace, name, patch, subresource))
+        stored = self._write(
+            req, lambda: self._patch(kind, namespace, name, patch, subresource, req)
+        )
         return _clone_obj(stored)
 
     def delete(
@@ -476,6 +486,7 @@ class MemoryCluster:
         decision = PROCEED if self.faults is None else self.faults(req)
         rv_before = self._rv
         if isinstance(decision, FailBefore):
+            self._refused_before(req)
             raise decision.error
         if isinstance(decision, ApplyThenFail):
             try:
@@ -491,6 +502,23 @@ class MemoryCluster:
         finally:
             if self._rv != rv_before:
                 self.requests.effective_writes += 1
+
+    def _refused_before(self, req: WriteRequest) -> None:
+        """A patch refused before it reached the store (an injected error) still tells
+        ``preconditions`` whether its precondition held at that instant, as its patch
+        would have: a watcher judges the request as sent, unless it was stale."""
+        if self.preconditions is None or req.verb != "patch":
+            return
+        meta = (req.body or {}).get("metadata")
+        rv = meta.get("resourceVersion") if type(meta) is dict else None
+        if rv is None:
+            return
+        try:
+            old = self._get(req.kind, req.namespace, req.name)
+        except ApiError:
+            return
+        if old is not None:
+            self.preconditions(req, rv == old["metadata"]["resourceVersion"])
 
     # -- store primitives --
 
@@ -656,7 +684,13 @@ class MemoryCluster:
     # -- patch --
 
     def _patch(
-        self, kind: Kind, namespace: str, name: str, patch: Obj, subresource: Subresource
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        patch: Obj,
+        subresource: Subresource,
+        req: WriteRequest | None = None,
     ) -> Obj:
         if subresource not in (None, "status"):
             raise NotFound(f"no subresource {subresource!r}")
@@ -680,6 +714,8 @@ class MemoryCluster:
                     raise Invalid(f'{type_field}: Invalid value: "{v}": must be {old[type_field]}')
         if pmeta:
             rv = pmeta.get("resourceVersion")
+            if rv is not None and req is not None and self.preconditions is not None:
+                self.preconditions(req, rv == old_meta["resourceVersion"])
             if rv is not None and rv != old_meta["resourceVersion"]:
                 raise Conflict(
                     f'Operation cannot be fulfilled on {kind.plural} "{name}": the object has been '

@@ -31,6 +31,13 @@ from ptah.workload.names import lease_name
 
 MUTATING = {"Apply", "Migrate"}
 ACCOUNTED = {"Succeeded", "Failed", "Refused", "Fenced"}
+# What a frame's outcome is accounted as (the contract's, not the controller's mapping).
+FRAME_ACCOUNTS = {
+    "succeeded": "Succeeded",
+    "failed": "Failed",
+    "refused": "Refused",
+    "fenced": "Fenced",
+}
 READINGS = {"Plan", "History"}
 POLICY = "ptah-verification-policy"
 LOCK_NS = "ptah-system"
@@ -68,7 +75,9 @@ RULES: dict[str, str] = {
     "snapshot-pass-returns": "admissionSnapshot: the pass that writes the snapshot returns "
     "without creating anything",
     "job-carries-snapshot": "Resolve the admission envelope: a Job carries the admission "
-    "digest its claim persisted",
+    "digest its claim persisted, and its Pod template is the one that digest is of",
+    "epoch-one-tenure": "Bind the realm: each acquisition raises the Lease's epoch by one, so "
+    "an epoch names one tenure: no two holders ever record the same epoch of one Lease",
     "dispatch-under-lease": "Bind the realm: a mutation is dispatched only while its claim "
     "holds the realm's Lease at its epoch",
     "bindings-hold": "Authorize: a policy, plan, Secret, spec or source that moved between "
@@ -78,6 +87,10 @@ RULES: dict[str, str] = {
     "approval-once": "The approval's Consumed condition / consume_approval: an approval is "
     "spent at most once across all operations (a stop after spending it authorizes no second "
     "attempt, not even of the same operation)",
+    "approval-before-marker": "The approval's Consumed condition, then dispatchStarted: a "
+    "mutation's dispatch marker is written only once the approval it names was spent by it "
+    "(a stop between the two leaves an approval spent with nothing dispatched, never a "
+    "dispatch no spent approval accounts for)",
     "approval-authorizes": "Authorize: a required approval names this resource and plan and "
     "was spent by this operation before its create",
     "no-replay-while-owed": "Prove or refuse: no mutation is dispatched while its resource "
@@ -92,6 +105,9 @@ RULES: dict[str, str] = {
     "account-evidence": "Account for the outcome: an account comes only from the frame of "
     "exactly one admitted Pod, from a terminated container, naming the claim's operation "
     "and the claim's database",
+    "account-says-frame": "Account for the outcome: the account is what the run's one frame "
+    "says (a failed run is accounted Failed, a reading whose frame did not succeed publishes "
+    "no plan), as the world's log holds it",
     "account-under-lease": "Supervise: an account is accepted only while the claim still "
     "holds its Lease at its epoch (otherwise continuity is lost)",
     "account-or-record": "The outcome patch: a dispatched claim leaves exactly one of an "
@@ -174,6 +190,8 @@ class Invariants(Watcher):
     # Holders whose withheld release was given up with the Lease still held (left to
     # expire past the hold, never released).
     left_to_expire: set[str] = field(default_factory=set)
+    # (Lease name, epoch) -> the holder whose claim first recorded that tenure.
+    tenures: dict[tuple[str, int], str] = field(default_factory=dict)
 
     def fail(self, rule: str, message: str) -> None:
         assert rule in RULES, rule
@@ -257,6 +275,7 @@ class Invariants(Watcher):
     # --- the write stream
 
     def on_write(self, req: WriteRequest) -> None:
+        """A write request as sent (judged before the store changes)."""
         if req.kind == JOB and req.verb == "create":
             self._job_created(dict(req.body or {}))
         elif req.kind == LEASE and req.verb == "patch":
@@ -291,6 +310,7 @@ class Invariants(Watcher):
         claim = fields.get("activeOperation")
         if not claim:
             return
+        self._one_tenure(res, claim)
         if FINALIZER not in (obj["metadata"].get("finalizers") or []):
             self.fail(
                 "finalizer-with-claim",
@@ -305,8 +325,39 @@ class Invariants(Watcher):
         ):
             # Written (first, or again with another value): this pass returns now.
             self.passes[-1].snapshot_written = True
-        if claim.get("dispatchStarted") and not before.get("dispatchStarted") and self.passes:
-            self.passes[-1].marker_written = claim.get("operationId")
+        if claim.get("dispatchStarted") and not before.get("dispatchStarted"):
+            if self.passes:
+                self.passes[-1].marker_written = claim.get("operationId")
+            self._spent_before_marker(res, claim)
+
+    def _spent_before_marker(self, res: SimResource, claim: dict[str, Any]) -> None:
+        name = claim.get("approvalName")
+        if not claim.get("mutating") or not name:
+            return
+        approval = self.world.cluster.system.peek(APPROVAL, NS, str(name))
+        spent = ((approval or {}).get("status") or {}).get("consumedByOperation")
+        if approval is not None and spent != claim.get("operationId"):
+            self.fail(
+                "approval-before-marker",
+                f"{res.name}: dispatch marker of {claim.get('operationId')} written while its "
+                f"approval {name} is spent by {spent}",
+            )
+
+    def _one_tenure(self, res: SimResource, claim: dict[str, Any]) -> None:
+        """A claim records the epoch it took the Lease at; that epoch is its tenure alone
+        (two takers that both wrote over one version of the Lease would share it)."""
+        lease = claim.get("lease") or {}
+        if lease.get("epoch") is None:
+            return
+        key = (str(lease.get("leaseName")), int(lease["epoch"]))
+        holder = str(lease.get("holder"))
+        first = self.tenures.setdefault(key, holder)
+        if first != holder:
+            self.fail(
+                "epoch-one-tenure",
+                f"{res.name}: claim {claim.get('operationId')} records epoch {key[1]} of Lease "
+                f"{key[0]}, which {first} recorded as its own",
+            )
 
     def _plan_created(self, body: dict[str, Any]) -> None:
         name = body["metadata"]["name"]
@@ -369,6 +420,14 @@ class Invariants(Watcher):
                 "job-carries-snapshot",
                 f"{res.name}: Job {name} carries admission digest "
                 f"{template.get(ANNOTATION_ADMISSION)} but its claim persisted {snapshot}",
+            )
+        elif digest(body["spec"]["template"]["spec"]) != snapshot:
+            # The digest is of the Pod spec the Job runs: a label saying the right digest
+            # over a template that changed since the snapshot is not the envelope.
+            self.fail(
+                "job-carries-snapshot",
+                f"{res.name}: Job {name}'s Pod template is not the one whose digest its "
+                "claim persisted",
             )
         if self.passes and self.passes[-1].res is res and self.passes[-1].snapshot_written:
             self.fail(
@@ -791,8 +850,31 @@ class Invariants(Watcher):
             self.fail(
                 "account-evidence", f"{res.name}: {old['type']} {op} accounted, but {problem}"
             )
-        elif not old.get("mutating"):
+            return
+        self._account_says_frame(res, status, old, pods[0])
+        if not old.get("mutating"):
             self._settling_kept(res, before, status, old)
+
+    def _account_says_frame(
+        self, res: SimResource, status: dict[str, Any], claim: dict[str, Any], pod: PodTruth
+    ) -> None:
+        """The account of a claim is what its one frame said, by the log the world holds:
+        an outcome the frame did not report is a run's effect discarded or invented."""
+        said = pod.printed_outcome
+        if claim.get("mutating"):
+            accounted = (status.get("lastMutation") or {}).get("outcome")
+            if FRAME_ACCOUNTS.get(said or "") != accounted:
+                self.fail(
+                    "account-says-frame",
+                    f"{res.name}: {claim['operationId']} accounted {accounted}, but its frame "
+                    f"said {said}",
+                )
+        elif said != "succeeded":
+            self.fail(
+                "account-says-frame",
+                f"{res.name}: reading {claim['operationId']} published as read, but its frame "
+                f"said {said}",
+            )
 
     def _settling_kept(
         self,
@@ -1082,13 +1164,37 @@ class Invariants(Watcher):
                     "release, and not left to expire",
                 )
 
+    def install(self, inner: Any = None) -> None:
+        """Hear the world's API: every write request through :meth:`write_hook` (around
+        ``inner``, the faults), and the API's decision on each precondition."""
+        self.world.cluster.faults = self.write_hook(inner)
+        self.world.cluster.preconditions = self.on_precondition
+
     def write_hook(self, inner: Any) -> Any:
+        """Every write request is judged as sent, after the faults (which may run other
+        passes first), except a patch carrying a resourceVersion precondition: that one is
+        judged by :meth:`on_precondition`, where the API compares its version."""
+
         def hook(req: WriteRequest) -> FaultDecision:
             decision: FaultDecision = inner(req) if inner else PROCEED
-            self.on_write(req)
+            if not _preconditioned(req):
+                self.on_write(req)
             return decision
 
         return hook
+
+    def on_precondition(self, req: WriteRequest, held: bool) -> None:
+        """The API's own decision on a preconditioned patch, taken against the version
+        stored before the write: one refused (409 Conflict) wrote nothing and is not
+        judged; one that held is judged as written, whatever version it leaves behind
+        (a Lease takeover included)."""
+        if held:
+            self.on_write(req)
+
+
+def _preconditioned(req: WriteRequest) -> bool:
+    meta = dict(req.body or {}).get("metadata") if req.verb == "patch" else None
+    return isinstance(meta, dict) and meta.get("resourceVersion") is not None
 
 
 def _evidence_problem(

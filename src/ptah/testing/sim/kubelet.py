@@ -14,7 +14,8 @@ controller:
   valid-looking frame, listed in either order;
 - a Pod an admission webhook changed on its way in (outside the envelope): its image
   rewritten to a mirror, a sidecar container injected, or its annotations stripped;
-  every Pod is bound to a node, so "stopped" means what its node reported;
+  a Pod is bound to a node as it is created, so "stopped" means what its node reported,
+  except one left unscheduled (below), which has no node until it starts;
 - kubelet lag both ways: a container that printed its frame but has not exited
   yet, a Job marked terminal before its Pods stop, or only some steps after;
 - the Job's active deadline, enforced as the Job controller does (through the API: no
@@ -93,7 +94,8 @@ class PodTruth:
     admitted: bool  # the Pod is what the Job's template asked for
     alive: bool = True  # the process may still run (and write)
     printed_op: str | None = None  # the operation the one frame in its log names
-    printed_frames: int = 0
+    printed_frames: int = 0  # frame lines in its log that verify (length and digest)
+    printed_outcome: str | None = None  # the outcome the one frame in its log says
     terminated: bool = False  # the container is reported terminated
     # What a reading saw of its database at the instant it read it (a later writer may
     # change the database before the controller reads the frame).
@@ -147,8 +149,11 @@ class Kubelet:
     # Called as a partition starts: what else the same network failure cuts off.
     on_partition: Callable[[], None] | None = None
     # What the node could not report while cut off, sent on reconnect, by Pod name.
-    _unsent_logs: dict[str, tuple[str, str | None, int]] = field(default_factory=dict)
+    _unsent_logs: dict[str, tuple[str, str | None, int, str | None]] = field(default_factory=dict)
     _unsent_exits: dict[str, PodRun] = field(default_factory=dict)
+    # Damage to a frame line on its way to the API, drawn from its own stream so every
+    # other draw of a schedule stays as it was.
+    frame_damage: random.Random = field(default_factory=lambda: random.Random(0))
     # The Job controller's count of each Pod it has finished with (Succeeded/Failed).
     _counted: dict[tuple[str, str], str] = field(default_factory=dict)
 
@@ -239,7 +244,7 @@ class Kubelet:
             annotations = {k: v for k, v in annotations.items() if not k.startswith("ptah.io/")}
         # What the Job asked for, whatever a webhook made of it: the truth of admission.
         admitted = spec == template["spec"] and annotations == dict(meta.get("annotations", {}))
-        spec["nodeName"] = NODE  # bound at once: one node
+        spec["nodeName"] = NODE  # bound at once (one node), unless left unscheduled
         pod = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -305,6 +310,9 @@ class Kubelet:
             grace=self.rng.choice([0, 1, 2]) if self.faults_on else 0,
             start_after=self._late_start(job) if mutating else None,
         )
+        if self.runs[name].start_after is not None:
+            # Left unscheduled: no node is bound to it until it starts.
+            self.api.patch(POD, NS, name, {"spec": {"nodeName": None}})
 
     def _late_start(self, job: dict[str, Any]) -> datetime | None:
         """Now and then a Pod is left unscheduled (no node fits yet) until its Job's
@@ -362,6 +370,8 @@ class Kubelet:
                     # deadline + the Pod's deadline + 60 s bound a process), which a
                     # real Job controller keeps within seconds, not the sim's jumps.
                     continue
+                if not (pod.get("spec") or {}).get("nodeName"):
+                    self.api.patch(POD, NS, name, {"spec": {"nodeName": NODE}})  # scheduled
                 self.api.patch(POD, NS, name, {"status": _running()}, "status")
                 run.started = True
                 run.started_at = self.cluster.now()
@@ -480,14 +490,22 @@ class Kubelet:
             frame = self._execute(run)
         if frame is None:
             run.exit_code, run.exit_reason = 137, "Error"
-            self._log(run, "starting\n", None, 0)
+            self._log(run, "starting\n", None, 0, None)
             return
         printed = frame
         if run.fault == "foreign-frame":
             printed = frame.model_copy(update={"operation_id": _foreign(run.operation_id)})
         line = render(printed)
-        log = escape_line("connected\nNOTICE: " + line) + "\n" + line + "\n"
         frames = 1
+        if self.faults_on and self.frame_damage.random() < 0.03:
+            # The log line reaches the API damaged (a bit flipped in its header's digest,
+            # its length intact): a line that does not verify is no frame at all.
+            self._count("fault:frame-damaged")
+            parts = line.split(" ", 4)  # prefix, version, length, digest, payload
+            parts[3] = parts[3][:-1] + ("0" if parts[3][-1] != "0" else "1")
+            line = " ".join(parts)
+            frames = 0
+        log = escape_line("connected\nNOTICE: " + line) + "\n" + line + "\n"
         if run.fault == "forged":
             log += render(frame.model_copy(update={"outcome": "succeeded"})) + "\n"
             frames = 2
@@ -495,12 +513,14 @@ class Kubelet:
         run.exit_reason = "Completed" if run.exit_code == 0 else "Error"
         if run.fault == "log-lost":
             return
-        self._log(run, log, printed.operation_id, frames)
+        self._log(run, log, printed.operation_id if frames else None, frames, printed.outcome)
 
-    def _log(self, run: PodRun, text: str, op: str | None, frames: int) -> None:
+    def _log(
+        self, run: PodRun, text: str, op: str | None, frames: int, outcome: str | None
+    ) -> None:
         if self.partitioned and run.cut_off:
             # The log is on the node; the API cannot fetch it until the node is back.
-            self._unsent_logs[run.pod] = (text, op, frames)
+            self._unsent_logs[run.pod] = (text, op, frames, outcome)
             return
         if self.api.peek(POD, NS, run.pod) is None:
             return
@@ -508,6 +528,7 @@ class Kubelet:
         if run.truth is not None:
             run.truth.printed_op = op
             run.truth.printed_frames = frames
+            run.truth.printed_outcome = outcome if frames == 1 else None
 
     def _exit(self, run: PodRun) -> None:
         self.runs.pop(run.pod, None)
@@ -617,10 +638,10 @@ class Kubelet:
         a process whose Pod is gone is found by the next kubelet step and killed."""
         for back in [*self.runs.values(), *self._unsent_exits.values()]:
             back.cut_off = False
-        for name, (text, op, frames) in list(self._unsent_logs.items()):
+        for name, (text, op, frames, outcome) in list(self._unsent_logs.items()):
             run = self._unsent_exits.get(name) or self.runs.get(name)
             if run is not None:
-                self._log(run, text, op, frames)
+                self._log(run, text, op, frames, outcome)
         self._unsent_logs.clear()
         for run in list(self._unsent_exits.values()):
             self._report_exit(run)

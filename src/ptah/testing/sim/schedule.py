@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 
 from ptah.kube import errors
-from ptah.kube.kinds import EVENT
+from ptah.kube.kinds import EVENT, JOB, POD
 from ptah.lifecycle.writes import DURABLE_WRITES
-from ptah.testing.memory import PROCEED, ApplyThenFail, FailBefore, FaultDecision, WriteRequest
+from ptah.testing.memory import (
+    PROCEED,
+    ApplyThenFail,
+    FailBefore,
+    FaultDecision,
+    ReadRequest,
+    WriteRequest,
+)
 from ptah.testing.sim.invariants import Invariants
 from ptah.testing.sim.kubelet import NS
 from ptah.testing.sim.windows import WindowCounter
@@ -56,6 +64,7 @@ def run_schedule(seed: int) -> ScheduleResult:
     api_faults = {"on": True}
 
     def faults(req: WriteRequest) -> FaultDecision:
+        world.lease_race(req)
         if not api_faults["on"] or rng.random() >= 0.04:
             return PROCEED
         roll = rng.random()
@@ -65,7 +74,19 @@ def run_schedule(seed: int) -> ScheduleResult:
             return FailBefore(errors.Unavailable("injected", uncertain=True))
         return FailBefore(errors.Conflict("injected conflict"))
 
-    world.cluster.faults = inv.write_hook(faults)
+    inv.install(faults)
+    # A read of the executor (its Job, its Pods) that fails: the API could not say, which
+    # is never evidence that it stopped. Drawn from its own stream, so every other draw
+    # of a schedule stays as it was.
+    reads = random.Random(f"{seed}/reads")
+
+    def read_faults(req: ReadRequest) -> errors.ApiError | None:
+        if api_faults["on"] and req.kind in (JOB, POD) and reads.random() < 0.02:
+            inv.fault("read-failed", None)
+            return errors.Unavailable("injected: the read timed out")
+        return None
+
+    world.cluster.read_faults = read_faults
     world.crash = crash_point(seed)
     steps = 0
     for i in range(FAULT_STEPS):
@@ -77,6 +98,7 @@ def run_schedule(seed: int) -> ScheduleResult:
         if rng.random() < 0.02:
             world.outage()
         world.rescheduled_while_withheld()
+        world.holder_goes_quiet()
     api_faults["on"] = False
     world.faults_on = False
     world.kubelet.faults_on = False

@@ -13,11 +13,21 @@ from ptah.families.migration import MigrationFamily
 from ptah.families.schema import SchemaFamily
 from ptah.kube import errors
 from ptah.kube.clock import SimClock
-from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, MIGRATION, PLAN, POD, SCHEMA, SECRET
+from ptah.kube.kinds import (
+    APPROVAL,
+    CONFIGMAP,
+    JOB,
+    LEASE,
+    MIGRATION,
+    PLAN,
+    POD,
+    SCHEMA,
+    SECRET,
+)
 from ptah.lifecycle.context import ABANDON_ANNOTATION, Env
 from ptah.lifecycle.family import AnyFamily
 from ptah.lifecycle.reconcile import reconcile
-from ptah.testing.memory import MemoryCluster
+from ptah.testing.memory import MemoryCluster, WriteRequest
 from ptah.testing.sim.database import Databases
 from ptah.testing.sim.kubelet import BROKEN, NS, OTHER_DATABASE, Kubelet
 
@@ -34,6 +44,26 @@ CLAIM_WRITES = {
     "write_job_uid",
     "write_job_ttl",
     "write_outcome",
+}
+# The writes carrying the resourceVersion their pass read (of the resource itself, or of
+# the approval it spends): the precondition is all that stops a pass gone stale from
+# writing over another's.
+PRECONDITIONED_WRITES = {
+    "add_finalizer",
+    "consume_approval",
+    "remove_finalizer",
+    "write_claim",
+    "write_lease_expectation",
+    "write_lease_epoch",
+    "write_admission_snapshot",
+    "write_dispatch_started",
+    "write_job_uid",
+    "write_outcome",
+    "write_release_evidence",
+    "clear_lock_release",
+    "write_execution_binding",
+    "write_observation",
+    "abandon_proof",
 }
 
 
@@ -109,6 +139,12 @@ class World:
     # as it was; the operations whose withheld release already had its chance of one.
     clocks: random.Random = field(default_factory=random.Random)
     moved_for: set[str] = field(default_factory=set)
+    # Passes that race another's write (a second controller over the same resource, a
+    # worker over another resource between a Lease read and its write) draw from their
+    # own stream, so every other draw of a schedule stays as it was.
+    races: random.Random = field(default_factory=random.Random)
+    # A holder gone quiet over a cut-off executor draws from its own stream too.
+    quiet: random.Random = field(default_factory=random.Random)
 
     @classmethod
     def build(cls, seed: int) -> World:
@@ -121,6 +157,9 @@ class World:
         dbs.add(OTHER_DATABASE)  # planned by nobody; reached only by a misdirected run
         world = cls(seed, rng, clock, cluster, dbs, Kubelet(cluster, dbs, rng))
         world.clocks = random.Random(f"{seed}/clocks")
+        world.kubelet.frame_damage = random.Random(f"{seed}/frames")
+        world.races = random.Random(f"{seed}/races")
+        world.quiet = random.Random(f"{seed}/quiet")
         world.kubelet.on_partition = world._partition_spreads
         world._populate()
         return world
@@ -244,6 +283,14 @@ class World:
             and self.rng.random() < 0.04
         ):
             self._job_vanishes_unseen()
+        if (
+            self.faults_on
+            and self.depth == 1
+            and when == "before"
+            and write in PRECONDITIONED_WRITES
+            and self.races.random() < 0.02
+        ):
+            self._stale_pass()
         if self.crash is None:
             return
         target_write, target_when, remaining = self.crash
@@ -269,6 +316,34 @@ class World:
         self.watcher.fault("interleaved-pass", current)
         self.reconcile_one(self.rng.choice(others))
 
+    def _stale_pass(self) -> None:
+        """Another controller's pass over the same resource runs between this pass's reads
+        and its next preconditioned write (two replicas while leadership moves): this pass
+        is now stale, and its write must fail on its resourceVersion precondition rather
+        than write over what the other pass wrote."""
+        current = self._current
+        if current is None:
+            return
+        self.watcher.fault("stale-pass", current)
+        self.reconcile_one(current)
+
+    def lease_race(self, req: WriteRequest) -> None:
+        """Between a controller's read of a Lease and its write of it, other workers'
+        passes run (a request delayed on the network, a process paused): they may take,
+        renew or release the same Lease meanwhile, so the write must carry the version it
+        read and fail when the Lease moved."""
+        if (
+            not self.faults_on
+            or self.depth != 1
+            or req.kind != LEASE
+            or req.verb != "patch"
+            or self.races.random() >= 0.05
+        ):
+            return
+        self.watcher.fault("lease-race", self._current)
+        for _ in range(self.races.randint(1, 4)):
+            self.reconcile_one(self.races.choice(self.resources))
+
     def _mutating_now(self) -> bool:
         res = self._current
         obj = self.cluster.system.peek(res.family.kind, NS, res.name) if res else None
@@ -292,6 +367,58 @@ class World:
         Lease duration, while the cut-off executor goes on writing."""
         if self.faults_on and self.rng.random() < 0.5:
             self.outage()
+
+    def holder_goes_quiet(self) -> None:
+        """Now and then, while a Lease holder's executor runs, one network failure cuts
+        the executor's node off and leaves the holder's worker stuck for longer than the
+        Lease duration; the executor, slow, writes on, and may lose its Job meanwhile
+        (deleted with its Pods, seen by nobody). By every other process's clock the Lease
+        expires while its executor may still write, so only the check of the holder's
+        executor (its Job, its Pods, its claim's dispatch marker, its staged release)
+        stands between the database and a second writer. The holder is a live dispatched
+        claim or a staged release withheld for its executor. Drawn from its own stream,
+        so every other draw of a schedule stays as it was."""
+        if not self.faults_on:
+            return
+        running = {r.operation_id for r in self.kubelet.runs.values() if r.mutating and r.started}
+        holders = []
+        for res in self.resources:
+            if not any(o is not res and o.db == res.db for o in self.resources):
+                continue  # nobody else could take its Lease: silence there proves nothing
+            obj = self.cluster.system.peek(res.family.kind, NS, res.name)
+            status = (obj or {}).get("status") or {}
+            claim = status.get("activeOperation") or {}
+            staged = status.get("pendingLockRelease") or {}
+            if claim.get("dispatchStarted") and claim.get("operationId") in running:
+                holders.append((res, str(claim["operationId"])))
+            elif staged.get("withheld") and staged.get("operationId") in running:
+                holders.append((res, str(staged["operationId"])))
+        if not holders or self.quiet.random() >= 0.05:
+            return
+        res, op = self.quiet.choice(holders)
+        seconds = self.quiet.uniform(LEASE_DURATION + 10, 3.5 * LEASE_DURATION)
+        until = self.clock.now() + timedelta(seconds=seconds)
+        self.starved_until[res.name] = max(self.starved_until.get(res.name, until), until)
+        # Kubelet steps come about every 17 s of the world's clock: the executor outlives
+        # the holder's silence and another process's own sighting of the expired Lease.
+        extra = self.quiet.randint(20, 40)
+        self.kubelet.partition(max(self.kubelet.partitioned, extra + 1))
+        jobs = set()
+        for run in self.kubelet.runs.values():
+            if run.operation_id == op:
+                jobs.add(run.job)
+                if run.done:
+                    run.exit_lag = max(run.exit_lag, extra)
+                else:
+                    run.steps_left = max(run.steps_left, extra)
+        # The holder's worker is stuck (a controller stop for that resource), and why.
+        self.watcher.fault("starved", res)
+        self.watcher.fault("holder-quiet", res)
+        if self.quiet.random() < 0.5:
+            for job in sorted(jobs):
+                if self.cluster.system.peek(JOB, NS, job) is not None:
+                    self.watcher.fault("holder-quiet-job-deleted", res)
+                    self.cluster.system.delete(JOB, NS, job, propagation="Background")
 
     def rescheduled_while_withheld(self) -> None:
         """While a release is withheld and its executor writes on, cut off from the API,
