@@ -66,6 +66,7 @@ def test_a_dump_with_rows_is_refused_at_its_copy_naming_the_line() -> None:
         "SELECT set_config('standard_conforming_strings', 'off', false)",
         "SELECT set_config(E'standard\\_conforming_strings', 'off', false)",
         "SELECT set_config('client_' || 'encoding', 'GBK', false)",
+        "SELECT set_config('role', 'postgres', false)",
         "UPDATE pg_catalog.pg_settings SET setting = 'off' WHERE name = 'x'",
         "CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $$ BEGIN"
         " SET standard_conforming_strings = off; END $$",

@@ -455,11 +455,38 @@ def file_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[int, st
     return None
 
 
+_ENGINE_VARIABLES = {
+    "DEFAULT_STORAGE_ENGINE",
+    "STORAGE_ENGINE",
+    "DEFAULT_TMP_STORAGE_ENGINE",
+    "ENFORCE_STORAGE_ENGINE",
+}
+
+
+def _default_engine(words: list[Word]) -> str | None:
+    """SET default_storage_engine = SPIDER: each later CREATE TABLE without ENGINE= would
+    use an engine that reaches another server (SPIDER reads its COMMENT as a connection);
+    the value must be a name the check reads, not one of those."""
+    for i, w in enumerate(words[:-1]):
+        if w.is_name and w.text.upper() in _ENGINE_VARIABLES and _is_assign(words[i + 1]):
+            value = words[i + 2] if i + 2 < len(words) else None
+            if (
+                value is None
+                or value.kind not in ("word", "ident", "string")
+                or value.text.upper() in _OUTSIDE_ENGINES
+                or value.is_("DEFAULT")
+            ):
+                shown = value.text if value is not None else ""
+                return f"sets the default engine to {shown!r}, which the check cannot vouch for"
+    return None
+
+
 def refusal(words: list[Word], text: str) -> str | None:
     """Why this statement acts outside its database, or None when it stays inside."""
     return (
         first_reason(words, _head)
         or _reading_mode(words)
+        or _default_engine(words)
         or _set_scope(words)
         or _server_files(words)
         or _qualified(words, text)

@@ -345,6 +345,8 @@ def _reading_settings(words: list[Word]) -> str | None:
                     return "calls set_config() with a setting's name the check cannot read"
                 if arg.text.upper() in _READING_SETTINGS:
                     return f"{_READS_DIFFERENTLY} (set_config('{arg.text}', ...))"
+                if arg.text.upper() in ("ROLE", "SESSION_AUTHORIZATION"):
+                    return "switches to another role (set_config)"  # as SET ROLE is
             elif upper == "PG_SETTINGS" and any(x.is_("UPDATE") for x in seq):
                 return f"{_READS_DIFFERENTLY} (UPDATE pg_settings)"
             elif (upper in _READING_SETTINGS and upper != "NAMES") or (
