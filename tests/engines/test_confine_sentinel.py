@@ -355,6 +355,7 @@ def test_postgres_plans_of_hostile_files_leave_the_sentinel(
         ),
         # The inspection read this table instead of the catalog (a forged schema).
         (f"{table}CREATE TEMP TABLE pg_namespace (oid oid, nspname name);\n", "TEMP"),
+        (f"{table}SELECT 1 -- note\r; COPY (SELECT 1) TO PROGRAM 'touch {outfile}';\n;\n", "note"),
         # The failing statement's replay, one query each, read the next one with backslash
         # escapes: the check's SELECT of two strings ran a program on the server.
         (

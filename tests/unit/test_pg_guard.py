@@ -82,6 +82,8 @@ def test_a_dump_with_rows_is_refused_at_its_copy_naming_the_line() -> None:
         "CREATE AGGREGATE a (text) (SFUNC = pg_read_file, STYPE = text)",
         "ALTER TABLE ok ADD COLUMN z int DEFAULT lo_export(1, '/tmp/x')",
         "SELECT pg_stat_reset_slru(NULL)",
+        # A line comment ends at a carriage return for the server: the COPY ran in a plan.
+        "SELECT 1 -- note\r; COPY (SELECT 1) TO PROGRAM 'true'",
         # The cluster's own catalogs: a plan of more than one batch gave a role CREATEDB.
         "UPDATE pg_authid SET rolcreatedb = true WHERE rolname = 'r'",
         "LOCK TABLE pg_catalog.pg_authid IN ACCESS EXCLUSIVE MODE",

@@ -215,14 +215,26 @@ class _Splitter:
         return j + 1
 
     def _skip_line(self, i: int) -> int:
-        j = self.sql.find("\n", i)
-        return self.n if j < 0 else j + 1
+        return _line_comment_end(self.sql, i, self.dialect)
 
     def _skip_block_comment(self, i: int, nested: bool) -> int:
         end = _comment_end(self.sql, i, nested)
         if end >= 0:
             return end
         raise SplitError(f"line {self.line_at(i)}: comment never closed")
+
+
+def _line_comment_end(text: str, i: int, dialect: Dialect) -> int:
+    """Offset just past the line comment at ``i``. PostgreSQL ends one at a carriage return
+    too (its lexer's newline is [\\n\\r]): "SELECT 1 -- x<CR>; COPY ... TO PROGRAM ...;" was
+    one statement with a comment here and two statements to the server, which ran the
+    program in a plan. MariaDB and SQLite end one at a line feed only."""
+    j = text.find("\n", i)
+    if dialect == "postgres":
+        r = text.find("\r", i)
+        if r >= 0 and (j < 0 or r < j):
+            j = r
+    return len(text) if j < 0 else j + 1
 
 
 def _first_code(chunk: str, dialect: Dialect) -> int | None:
@@ -235,8 +247,7 @@ def _first_code(chunk: str, dialect: Dialect) -> int | None:
         elif (
             chunk.startswith("--", i) and (dialect != "mysql" or mysql_dash_comment(chunk, i))
         ) or (ch == "#" and dialect == "mysql"):
-            j = chunk.find("\n", i)
-            i = n if j < 0 else j + 1
+            i = _line_comment_end(chunk, i, dialect)
         elif chunk.startswith("/*", i) and not (
             dialect == "mysql" and chunk.startswith(("/*!", "/*M!"), i)
         ):

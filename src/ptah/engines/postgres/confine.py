@@ -555,7 +555,7 @@ def refusal(words: list[Word], text: str) -> str | None:
 # here (quotes, dollar quotes, nested comments, names, punctuation).
 _TOKEN = re.compile(
     r"""
-    (?:\s+|--[^\n]*)*  # whitespace and line comments, taken before each token
+    (?:\s+|--[^\n\r]*)*  # whitespace and line comments (ended by LF or CR), before each token
     (?:
     (?P<block>/\*)
   | (?P<dollar>\$(?:[A-Za-z_\x80-\uffff][\w\x80-\uffff]*)?\$)
