@@ -356,6 +356,11 @@ def test_postgres_plans_of_hostile_files_leave_the_sentinel(
         # The inspection read this table instead of the catalog (a forged schema).
         (f"{table}CREATE TEMP TABLE pg_namespace (oid oid, nspname name);\n", "TEMP"),
         (f"{table}SELECT 1 -- note\r; COPY (SELECT 1) TO PROGRAM 'touch {outfile}';\n;\n", "note"),
+        (
+            f"{table}SELECT E'a'\n'\\', ' ; COPY (SELECT 1) TO PROGRAM $$touch {outfile}$$ ;"
+            " SELECT ' AS q --';\n;\n",
+            "COPY",
+        ),
         # The failing statement's replay, one query each, read the next one with backslash
         # escapes: the check's SELECT of two strings ran a program on the server.
         (

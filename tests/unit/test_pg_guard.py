@@ -125,6 +125,7 @@ def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> Non
         "CREATE VIEW dbs AS SELECT datname, pg_database_size(datname) FROM pg_database",
         "CREATE VIEW rels AS SELECT relname FROM pg_class JOIN pg_namespace n ON true",
         "CREATE TABLE weather (temp int, temporary text)",
+        "CREATE TABLE s (a text DEFAULT E'x\\''\n  -- a comment line\n  'y\\'z')",
         "CREATE FUNCTION sd() RETURNS int LANGUAGE sql SECURITY DEFINER"
         " SET search_path = pg_catalog, pg_temp AS 'SELECT 1'",
         "CREATE FUNCTION sd2() RETURNS int LANGUAGE sql SECURITY DEFINER"
@@ -261,3 +262,10 @@ def test_code_that_would_run_unread_while_the_file_loads_is_refused(sql: str, wh
 )
 def test_code_the_check_reads_or_that_never_runs_at_load_passes(sql: str) -> None:
     confine.check("CREATE TABLE ok (x int);\n" + sql + ";\n", "postgres")
+
+
+def test_an_escape_string_continued_on_the_next_line_reads_escapes_there_too() -> None:
+    # The server reads the second part as escaped too: the COPY ran in a plan.
+    sql = "CREATE TABLE ok (x int);\nSELECT E'a'\n'\\', ' ; COPY (SELECT 1) TO PROGRAM $$true$$ ;"
+    with pytest.raises(StatementRefused, match="line 3: reads or writes files or programs"):
+        confine.check(sql + " SELECT ' AS q --';\n;\n", "postgres")

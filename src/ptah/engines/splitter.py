@@ -32,6 +32,10 @@ from typing import Literal
 Dialect = Literal["postgres", "mysql", "sqlite"]
 
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_\u0080-\uffff][A-Za-z0-9_\u0080-\uffff]*)?\$")
+# What joins two string constants into one on PostgreSQL: whitespace with a newline, and
+# comment lines after it. A string continued so keeps its first part's kind: an E'' string's
+# next part reads backslash escapes too.
+PG_STRING_CONTINUES = re.compile(r"[ \t\f]*[\n\r](?:[ \t\n\r\f]+|--[^\n\r]*[\n\r])*'")
 _DELIMITER_LINE = re.compile(r"[ \t]*DELIMITER[ \t]+(\S+)[ \t]*(?:\r?\n|$)", re.IGNORECASE)
 # A bare word: a letter of any script (or ``_``) first, as each server reads unquoted
 # names (an ASCII-only pattern failed on ``CREATE TABLE naïve``, an internal error).
@@ -151,6 +155,10 @@ class _Splitter:
                     and (i < 2 or not _is_ident_char(sql[i - 2]))
                 )
                 i = self._skip_quoted(i, "'", backslash)
+                while pg and backslash and (m := PG_STRING_CONTINUES.match(sql, i)) is not None:
+                    # "E'a'<LF>'\\', ' ; COPY ...' ..." : the server reads the next part as
+                    # escaped too (a plan ran a COPY TO PROGRAM hidden so).
+                    i = self._skip_quoted(m.end() - 1, "'", True)
             elif ch == '"':
                 i = self._skip_quoted(i, '"', mysql)
             elif ch == "`" and (mysql or lite):

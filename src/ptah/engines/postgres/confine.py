@@ -560,7 +560,9 @@ _TOKEN = re.compile(
     (?P<block>/\*)
   | (?P<dollar>\$(?:[A-Za-z_\x80-\uffff][\w\x80-\uffff]*)?\$)
   | (?P<param>\$\d+)
-  | (?P<estring>[eE]'(?:[^'\\]|\\.|'')*')
+  | (?P<estring>[eE]'(?:[^'\\]|\\.|'')*'
+      (?:[ \t\f]*[\n\r](?:[ \t\n\r\f]+|--[^\n\r]*[\n\r])*'(?:[^'\\]|\\.|'')*')*)
+      # an E'' string and its continuations, escaped as it is (PG_STRING_CONTINUES)
   | (?P<string>(?:[bBxXnN]|[uU]&)?'(?:[^']|'')*')
   | (?P<ident>(?:[uU]&)?"(?:[^"]|"")*")
   | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
