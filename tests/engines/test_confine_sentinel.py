@@ -361,6 +361,11 @@ def test_postgres_plans_of_hostile_files_leave_the_sentinel(
             " SELECT ' AS q --';\n;\n",
             "COPY",
         ),
+        (
+            f"{table}CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $b$ BEGIN\n"
+            f"  COPY (SELECT 1) TO PROGRAM 'touch {outfile}';\nEND $b$;\nSELECT f();\n",
+            "SELECT f()",
+        ),
         # The failing statement's replay, one query each, read the next one with backslash
         # escapes: the check's SELECT of two strings ran a program on the server.
         (

@@ -215,6 +215,17 @@ DYN = "CREATE FUNCTION d() RETURNS void LANGUAGE plpgsql AS $b$ BEGIN EXECUTE 'x
             "CREATE PROCEDURE p() BEGIN ATOMIC SELECT pg_terminate_backend(1); END;\nCALL p()",
             "calls p()",
         ),
+        # A static statement of a PL/pgSQL body the file may not run: SELECT f() ran it.
+        (
+            "CREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $b$ BEGIN"
+            " COPY (SELECT 1) TO PROGRAM 'true'; END $b$;\nSELECT f()",
+            "calls f()",
+        ),
+        (
+            "CREATE PROCEDURE p() LANGUAGE plpgsql AS $b$ BEGIN IF true THEN CREATE ROLE r;"
+            " END IF; END $b$;\nCALL p()",
+            "calls p()",
+        ),
         # An operator over a dynamic routine, run by CREATE TABLE ... AS: a plan ran a program.
         (
             "CREATE OR REPLACE FUNCTION d(a text, b text) RETURNS int LANGUAGE plpgsql AS"

@@ -744,6 +744,16 @@ def _evaluates_rows(words: list[Word]) -> bool:
     )
 
 
+def _body_refusal(words: list[Word]) -> str | None:
+    """Why a statement of a routine's body (its strings read as code) would be refused."""
+    for body in _all_words(words)[1:]:
+        for start in statement_starts(body):
+            why = _head(body[start:]) or _more(body[start:])
+            if why:
+                return why
+    return None
+
+
 def load_time_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[int, str] | None:
     """(index, why) of the first statement that would run an opaque routine while the file
     loads, or None. ``statements``: (line, text, words) of each statement of the file.
@@ -770,6 +780,9 @@ def load_time_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[in
             # ... in a string body or a standard one (RETURN ..., BEGIN ATOMIC ... END: words
             # of the statement itself, which ran lo_export at SELECT f() in a plan)
             or _named_outside(_all_words(w)) is not None
+            # ... or runs a statement the file may not (COPY ... TO PROGRAM in a PL/pgSQL
+            # body ran at SELECT f() in a plan)
+            or _body_refusal(w) is not None
             for w in defs
         )
     }
