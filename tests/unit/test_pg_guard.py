@@ -80,6 +80,7 @@ def test_a_dump_with_rows_is_refused_at_its_copy_naming_the_line() -> None:
         "SELECT * FROM ts_stat('SELECT to_tsvector(lo_export(1, ''/tmp/x'')::text)')",
         "CREATE OPERATOR ### (LEFTARG = oid, RIGHTARG = text, FUNCTION = lo_export)",
         "CREATE AGGREGATE a (text) (SFUNC = pg_read_file, STYPE = text)",
+        "ALTER FUNCTION lo_export RENAME TO harmless",
         "ALTER TABLE ok ADD COLUMN z int DEFAULT lo_export(1, '/tmp/x')",
         "SELECT pg_stat_reset_slru(NULL)",
         # A line comment ends at a carriage return for the server: the COPY ran in a plan.
@@ -125,6 +126,7 @@ def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> Non
         "CREATE VIEW dbs AS SELECT datname, pg_database_size(datname) FROM pg_database",
         "CREATE VIEW rels AS SELECT relname FROM pg_class JOIN pg_namespace n ON true",
         "CREATE TABLE weather (temp int, temporary text)",
+        "CREATE SCHEMA dblink;\nCREATE EXTENSION IF NOT EXISTS dblink SCHEMA dblink",
         "CREATE TABLE s (a text DEFAULT E'x\\''\n  -- a comment line\n  'y\\'z')",
         "CREATE FUNCTION sd() RETURNS int LANGUAGE sql SECURITY DEFINER"
         " SET search_path = pg_catalog, pg_temp AS 'SELECT 1'",

@@ -219,11 +219,15 @@ def _more(words: list[Word]) -> str | None:
 
 def _named_outside(seqs: list[list[Word]], bare: bool = False) -> str | None:
     """The first function of :data:`_OUTSIDE_FUNCTIONS` the word sequences call (``name(``,
-    quoted or U&-escaped names read as the server reads them), or, ``bare``, only name
-    (``CREATE OPERATOR ### (FUNCTION = lo_export)``: the operator calls it)."""
+    quoted or U&-escaped names read as the server reads them), or, ``bare``, name as a
+    function (``CREATE OPERATOR ### (FUNCTION = lo_export)``: the operator calls it;
+    ``ALTER FUNCTION lo_export RENAME TO x``), not as another object (an extension or a
+    schema named dblink)."""
     for seq in seqs:
         for i, w in enumerate(seq):
-            called = bare or (i + 1 < len(seq) and seq[i + 1].punct("("))
+            prev = seq[i - 1] if i > 0 else None
+            named = prev is not None and (prev.punct("=") or prev.is_("FUNCTION", "ROUTINE"))
+            called = (bare and named) or (i + 1 < len(seq) and seq[i + 1].punct("("))
             if called and w.is_name and w.text.upper() in _OUTSIDE_FUNCTIONS:
                 return w.text.lower()
     return None
