@@ -94,6 +94,9 @@ def test_a_dump_with_rows_is_refused_at_its_copy_naming_the_line() -> None:
         "WITH x AS (DELETE FROM pg_shdescription RETURNING 1) SELECT * FROM x",
         # The database's own catalogs: renaming lo_export in pg_proc let a plan write a file.
         "UPDATE pg_proc SET proname = 'harmless' WHERE proname = 'lo_export'",
+        "LOCK TABLE ok, pg_catalog.pg_authid",
+        "SELECT * FROM pg_authid FOR UPDATE",
+        "DELETE FROM ONLY pg_catalog.pg_description",
         "UPDATE pg_catalog.pg_language SET lanpltrusted = true WHERE lanname = 'plperlu'",
         # The loading session's temporary schema, read by the inspection before pg_catalog.
         "CREATE TEMP TABLE pg_namespace (oid oid, nspname name)",
@@ -126,6 +129,8 @@ def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> Non
         "CREATE VIEW dbs AS SELECT datname, pg_database_size(datname) FROM pg_database",
         "CREATE VIEW rels AS SELECT relname FROM pg_class JOIN pg_namespace n ON true",
         "CREATE TABLE weather (temp int, temporary text)",
+        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 'c') THEN"
+        " ALTER TABLE ok ADD CONSTRAINT c CHECK (x > 0); END IF; END $$",
         "CREATE SCHEMA dblink;\nCREATE EXTENSION IF NOT EXISTS dblink SCHEMA dblink",
         "CREATE TABLE s (a text DEFAULT E'x\\''\n  -- a comment line\n  'y\\'z')",
         "CREATE FUNCTION sd() RETURNS int LANGUAGE sql SECURITY DEFINER"

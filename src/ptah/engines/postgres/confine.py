@@ -394,28 +394,6 @@ _SHARED_CATALOGS = {
     "PG_SUBSCRIPTION",
     "PG_PARAMETER_ACL",
 }
-_WRITES = {
-    "UPDATE",
-    "INSERT",
-    "DELETE",
-    "MERGE",
-    "TRUNCATE",
-    "COPY",
-    "ALTER",
-    "GRANT",
-    "REVOKE",
-    "LOCK",
-    "TRIGGER",
-    "RULE",
-    "POLICY",
-    "SECURITY",
-    "SHARE",
-    "VACUUM",
-    "CLUSTER",
-    "REINDEX",
-    "ANALYZE",
-    "DROP",
-}
 
 
 # The database's own catalogs: writing them remakes what the check reads by ("UPDATE
@@ -480,13 +458,52 @@ _CATALOGS = frozenset(
 )
 
 
+# Words after which a name is what a statement writes, locks or grants on.
+_WRITE_TARGETS = {
+    "UPDATE",
+    "INTO",
+    "TABLE",
+    "ON",
+    "TO",
+    "COPY",
+    "LOCK",
+    "TRUNCATE",
+    "VACUUM",
+    "ANALYZE",
+    "CLUSTER",
+}
+_LIST_VERBS = {"LOCK", "TRUNCATE", "VACUUM", "ANALYZE", "GRANT", "REVOKE"}
+
+
 def _catalog_writes(words: list[Word]) -> str | None:
+    """A catalog written, locked or granted on: the name where a statement's target stands
+    (UPDATE x, INSERT INTO x, DELETE FROM x, LOCK [TABLE] x, GRANT ... ON x, a list after
+    such a verb), or any catalog in a query that locks rows (FOR UPDATE/SHARE). Reading one
+    (IF NOT EXISTS (SELECT FROM pg_constraint ...) THEN ALTER TABLE ...) is fine."""
     for seq in _all_words(words):
-        names = [w.text.upper() for w in seq if w.is_name]
-        catalog = next((x for x in names if x in _SHARED_CATALOGS or x in _CATALOGS), None)
-        if catalog is not None and any(x in _WRITES for x in names):
-            whose = "of the whole cluster" if catalog in _SHARED_CATALOGS else "the check reads by"
-            return f"writes or locks {catalog.lower()}, a system catalog {whose}"
+        uppers = [w.text.upper() if w.is_name else "" for w in seq]
+        locks_rows = any(
+            a == "FOR" and b in ("UPDATE", "SHARE", "NO", "KEY")
+            for a, b in itertools.pairwise(uppers)
+        )
+        for i, name in enumerate(uppers):
+            if name not in _SHARED_CATALOGS and name not in _CATALOGS:
+                continue
+            j = i - 1
+            if j >= 1 and seq[j].punct(".") and uppers[j - 1] == "PG_CATALOG":
+                j -= 2  # pg_catalog.pg_proc
+            while j >= 0 and uppers[j] in ("ONLY", "IF", "EXISTS"):
+                j -= 1
+            prev = uppers[j] if j >= 0 else ""
+            target = (
+                prev in _WRITE_TARGETS
+                or (prev == "FROM" and j >= 1 and uppers[j - 1] == "DELETE")
+                or (j >= 0 and seq[j].punct(",") and any(v in _LIST_VERBS for v in uppers))
+            )
+            if target or locks_rows:
+                shared = name in _SHARED_CATALOGS
+                whose = "of the whole cluster" if shared else "the check reads by"
+                return f"writes or locks {name.lower()}, a system catalog {whose}"
     return None
 
 
