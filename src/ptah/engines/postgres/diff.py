@@ -1006,7 +1006,10 @@ class _Diff:
             if gone:
                 self.create(node, f"{at} RESET ({', '.join(gone)})")
             if now - was:
-                self.create(node, f"{at} SET ({', '.join(sorted(now - was))})")
+                # In the desired file's order: the server keeps a set option's place and
+                # appends new ones, so the table lists them as a direct load does.
+                order = new.get("_reloptions") or sorted(now)
+                self.create(node, f"{at} SET ({', '.join(o for o in order if o not in was)})")
         rls_old = old.get("rls", {"enabled": False, "forced": False})
         rls_new = new.get("rls", {"enabled": False, "forced": False})
         if rls_old["enabled"] != rls_new["enabled"]:
@@ -1086,11 +1089,20 @@ class _Diff:
     def column_storage(
         self, table: str, col: str, old: dict[str, Any], new: dict[str, Any]
     ) -> None:
+        """Statistics target, storage and compression. A storage set back to the type's
+        own is set to it by name (PostgreSQL 15 has no ``SET STORAGE DEFAULT``): left
+        alone, the column kept the old one, and the plan never converged. A type change
+        (``ALTER COLUMN ... TYPE``) resets storage and compression to the new type's, so
+        after one they are set again as the desired has them."""
         node, at = f"table:{table}", f"ALTER TABLE {table} ALTER COLUMN {col}"
+        if "type" in old and old["type"] != new["type"]:
+            old = {**old, "storage": None, "compression": None}
         if old.get("statistics", -1) != new.get("statistics", -1):
             self.create(node, f"{at} SET STATISTICS {new.get('statistics', -1)}")
-        if old.get("storage") != new.get("storage") and new.get("storage"):
-            self.create(node, f"{at} SET STORAGE {new['storage']}")
+        if old.get("storage") != new.get("storage"):
+            storage = new.get("storage") or new.get("_typeStorage")
+            if storage:
+                self.create(node, f"{at} SET STORAGE {storage}")
         if old and old.get("compression") != new.get("compression"):
             self.create(node, f"{at} SET COMPRESSION {new.get('compression') or 'default'}")
 

@@ -214,7 +214,8 @@ SELECT c.oid, quote_ident(a.attname),
            JOIN pg_namespace sn ON sn.oid = sc.relnamespace
            JOIN pg_sequence s ON s.seqrelid = sc.oid
           WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
-            AND d.refobjid = c.oid AND d.refobjsubid = a.attnum AND d.deptype = 'i') END
+            AND d.refobjid = c.oid AND d.refobjsubid = a.attnum AND d.deptype = 'i') END,
+       t.typstorage::text
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_type t ON t.oid = a.atttypid
@@ -230,7 +231,9 @@ SELECT k.oid, k.conindid, {_qn("n", "c.relname")}, quote_ident(k.conname),
        k.contype::text, pg_get_constraintdef(k.oid),
        k.contype IN ('p', 'u', 'x') AND coalesce(
          (SELECT x.indisclustered FROM pg_index x WHERE x.indexrelid = k.conindid), false),
-       k.conislocal AND k.conparentid = 0
+       k.conislocal AND k.conparentid = 0,
+       CASE WHEN k.contype IN ('p', 'u') THEN
+         (SELECT ic.reloptions FROM pg_class ic WHERE ic.oid = k.conindid) END
 FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE k.contype IN ('p', 'u', 'c', 'f', 'x')
@@ -521,6 +524,29 @@ def _aggregate_sql(name: str, args: str, r: tuple[Any, ...]) -> str:
 _MODIFY = {"r": "READ_ONLY", "s": "SHAREABLE", "w": "READ_WRITE"}
 
 
+def _with_index_options(definition: str, options: list[str]) -> str:
+    """A primary key's or unique constraint's definition with its index's storage
+    parameters (``WITH (fillfactor='60')``) where ``ADD CONSTRAINT`` takes them.
+
+    ``pg_get_constraintdef`` leaves them out for these two (an exclusion constraint's
+    has them), so a constraint created ``WITH (...)`` was added again without: the
+    options were lost silently, and a change of them alone was never planned. They go
+    before the ``DEFERRABLE`` clause.
+    """
+    tail = ""
+    for suffix in (" DEFERRABLE INITIALLY DEFERRED", " DEFERRABLE"):
+        if definition.endswith(suffix):
+            definition, tail = definition.removesuffix(suffix), suffix
+            break
+    params = ", ".join(
+        f"{name}={_lit(value)}" for name, value in (o.split("=", 1) for o in options)
+    )
+    return f"{definition} WITH ({params}){tail}"
+
+
+_STORAGE = {"p": "PLAIN", "e": "EXTERNAL", "m": "MAIN", "x": "EXTENDED"}
+
+
 def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -716,6 +742,7 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             local,
             adoid,
             identity_seq,
+            typstorage,
         ) = row
         table = schema["table"][tables_by_oid[reloid]]
         column: dict[str, Any] = {
@@ -730,9 +757,10 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
         if stat is not None and stat >= 0:
             column["statistics"] = stat
         if storage:
-            column["storage"] = {"p": "PLAIN", "e": "EXTERNAL", "m": "MAIN", "x": "EXTENDED"}[
-                storage
-            ]
+            column["storage"] = _STORAGE[storage]
+        # The type's own: what a column's storage goes back to (PostgreSQL 15 has no
+        # SET STORAGE DEFAULT). Private: the type says it already.
+        column["_typeStorage"] = _STORAGE[typstorage]
         if compression:
             column["compression"] = {"p": "pglz", "l": "lz4"}.get(compression, compression)
         if not local:
@@ -753,7 +781,10 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
         if adoid is not None:
             nodes.add("pg_attrdef", adoid, f"table:{tables_by_oid[reloid]}")
             nodes.defaults[adoid] = col
-    for oid, indid, rel, name, kind, definition, clustered, own in _rows(cur, Q_CONSTRAINTS):
+    for row in _rows(cur, Q_CONSTRAINTS):
+        oid, indid, rel, name, kind, definition, clustered, own, options = row
+        if options:
+            definition = _with_index_options(definition, list(options))
         if not own:
             # A partition's copy of its parent's constraint: its own once detached; a
             # child's check from its parents only (not named in its CREATE TABLE).
