@@ -154,6 +154,8 @@ class Kubelet:
     # Damage to a frame line on its way to the API, drawn from its own stream so every
     # other draw of a schedule stays as it was.
     frame_damage: random.Random = field(default_factory=lambda: random.Random(0))
+    # A Pod whose controller reference a webhook gave to another owner: its own stream too.
+    adoption: random.Random = field(default_factory=lambda: random.Random(0))
     # The Job controller's count of each Pod it has finished with (Succeeded/Failed).
     _counted: dict[tuple[str, str], str] = field(default_factory=dict)
 
@@ -242,8 +244,35 @@ class Kubelet:
             spec["containers"].append({"name": "mesh-proxy", "image": "mesh/proxy:1"})
         elif fault == "webhook-annotations":
             annotations = {k: v for k, v in annotations.items() if not k.startswith("ptah.io/")}
+        job_ref = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": job["metadata"]["name"],
+            "uid": job["metadata"]["uid"],
+            "controller": True,
+        }
+        owners = [job_ref]
+        if not extra and self.faults_on and self.adoption.random() < 0.02:
+            # A webhook (or another controller adopting Pods) makes itself the Pod's
+            # controller on its way in and leaves the Job's reference a plain one: the
+            # Pod still lists the Job, but the Job is not what controls it.
+            self._count("fault:webhook-owner")
+            owners = [
+                dict(job_ref, controller=False),
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": "adopter",
+                    "uid": f"adopter-{job['metadata']['uid']}",
+                    "controller": True,
+                },
+            ]
         # What the Job asked for, whatever a webhook made of it: the truth of admission.
-        admitted = spec == template["spec"] and annotations == dict(meta.get("annotations", {}))
+        admitted = (
+            spec == template["spec"]
+            and annotations == dict(meta.get("annotations", {}))
+            and owners == [job_ref]
+        )
         spec["nodeName"] = NODE  # bound at once (one node), unless left unscheduled
         pod = {
             "apiVersion": "v1",
@@ -255,15 +284,7 @@ class Kubelet:
                     meta.get("labels", {}), **{"controller-uid": job["metadata"]["uid"]}
                 ),
                 "annotations": annotations,
-                "ownerReferences": [
-                    {
-                        "apiVersion": "batch/v1",
-                        "kind": "Job",
-                        "name": job["metadata"]["name"],
-                        "uid": job["metadata"]["uid"],
-                        "controller": True,
-                    }
-                ],
+                "ownerReferences": owners,
             },
             "spec": spec,
             "status": {"phase": "Pending"},

@@ -158,6 +158,7 @@ class World:
         world = cls(seed, rng, clock, cluster, dbs, Kubelet(cluster, dbs, rng))
         world.clocks = random.Random(f"{seed}/clocks")
         world.kubelet.frame_damage = random.Random(f"{seed}/frames")
+        world.kubelet.adoption = random.Random(f"{seed}/adoption")
         world.races = random.Random(f"{seed}/races")
         world.quiet = random.Random(f"{seed}/quiet")
         world.kubelet.on_partition = world._partition_spreads
