@@ -48,6 +48,28 @@ UNMANAGED = {
         "ALTER TABLE public.t ALTER COLUMN a SET (n_distinct = 100);",
         "column options",
     ),
+    # An identity column's sequence is the table's (not a sequence of the schema): a
+    # grant or comment on it was left out of the plan without a word.
+    "identity sequence grant": (
+        "CREATE TABLE public.i (id integer GENERATED ALWAYS AS IDENTITY);"
+        " GRANT USAGE ON SEQUENCE public.i_id_seq TO PUBLIC;",
+        "identity sequence grant on public.i (i_id_seq)",
+    ),
+    "identity sequence comment": (
+        "CREATE TABLE public.i (id integer GENERATED ALWAYS AS IDENTITY);"
+        " COMMENT ON SEQUENCE public.i_id_seq IS 'ids';",
+        "identity sequence comment on public.i (i_id_seq)",
+    ),
+    # Privileges an extension's member was created with, changed: left out silently too.
+    "extension member grant": (
+        "CREATE EXTENSION pgcrypto;"
+        " REVOKE EXECUTE ON FUNCTION public.gen_random_bytes(integer) FROM PUBLIC;",
+        "a grant on a member of extension pgcrypto (function public.gen_random_bytes(integer))",
+    ),
+    "plpgsql language grant": (
+        "REVOKE USAGE ON LANGUAGE plpgsql FROM PUBLIC;",
+        "a grant on a member of extension plpgsql (language plpgsql)",
+    ),
     "view column default": (
         "CREATE VIEW public.v AS SELECT id, a FROM public.t;"
         " ALTER VIEW public.v ALTER COLUMN a SET DEFAULT 'x';",

@@ -107,6 +107,35 @@ WHERE c.oid >= {FIRST_USER_OID} AND c.relkind IN ('r', 'p', 'i', 'I', 'm')
 UNION ALL
 SELECT 'a security label', s.objoid, s.provider FROM pg_seclabel s
 WHERE s.objoid >= {FIRST_USER_OID}
+UNION ALL
+SELECT 'identity sequence grant', d.refobjid, s.relname
+FROM pg_class s JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = s.oid
+  AND d.refclassid = 'pg_class'::regclass AND d.deptype = 'i'
+WHERE s.relkind = 'S' AND s.oid >= {FIRST_USER_OID}
+  AND s.relacl IS NOT NULL AND s.relacl <> acldefault('s', s.relowner)
+UNION ALL
+SELECT 'identity sequence comment', d.refobjid, s.relname
+FROM pg_class s JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = s.oid
+  AND d.refclassid = 'pg_class'::regclass AND d.deptype = 'i'
+JOIN pg_description c ON c.classoid = 'pg_class'::regclass AND c.objoid = s.oid
+WHERE s.relkind = 'S' AND s.oid >= {FIRST_USER_OID}
+"""
+
+# Privileges on an extension's member (a function, table, type, language, schema) that
+# differ from those it was created with (pg_init_privs): GRANT/REVOKE on them is not
+# planned, the extension being created as a whole. plpgsql's language counts too.
+_MEMBER_GRANTS = """
+SELECT quote_ident(x.extname), pg_describe_object(m.classid, m.objid, 0)
+FROM (SELECT 'pg_proc'::regclass AS classid, oid AS objid, proacl AS acl FROM pg_proc
+      UNION ALL SELECT 'pg_class'::regclass, oid, relacl FROM pg_class
+      UNION ALL SELECT 'pg_type'::regclass, oid, typacl FROM pg_type
+      UNION ALL SELECT 'pg_language'::regclass, oid, lanacl FROM pg_language
+      UNION ALL SELECT 'pg_namespace'::regclass, oid, nspacl FROM pg_namespace) m
+JOIN pg_depend d ON d.classid = m.classid AND d.objid = m.objid AND d.deptype = 'e'
+JOIN pg_extension x ON x.oid = d.refobjid
+LEFT JOIN pg_init_privs ip ON ip.classoid = m.classid AND ip.objoid = m.objid
+  AND ip.objsubid = 0
+WHERE m.acl IS DISTINCT FROM ip.initprivs
 """
 
 
@@ -257,4 +286,7 @@ def census(cur: Any, nodes: NodeMap) -> tuple[list[str], dict[str, list[str]]]:
         node = nodes.get("pg_class", oid)
         if node is not None:
             out.append(f"{what} on {node.split(':', 1)[1]} ({detail})")
+    cur.execute(_MEMBER_GRANTS)
+    for extension, member in cur.fetchall():
+        out.append(f"a grant on a member of extension {extension} ({member})")
     return out, held
