@@ -70,6 +70,14 @@ UNMANAGED = {
         "REVOKE USAGE ON LANGUAGE plpgsql FROM PUBLIC;",
         "a grant on a member of extension plpgsql (language plpgsql)",
     ),
+    # Only a table's columns carry these in the plan: on a materialized view's they
+    # were left out without a word.
+    "materialized view column settings": (
+        "CREATE MATERIALIZED VIEW public.mv AS SELECT id, a, a AS c FROM public.t;"
+        " ALTER MATERIALIZED VIEW public.mv ALTER COLUMN a SET STATISTICS 200,"
+        " ALTER COLUMN c SET STORAGE MAIN;",
+        "materialized view column settings (statistics, storage, compression) on public.mv (a)",
+    ),
     "view column default": (
         "CREATE VIEW public.v AS SELECT id, a FROM public.t;"
         " ALTER VIEW public.v ALTER COLUMN a SET DEFAULT 'x';",

@@ -108,6 +108,13 @@ UNION ALL
 SELECT 'a security label', s.objoid, s.provider FROM pg_seclabel s
 WHERE s.objoid >= {FIRST_USER_OID}
 UNION ALL
+SELECT 'materialized view column settings (statistics, storage, compression)', c.oid,
+       a.attname
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+JOIN pg_type t ON t.oid = a.atttypid
+WHERE c.oid >= {FIRST_USER_OID} AND c.relkind = 'm' AND a.attnum > 0 AND NOT a.attisdropped
+  AND (a.attstattarget >= 0 OR a.attstorage <> t.typstorage OR a.attcompression <> '')
+UNION ALL
 SELECT 'identity sequence grant', d.refobjid, s.relname
 FROM pg_class s JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = s.oid
   AND d.refclassid = 'pg_class'::regclass AND d.deptype = 'i'
