@@ -78,6 +78,12 @@ UNMANAGED = {
         " ALTER COLUMN c SET STORAGE MAIN;",
         "materialized view column settings (statistics, storage, compression) on public.mv (a)",
     ),
+    # GRANT/REVOKE ... ON TYPE of a table's row type: the server takes it, and the plan
+    # left it out without a word.
+    "row type grant": (
+        "REVOKE USAGE ON TYPE public.t FROM PUBLIC;",
+        "row type grant on public.t (t)",
+    ),
     "view column default": (
         "CREATE VIEW public.v AS SELECT id, a FROM public.t;"
         " ALTER VIEW public.v ALTER COLUMN a SET DEFAULT 'x';",

@@ -115,6 +115,11 @@ JOIN pg_type t ON t.oid = a.atttypid
 WHERE c.oid >= {FIRST_USER_OID} AND c.relkind = 'm' AND a.attnum > 0 AND NOT a.attisdropped
   AND (a.attstattarget >= 0 OR a.attstorage <> t.typstorage OR a.attcompression <> '')
 UNION ALL
+SELECT 'row type grant', c.oid, t.typname
+FROM pg_type t JOIN pg_class c ON c.oid = t.typrelid
+WHERE c.oid >= {FIRST_USER_OID} AND c.relkind <> 'c'
+  AND t.typacl IS NOT NULL AND t.typacl <> acldefault('T', t.typowner)
+UNION ALL
 SELECT 'identity sequence grant', d.refobjid, s.relname
 FROM pg_class s JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = s.oid
   AND d.refclassid = 'pg_class'::regclass AND d.deptype = 'i'
