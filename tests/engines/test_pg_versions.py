@@ -345,6 +345,17 @@ PAIRS["column storage reset and kept across a type change"] = (
     ),
 )
 
+# A partition's own statistics target on a column it takes from its parent: it was set
+# again on every plan (the plan never came out empty).
+PARTITION_STATS = """
+CREATE TABLE public.pp (id integer, at date) PARTITION BY RANGE (at);
+CREATE TABLE public.pp1 PARTITION OF public.pp FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+"""
+PAIRS["partition's own column statistics target"] = (
+    PARTITION_STATS,
+    PARTITION_STATS + "ALTER TABLE public.pp1 ALTER COLUMN id SET STATISTICS 300;\n",
+)
+
 # Pairs whose way back is refused by design (an enum value removed).
 # The way back of the child's columns named in it: refused (the test below).
 ONE_WAY: dict[str, tuple[str, str]] = {

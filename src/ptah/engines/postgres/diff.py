@@ -1118,7 +1118,14 @@ class _Diff:
                 self.create(node, f"{at} SET DEFAULT {new['default']}")
         if old["notNull"] != new["notNull"] and new["notNull"]:
             self.create(node, f"{at} SET NOT NULL", DATA_DEPENDENT, LOCK_HEAVY)
-        base = {"_": 1, "storage": old.get("storage"), "compression": old.get("compression")}
+        # Its statistics target too: without it the partition's own target was set again
+        # on every plan (the plan never came out empty).
+        base = {
+            "_": 1,
+            "storage": old.get("storage"),
+            "compression": old.get("compression"),
+            "statistics": old.get("statistics", -1),
+        }
         self.column_storage(table, col, base, new)
 
     def alter_column(self, table: str, col: str, old: dict[str, Any], new: dict[str, Any]) -> None:
