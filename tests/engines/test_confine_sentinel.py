@@ -227,6 +227,45 @@ def test_mysql_what_a_file_leaves_in_its_session_ends_with_its_load(
         assert cur.fetchall() == ()
 
 
+@pytest.mark.parametrize("server_mode", ["NO_BACKSLASH_ESCAPES", "ANSI", "ORACLE"])
+def test_mysql_a_server_default_mode_does_not_change_how_the_file_is_read(
+    mysql_db: str,
+    mysql_url: str,
+    mysql_sentinel: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    server_mode: str,
+) -> None:
+    """A server whose own default sql_mode reads backslashes or double quotes otherwise
+    (set here on each new session, as a server's global default would be, without
+    touching the shared test server): the file is still loaded as the check read it.
+    Without the pin the first file dropped the sentinel database."""
+    from ptah.engines.mysql import ops
+
+    real_connect = ops.connect
+
+    def connect_as_configured(url: object, database: str | None = None) -> object:
+        conn = real_connect(url, database)  # type: ignore[arg-type]
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION sql_mode = %s", (server_mode,))
+        return conn
+
+    monkeypatch.setattr(ops, "connect", connect_as_configured)
+    s = mysql_sentinel
+    state = _mysql_state(mysql_url, s, f"/tmp/ptah-sentinel-{uuid.uuid4().hex[:8]}")
+    before = state()
+    files = [
+        "CREATE TABLE film (id INT PRIMARY KEY);\n"
+        f"SELECT '\\'; DROP DATABASE `{s}`; -- ';\n",
+        'CREATE TABLE film (id INT PRIMARY KEY, note VARCHAR(40) DEFAULT "a;b");\n',
+    ]
+    for sql in files:
+        with open_target(mysql_db) as target:
+            plan = planner.plan(target, sql)
+        assert any("`film`" in st.sql for st in plan.statements), plan
+        assert state() == before, f"sentinel changed by {sql!r} under {server_mode}"
+
+
 # -- SQLite --------------------------------------------------------------------------
 
 

@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 from ptah.engines.model import Schema
+from ptah.engines.mysql.target import read_as_checked
 
 _AUTO_INC = re.compile(r" AUTO_INCREMENT=\d+")
 
@@ -91,6 +92,7 @@ def census(cur: Any, tables: list[tuple[str, str]]) -> list[str]:
 
 
 def inspect(conn: Any) -> Schema:
+    read_as_checked(conn)  # SHOW CREATE quotes names by the session's sql_mode
     schema: Schema = {"table": {}, "view": {}}
     with conn.cursor() as cur:
         cur.execute("SELECT DATABASE()")

@@ -29,7 +29,7 @@ from ptah.engines.model import (
 from ptah.engines.mysql import diff as mydiff
 from ptah.engines.mysql import inspect as myinspect
 from ptah.engines.mysql import online as myonline
-from ptah.engines.mysql.target import connect
+from ptah.engines.mysql.target import connect, read_as_checked
 from ptah.engines.ops import ONLINE, DriftedError, Progress, Timeouts
 from ptah.engines.splitter import Statement as SourceStatement
 from ptah.engines.urls import DbUrl, scrub
@@ -99,6 +99,7 @@ class MysqlOps:
             try:
                 try:
                     conn.select_db(name)
+                    read_as_checked(conn)
                     _run_script(conn, "SET SESSION foreign_key_checks = 1")
                     for statement in confine.split(desired_sql, "mysql"):
                         try:

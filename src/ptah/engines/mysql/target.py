@@ -29,6 +29,36 @@ def connect(url: DbUrl, database: str | None = None) -> Any:
     )
 
 
+# sql_mode words that change how the server splits and reads a statement's text:
+# quotes (ANSI_QUOTES makes "x" a name), backslashes (NO_BACKSLASH_ESCAPES), and the
+# combination modes that bring ANSI_QUOTES with them.
+LEXING_MODES = frozenset(
+    {"ANSI_QUOTES", "NO_BACKSLASH_ESCAPES", "ANSI", "ORACLE", "MSSQL", "DB2", "POSTGRESQL", "MAXDB"}
+)
+
+
+def read_as_checked(conn: Any) -> None:
+    """Give the loading session the lexing the confinement check reads a file with.
+
+    The check (and the splitter) read quotes and backslashes as the server's default
+    sql_mode does, and a file may only SET modes that read alike. A server whose own
+    default mode holds ANSI_QUOTES or NO_BACKSLASH_ESCAPES would read the same bytes
+    otherwise: "SELECT '\\'; DROP DATABASE x; -- '" is one string to the check and two
+    statements to such a server (the load runs multi-statement queries). So the session
+    drops those modes and keeps the rest of the server's (strictness and the like, which
+    decide what a file's DDL means). The inspection reads SHOW CREATE output, which
+    quotes names by the same modes, so every declarative session (load, both sides'
+    inspection, and the apply of what they gave) reads alike; a versioned migration's
+    session keeps the server's modes, its files being the user's own SQL."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT @@SESSION.sql_mode")
+        row = cur.fetchone()
+        modes = [m for m in str(row[0] if row else "").split(",") if m]
+        kept = [m for m in modes if m.upper() not in LEXING_MODES]
+        if kept != modes:
+            cur.execute("SET SESSION sql_mode = %s", (",".join(kept),))
+
+
 class MysqlTarget(Target):
     engine = "mysql"
 
