@@ -140,7 +140,7 @@ EDITS: dict[str, tuple[str, str, dict[str, tuple[str, ...]]]] = {
         "ALTER TABLE s.item ALTER COLUMN tenant SET STATISTICS 200;\n"
         "ALTER TABLE s.item REPLICA IDENTITY FULL;",
         {
-            "ALTER TABLE s.item SET (autovacuum_enabled=false, fillfactor=60)": (),
+            "ALTER TABLE s.item SET (fillfactor=60, autovacuum_enabled=false)": (),
             "ALTER TABLE s.item ALTER COLUMN tenant SET STATISTICS 200": (),
             "ALTER TABLE s.item REPLICA IDENTITY FULL": (),
         },
