@@ -16,6 +16,14 @@ pytestmark = pytest.mark.integration
 
 BASE = "CREATE TABLE public.t (id integer PRIMARY KEY, a text, b integer);\n"
 
+PARTED = """
+CREATE TABLE public.p (id integer, at date, PRIMARY KEY (id, at), CHECK (id > 0))
+  PARTITION BY RANGE (at);
+CREATE TABLE public.p1 PARTITION OF public.p FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+CREATE FUNCTION public.tf() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;
+CREATE TRIGGER tr BEFORE INSERT ON public.p FOR EACH ROW EXECUTE FUNCTION public.tf();
+"""
+
 UNMANAGED = {
     "operator": (
         "CREATE FUNCTION public.t_eq(integer, integer) RETURNS boolean LANGUAGE sql"
@@ -83,6 +91,28 @@ UNMANAGED = {
     "row type grant": (
         "REVOKE USAGE ON TYPE public.t FROM PUBLIC;",
         "row type grant on public.t (t)",
+    ),
+    # A partition's copies of its parent's constraints and triggers are the parent's in
+    # the plan: a comment on one, or one enabled otherwise, was left out without a word.
+    "comment on a partition's constraint copy": (
+        PARTED + "COMMENT ON CONSTRAINT p1_pkey ON public.p1 IS 'key';",
+        "comment on a copy of its parent's constraint on public.p1 (p1_pkey)",
+    ),
+    "comment on a partition's constraint index copy": (
+        PARTED + "COMMENT ON INDEX public.p1_pkey IS 'key';",
+        "comment on a copy of its parent's constraint on public.p1 (p1_pkey)",
+    ),
+    "comment on a child's inherited check": (
+        PARTED + "COMMENT ON CONSTRAINT p_id_check ON public.p1 IS 'positive';",
+        "comment on a copy of its parent's constraint on public.p1 (p_id_check)",
+    ),
+    "comment on a partition's trigger copy": (
+        PARTED + "COMMENT ON TRIGGER tr ON public.p1 IS 'x';",
+        "comment on a copy of its parent's trigger on public.p1 (tr)",
+    ),
+    "partition's trigger copy disabled": (
+        PARTED + "ALTER TABLE public.p1 DISABLE TRIGGER tr;",
+        "a copy of its parent's trigger enabled otherwise on public.p1 (tr D)",
     ),
     "view column default": (
         "CREATE VIEW public.v AS SELECT id, a FROM public.t;"

@@ -115,6 +115,24 @@ JOIN pg_type t ON t.oid = a.atttypid
 WHERE c.oid >= {FIRST_USER_OID} AND c.relkind = 'm' AND a.attnum > 0 AND NOT a.attisdropped
   AND (a.attstattarget >= 0 OR a.attstorage <> t.typstorage OR a.attcompression <> '')
 UNION ALL
+SELECT 'comment on a copy of its parent''s constraint', k.conrelid, k.conname
+FROM pg_constraint k JOIN pg_description d ON d.objsubid = 0
+  AND (d.classoid = 'pg_constraint'::regclass AND d.objoid = k.oid
+       OR d.classoid = 'pg_class'::regclass AND d.objoid = k.conindid AND k.conindid <> 0
+          AND k.contype IN ('p', 'u', 'x'))
+WHERE k.oid >= {FIRST_USER_OID} AND k.conrelid <> 0
+  AND NOT (k.conislocal AND k.conparentid = 0)
+UNION ALL
+SELECT 'comment on a copy of its parent''s trigger', g.tgrelid, g.tgname
+FROM pg_trigger g JOIN pg_description d ON d.classoid = 'pg_trigger'::regclass
+  AND d.objoid = g.oid
+WHERE g.oid >= {FIRST_USER_OID} AND g.tgparentid <> 0
+UNION ALL
+SELECT 'a copy of its parent''s trigger enabled otherwise', g.tgrelid,
+       g.tgname || ' ' || g.tgenabled::text
+FROM pg_trigger g JOIN pg_trigger pg_ ON pg_.oid = g.tgparentid
+WHERE g.oid >= {FIRST_USER_OID} AND g.tgenabled <> pg_.tgenabled
+UNION ALL
 SELECT 'row type grant', c.oid, t.typname
 FROM pg_type t JOIN pg_class c ON c.oid = t.typrelid
 WHERE c.oid >= {FIRST_USER_OID} AND c.relkind <> 'c'
