@@ -12,6 +12,7 @@ file *does* change the sentinel: the proof can fail.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import uuid
@@ -439,3 +440,37 @@ def test_postgres_plan_of_many_statements_leaves_the_cluster_catalogs(
         (f"UPDATE pg_authid SET rolcreatedb = true WHERE rolname = '{s}';\n{tables}", "UPDATE")
     ]
     _assert_confined(pg_db, hostile, state, tmp_path)
+
+
+def test_postgres_a_role_default_does_not_change_how_the_file_is_read(
+    pg_db: str, pg_url: str, tmp_path: Path
+) -> None:
+    """A role whose default is standard_conforming_strings = off (ALTER ROLE ... SET, as a
+    cluster may have it): "SELECT 'a\\''; COPY ...; -- '" is one string to the check, and
+    to such a session a string, a COPY TO PROGRAM and a comment. The loading session
+    starts with the server's default reading, so the program never runs. (Without it the
+    file was written.)"""
+    from urllib.parse import urlsplit, urlunsplit
+
+    role = "ptah_scs_" + uuid.uuid4().hex[:8]
+    outfile = f"/tmp/ptah-sentinel-{uuid.uuid4().hex[:8]}"
+    with open_target(pg_url) as admin:
+        admin.connection.execute(f"CREATE ROLE {role} LOGIN SUPERUSER PASSWORD 'scs-pw'")
+        admin.connection.execute(f"ALTER ROLE {role} SET standard_conforming_strings = off")
+    parts = urlsplit(pg_db)
+    as_role = urlunsplit(parts._replace(netloc=f"{role}:scs-pw@{parts.hostname}:{parts.port}"))
+    try:
+        sql = (
+            "CREATE TABLE film (id int PRIMARY KEY);\n"
+            f"SELECT 'a\\''; COPY (SELECT 1) TO PROGRAM $$touch {outfile}$$; -- ';\n"
+        )
+        with open_target(as_role) as target:
+            plan = planner.plan(target, sql)
+        assert any("film" in st.sql for st in plan.statements), plan
+        assert not os.path.exists(outfile), "the desired file ran a program on the server"
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(outfile)
+        with open_target(pg_url) as admin:
+            admin.connection.execute(f"DROP OWNED BY {role}")
+            admin.connection.execute(f"DROP ROLE {role}")

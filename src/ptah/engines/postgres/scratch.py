@@ -128,10 +128,23 @@ def _load_and_inspect(conn: Any, load: prepare.Load, seconds: dict[str, float]) 
     raise _failed(failure, line)
 
 
+# The lexing the confinement check reads a desired file with: the server's default
+# (standard_conforming_strings on, UTF-8 from the client). A role or a database may set
+# other defaults (ALTER ROLE ... SET standard_conforming_strings = off): then
+# "SELECT 'a\\''; COPY ... TO PROGRAM ...; -- '" is one string to the check and a program
+# run to the server. The file itself may only set values that read alike (confine.py).
+AS_CHECKED = "-c standard_conforming_strings=on -c client_encoding=UTF8"
+
+
+def _load_connection(url: DbUrl, database: str | None = None, autocommit: bool = False) -> Any:
+    """A session that loads the desired file: it reads SQL as the check read it."""
+    return connect(url, database=database, autocommit=autocommit, options=AS_CHECKED)
+
+
 def _load_dev(dev_url: DbUrl, load: prepare.Load, seconds: dict[str, float]) -> Schema:
     """Load into the dev database given by its URL, in one transaction always rolled
     back: the database is left as found. It must be empty to begin with."""
-    conn = connect(dev_url)
+    conn = _load_connection(dev_url)
     try:
         # The emptiness check runs in a savepoint rolled back after it, so that the
         # inspection's SET LOCAL search_path = pg_catalog does not reach the load (where
@@ -199,9 +212,9 @@ def _temporary_database(
     conn: Any = None
     try:
         if len(load.statements) > BATCH:
-            conn = connect(url, database=name, autocommit=True)
+            conn = _load_connection(url, database=name, autocommit=True)
             return _load_batches(conn, load, seconds)
-        conn = connect(url, database=name)
+        conn = _load_connection(url, database=name)
         return _load_and_inspect(conn, load, seconds)
     finally:
         _drop_behind(admin, name, seconds, conn)

@@ -13,9 +13,14 @@ if TYPE_CHECKING:
     from ptah.engines.report import DatabaseIdentity
 
 
-def connect(url: DbUrl, database: str | None = None, autocommit: bool = False) -> Any:
-    """A psycopg connection; keyword arguments so the password never sits in a DSN string."""
+def connect(
+    url: DbUrl, database: str | None = None, autocommit: bool = False, options: str | None = None
+) -> Any:
+    """A psycopg connection; keyword arguments so the password never sits in a DSN string.
+    ``options``: settings the session starts with (``-c name=value``), above the role's
+    and the database's own defaults."""
     kwargs: dict[str, Any] = {
+        "options": options,
         "host": url.host or None,
         "port": url.port,
         "user": url.user or None,
