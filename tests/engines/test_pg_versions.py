@@ -356,6 +356,19 @@ PAIRS["partition's own column statistics target"] = (
     PARTITION_STATS + "ALTER TABLE public.pp1 ALTER COLUMN id SET STATISTICS 300;\n",
 )
 
+# The same on a partitioned table: the parent's type change resets its partitions'
+# storage and compression too, and the parent's SET COMPRESSION does not reach them.
+PARTED_STORAGE = """
+CREATE TABLE public.pp (id integer, at date, a varchar(5) COMPRESSION lz4)
+  PARTITION BY RANGE (at);
+CREATE TABLE public.pp1 PARTITION OF public.pp FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+ALTER TABLE public.pp ALTER COLUMN a SET STORAGE MAIN;
+"""
+PAIRS["partitioned column storage and compression kept across a type change"] = (
+    PARTED_STORAGE,
+    PARTED_STORAGE.replace("varchar(5)", "text"),
+)
+
 # Pairs whose way back is refused by design (an enum value removed).
 # The way back of the child's columns named in it: refused (the test below).
 ONE_WAY: dict[str, tuple[str, str]] = {

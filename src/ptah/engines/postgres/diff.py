@@ -1747,6 +1747,11 @@ def _merge(child: dict[str, Any], pold: dict[str, Any], pnew: dict[str, Any]) ->
         out[key] = pnew[key]
     if child["default"] == pold["default"]:
         out["default"] = pnew["default"]
+    if pold["type"] != pnew["type"]:
+        # The parent's ALTER COLUMN ... TYPE reaches the partition and resets its storage
+        # and compression to the new type's; the parent's SET COMPRESSION does not reach
+        # it, so they are set again on the partition as the desired has them.
+        out["storage"], out["compression"] = None, None
     return out
 
 
