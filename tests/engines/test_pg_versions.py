@@ -369,6 +369,17 @@ PAIRS["partitioned column storage and compression kept across a type change"] = 
     PARTED_STORAGE.replace("varchar(5)", "text"),
 )
 
+# On an inheriting child: the parent's SET COMPRESSION does not reach it (a child kept
+# the old one and the plan never converged), nor after the parent's type change.
+INHERITED_COMPRESSION = """
+CREATE TABLE public.par (a varchar(5) COMPRESSION lz4, b text COMPRESSION lz4);
+CREATE TABLE public.kid () INHERITS (public.par);
+"""
+PAIRS["inheriting child's compression"] = (
+    INHERITED_COMPRESSION,
+    INHERITED_COMPRESSION.replace("varchar(5)", "text").replace("b text COMPRESSION lz4", "b text"),
+)
+
 # Pairs whose way back is refused by design (an enum value removed).
 # The way back of the child's columns named in it: refused (the test below).
 ONE_WAY: dict[str, tuple[str, str]] = {

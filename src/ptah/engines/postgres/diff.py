@@ -1059,7 +1059,19 @@ class _Diff:
         added += [c for c in cur.keys() & want.keys() if (table, c) in self.ch.readded]
         for col in sorted(cur.keys() & want.keys()):
             if child and not partition and want[col].get("_inherited"):
-                continue  # the parent's change reaches its children
+                # The parent's change reaches its children, all but SET COMPRESSION (and
+                # its type change resets the child's compression): that one is set here.
+                was = cur[col].get("compression")
+                if cur[col]["type"] != want[col]["type"]:
+                    was = None
+                if was != want[col].get("compression"):
+                    self.column_storage(
+                        table,
+                        col,
+                        {**want[col], "compression": was},
+                        want[col],
+                    )
+                continue
             if partition and want[col].get("_inherited"):
                 parent = self.want["table"].get(new_t["partitionOf"], {}).get("columns", {})
                 pold = self.cur["table"].get(old_t["partitionOf"], {}).get("columns", {})
