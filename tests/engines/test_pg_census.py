@@ -114,6 +114,12 @@ UNMANAGED = {
         PARTED + "ALTER TABLE public.p1 DISABLE TRIGGER tr;",
         "a copy of its parent's trigger enabled otherwise on public.p1 (tr D)",
     ),
+    # The owner's own privileges are left out of the plan (the owner is whoever loads
+    # the file): one revoked from the owner was left out without a word.
+    "owner's own privilege revoked": (
+        "REVOKE UPDATE ON public.t FROM CURRENT_USER;",
+        "owner's own privilege revoked on public.t (UPDATE)",
+    ),
     "view column default": (
         "CREATE VIEW public.v AS SELECT id, a FROM public.t;"
         " ALTER VIEW public.v ALTER COLUMN a SET DEFAULT 'x';",

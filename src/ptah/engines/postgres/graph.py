@@ -133,6 +133,16 @@ SELECT 'a copy of its parent''s trigger enabled otherwise', g.tgrelid,
 FROM pg_trigger g JOIN pg_trigger pg_ ON pg_.oid = g.tgparentid
 WHERE g.oid >= {FIRST_USER_OID} AND g.tgenabled <> pg_.tgenabled
 UNION ALL
+SELECT 'owner''s own privilege revoked', c.oid, string_agg(d.privilege_type, ',')
+FROM pg_class c,
+     aclexplode(acldefault(CASE WHEN c.relkind = 'S' THEN 's' ELSE 'r' END::"char",
+                           c.relowner)) d
+WHERE c.oid >= {FIRST_USER_OID} AND c.relacl IS NOT NULL
+  AND c.relkind IN ('r', 'p', 'v', 'm', 'S')
+  AND NOT EXISTS (SELECT 1 FROM aclexplode(c.relacl) x
+                   WHERE x.grantee = c.relowner AND x.privilege_type = d.privilege_type)
+GROUP BY c.oid
+UNION ALL
 SELECT 'row type grant', c.oid, t.typname
 FROM pg_type t JOIN pg_class c ON c.oid = t.typrelid
 WHERE c.oid >= {FIRST_USER_OID} AND c.relkind <> 'c'
