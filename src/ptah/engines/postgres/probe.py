@@ -43,6 +43,7 @@ CATALOGS = (
     "pg_foreign_server",
     "pg_index",
     "pg_inherits",
+    "pg_init_privs",
     "pg_language",
     "pg_namespace",
     "pg_opclass",
