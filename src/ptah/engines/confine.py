@@ -363,6 +363,21 @@ _HEADER_WORDS = frozenset(
 )
 
 
+def _closing(words: list[Word], k: int) -> int:
+    """The index of the ``)`` that closes the ``(`` at ``k`` (``len(words)`` when none
+    does): a header's parameter list or a type's arguments, nested parentheses and all."""
+    depth = 0
+    while k < len(words):
+        if words[k].punct("("):
+            depth += 1
+        elif words[k].punct(")"):
+            depth -= 1
+            if depth == 0:
+                return k
+        k += 1
+    return k
+
+
 def _body_after_header(words: list[Word], i: int) -> tuple[int, int] | None:
     """For a CREATE PROCEDURE/FUNCTION/TRIGGER at ``i``: (first word after the parameter
     list or FOR EACH ROW, the body's first word), else None."""
@@ -399,31 +414,14 @@ def _body_after_header(words: list[Word], i: int) -> tuple[int, int] | None:
         if words[k].punct(";") or words[k].is_("RETURNS"):
             return None  # a loadable function (RETURNS ... SONAME): no body
         k += 1
-    depth = 0
-    while k < n:
-        if words[k].punct("("):
-            depth += 1
-        elif words[k].punct(")"):
-            depth -= 1
-            if depth == 0:
-                break
-        k += 1
+    k = _closing(words, k)
     first = body = k + 1
     while body < n:
         w = words[body]
         if w.is_("RETURNS"):
             body += 2  # the type's name
         elif w.punct("("):
-            depth = 0
-            while body < n:
-                if words[body].punct("("):
-                    depth += 1
-                elif words[body].punct(")"):
-                    depth -= 1
-                    if depth == 0:
-                        break
-                body += 1
-            body += 1
+            body = _closing(words, body) + 1
         elif w.is_("CHARSET", "COLLATE", "COMMENT"):
             body += 2
         elif w.is_("CHARACTER"):
