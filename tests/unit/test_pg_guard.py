@@ -42,6 +42,14 @@ def test_a_dump_with_rows_is_refused_at_its_copy_naming_the_line() -> None:
     [
         "SET ROLE postgres",
         "SET SESSION AUTHORIZATION postgres",
+        # The same switches through the settings' own names or a scope word: each switched
+        # the loading session's role on the server and passed the check.
+        "SET LOCAL role postgres",
+        "SET session_authorization = 'postgres'",
+        'SET "role" TO postgres',
+        "SET LOCAL SESSION AUTHORIZATION postgres",
+        "RESET session_authorization",
+        "SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY",
         "REASSIGN OWNED BY a TO b",
         "DROP OWNED BY a",
         "GRANT CONNECT ON DATABASE x TO y",
@@ -140,6 +148,8 @@ def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> Non
         "SET standard_conforming_strings = on;\nSET client_encoding = 'UTF8';\n"
         "RESET standard_conforming_strings;\nSELECT current_setting('client_encoding')",
         "CREATE POLICY p ON t FOR SELECT TO PUBLIC USING (true)",
+        # A scope word before an ordinary setting is that setting (it read as a role switch).
+        "SET SESSION statement_timeout = 0;\nSET LOCAL lock_timeout = '5s'",
         "CREATE EVENT TRIGGER e ON ddl_command_end EXECUTE FUNCTION f()",
     ],
 )

@@ -75,10 +75,6 @@ def _head(words: list[Word]) -> str | None:
 
 
 _TWO_WORDS = {
-    ("SET", "ROLE"): "switches to another role",
-    ("SET", "SESSION"): "switches to another role",
-    ("RESET", "ROLE"): "switches roles",
-    ("RESET", "SESSION"): "switches roles",
     ("REASSIGN", "OWNED"): "changes ownership across roles",
     ("DROP", "OWNED"): "drops every object of a role",
     ("IMPORT", "FOREIGN"): "reads another server's schema",
@@ -190,8 +186,43 @@ _RUNS_AT_LOAD = {
 }
 
 
+_ROLE_SETTINGS = {"ROLE", "SESSION_AUTHORIZATION"}
+
+
+def _session_setting(words: list[Word]) -> str | None:
+    """What a SET or RESET of the session's identity does, past its scope word.
+
+    ``SET [SESSION | LOCAL] ROLE``, ``SET [SESSION | LOCAL] SESSION AUTHORIZATION``, their
+    RESET, and the settings' own names (``SET role = x``, ``SET LOCAL
+    session_authorization = x``, quoted or not) all switch roles; ``SET SESSION
+    CHARACTERISTICS`` changes every later transaction of the loading session. Any other
+    ``SET SESSION name`` is a setting like ``SET name`` (judged by the other rules)."""
+    if not words[0].is_("SET", "RESET") or len(words) < 2:
+        return None
+    rest = words[1:]
+    if (
+        words[0].is_("SET")
+        and rest[0].is_("SESSION", "LOCAL")
+        and not (len(rest) > 1 and rest[1].is_("AUTHORIZATION", "CHARACTERISTICS"))
+    ):
+        rest = rest[1:]  # the scope of an ordinary setting
+    if not rest:
+        return None
+    name = rest[0].text.upper() if rest[0].is_name else ""
+    if name in _ROLE_SETTINGS or (
+        name == "SESSION" and len(rest) > 1 and rest[1].is_("AUTHORIZATION")
+    ):
+        return "switches to another role"
+    if name == "SESSION" and len(rest) > 1 and rest[1].is_("CHARACTERISTICS"):
+        return "sets the characteristics of the loading session's later transactions"
+    return None
+
+
 def _more(words: list[Word]) -> str | None:
     w = words[0]
+    switch = _session_setting(words)
+    if switch is not None:
+        return switch
     head = tuple(x.upper for x in words[:2])
     if head in _TWO_WORDS:
         return _TWO_WORDS[head]
