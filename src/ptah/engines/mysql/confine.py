@@ -22,6 +22,7 @@ from ptah.engines.confine import (
     qualified_tables,
     statement_starts,
 )
+from ptah.engines.mysql.modes import SAFE_MODES
 
 _OBJECT_WHY = {
     "DATABASE": "acts on a whole database",
@@ -239,37 +240,6 @@ def _qualified(words: list[Word], text: str) -> str | None:
 # takes only values read as the check reads: modes and character sets listed here, the
 # current value (@@sql_mode), or a user variable only ever given such values
 # (mysqldump's "SET @OLD_SQL_MODE=@@SQL_MODE ... SET SQL_MODE=@OLD_SQL_MODE").
-_SAFE_MODES = frozenset(
-    {
-        "REAL_AS_FLOAT",
-        "PIPES_AS_CONCAT",
-        "IGNORE_SPACE",
-        "IGNORE_BAD_TABLE_OPTIONS",
-        "ONLY_FULL_GROUP_BY",
-        "NO_UNSIGNED_SUBTRACTION",
-        "NO_DIR_IN_CREATE",
-        "NO_KEY_OPTIONS",
-        "NO_TABLE_OPTIONS",
-        "NO_FIELD_OPTIONS",
-        "MYSQL323",
-        "MYSQL40",
-        "NO_AUTO_VALUE_ON_ZERO",
-        "STRICT_TRANS_TABLES",
-        "STRICT_ALL_TABLES",
-        "NO_ZERO_IN_DATE",
-        "NO_ZERO_DATE",
-        "ALLOW_INVALID_DATES",
-        "ERROR_FOR_DIVISION_BY_ZERO",
-        "TRADITIONAL",
-        "NO_AUTO_CREATE_USER",
-        "HIGH_NOT_PRECEDENCE",
-        "NO_ENGINE_SUBSTITUTION",
-        "PAD_CHAR_TO_FULL_LENGTH",
-        "EMPTY_STRING_IS_NULL",
-        "SIMULTANEOUS_ASSIGNMENT",
-        "TIME_ROUND_FRACTIONAL",
-    }
-)
 # Client character sets in which a quote or a backslash is always that character: UTF-8
 # and the single-byte sets (what a dump sets); not GBK, Big5, SJIS, CP932...
 _SAFE_CHARSETS = frozenset(
@@ -393,7 +363,7 @@ def _literal_reads_alike(what: str, value: list[Word]) -> bool:
     if len(value) != 1 or value[0].kind != "string":
         return False
     flags = [f.strip().upper() for f in value[0].text.split(",")]
-    return all(f in _SAFE_MODES or f == "" for f in flags)
+    return all(f in SAFE_MODES or f == "" for f in flags)
 
 
 def _reading_mode(words: list[Word]) -> str | None:

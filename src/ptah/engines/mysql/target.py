@@ -8,6 +8,7 @@ import pymysql
 from pymysql.constants import CLIENT
 
 from ptah.engines.base import Target
+from ptah.engines.mysql.modes import SAFE_MODES
 from ptah.engines.urls import DbUrl
 
 if TYPE_CHECKING:
@@ -29,14 +30,6 @@ def connect(url: DbUrl, database: str | None = None) -> Any:
     )
 
 
-# sql_mode words that change how the server splits and reads a statement's text:
-# quotes (ANSI_QUOTES makes "x" a name), backslashes (NO_BACKSLASH_ESCAPES), and the
-# combination modes that bring ANSI_QUOTES with them.
-LEXING_MODES = frozenset(
-    {"ANSI_QUOTES", "NO_BACKSLASH_ESCAPES", "ANSI", "ORACLE", "MSSQL", "DB2", "POSTGRESQL", "MAXDB"}
-)
-
-
 def read_as_checked(conn: Any) -> None:
     """Give the loading session the lexing the confinement check reads a file with.
 
@@ -45,16 +38,17 @@ def read_as_checked(conn: Any) -> None:
     default mode holds ANSI_QUOTES or NO_BACKSLASH_ESCAPES would read the same bytes
     otherwise: "SELECT '\\'; DROP DATABASE x; -- '" is one string to the check and two
     statements to such a server (the load runs multi-statement queries). So the session
-    drops those modes and keeps the rest of the server's (strictness and the like, which
-    decide what a file's DDL means). The inspection reads SHOW CREATE output, which
-    quotes names by the same modes, so every declarative session (load, both sides'
-    inspection, and the apply of what they gave) reads alike; a versioned migration's
-    session keeps the server's modes, its files being the user's own SQL."""
+    keeps only the server's modes that read alike (:data:`.modes.SAFE_MODES`, the list a
+    file may SET: strictness and the like, which decide what a file's DDL means). The
+    inspection reads SHOW CREATE output, which quotes names by the same modes, so every
+    declarative session (load, both sides' inspection, and the apply of what they gave)
+    reads alike; a versioned migration's session keeps the server's modes, its files
+    being the user's own SQL."""
     with conn.cursor() as cur:
         cur.execute("SELECT @@SESSION.sql_mode")
         row = cur.fetchone()
         modes = [m for m in str(row[0] if row else "").split(",") if m]
-        kept = [m for m in modes if m.upper() not in LEXING_MODES]
+        kept = [m for m in modes if m.upper() in SAFE_MODES]
         if kept != modes:
             cur.execute("SET SESSION sql_mode = %s", (",".join(kept),))
 
