@@ -32,6 +32,9 @@ def _no_hook(_: str, __: str) -> None:
 
 T = TypeVar("T")
 
+# The default interval between supervising passes over a running Job (see Env).
+SUPERVISE_SECONDS = 30.0
+
 
 @dataclass
 class Env:
@@ -52,7 +55,7 @@ class Env:
     # ptah.operator.mapping), so this poll only renews the Lease and re-validates the Job
     # when nothing moved. It stays well inside ``lease_duration`` (the operator refuses
     # more than a quarter of it), so a renewal never waits on a late pass.
-    supervise_seconds: float = 30.0
+    supervise_seconds: float = SUPERVISE_SECONDS
     runner_defaults: dict[str, Any] = field(default_factory=dict)
     proof_retry_seconds: float = 300.0
     # A transient reading failure is retried after poll_seconds * 2**n, at most this.

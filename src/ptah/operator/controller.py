@@ -38,7 +38,7 @@ from ptah.kube.events import EventSink, record_event
 from ptah.kube.kinds import CONFIGMAP, JOB, PLAN, POD, Kind
 from ptah.kube.port import Cluster, Obj, ObjList, Subresource
 from ptah.kube.watch import WatchEvent
-from ptah.lifecycle.context import Env
+from ptah.lifecycle.context import SUPERVISE_SECONDS, Env
 from ptah.lifecycle.family import AnyFamily
 from ptah.lifecycle.reconcile import reconcile
 from ptah.lifecycle.report import PassReport
@@ -122,7 +122,7 @@ class Settings:
     workers: int = 8
     lease_duration: int = 120
     poll_seconds: float = 5.0
-    supervise_seconds: float = 30.0
+    supervise_seconds: float = SUPERVISE_SECONDS
     proof_retry_seconds: float = 300.0
     retry_ceiling_seconds: float = 300.0
     resync_seconds: float = 300.0

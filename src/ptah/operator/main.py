@@ -33,6 +33,7 @@ from ptah.kube.events import EventEmitter
 from ptah.kube.kinds import LEASE, Kind
 from ptah.kube.real import RealCluster
 from ptah.kube.watch import Watcher
+from ptah.lifecycle.context import SUPERVISE_SECONDS
 from ptah.lifecycle.family import AnyFamily, Watch
 from ptah.lifecycle.watches import LIFECYCLE_WATCHES, merge_watches
 from ptah.operator import health
@@ -117,9 +118,6 @@ def watched(families: dict[str, AnyFamily], drivers: list[Driver]) -> tuple[Watc
     declared = [w for f in families.values() for w in f.watches]
     declared += [w for d in drivers for w in d.watches]
     return merge_watches(own, LIFECYCLE_WATCHES, declared)
-
-
-SUPERVISE_SECONDS = 30.0
 
 
 def supervise_seconds(args: argparse.Namespace) -> float:
