@@ -256,8 +256,7 @@ def test_mysql_a_server_default_mode_does_not_change_how_the_file_is_read(
     state = _mysql_state(mysql_url, s, f"/tmp/ptah-sentinel-{uuid.uuid4().hex[:8]}")
     before = state()
     files = [
-        "CREATE TABLE film (id INT PRIMARY KEY);\n"
-        f"SELECT '\\'; DROP DATABASE `{s}`; -- ';\n",
+        f"CREATE TABLE film (id INT PRIMARY KEY);\nSELECT '\\'; DROP DATABASE `{s}`; -- ';\n",
         'CREATE TABLE film (id INT PRIMARY KEY, note VARCHAR(40) DEFAULT "a;b");\n',
     ]
     for sql in files:
@@ -265,6 +264,70 @@ def test_mysql_a_server_default_mode_does_not_change_how_the_file_is_read(
             plan = planner.plan(target, sql)
         assert any("`film`" in st.sql for st in plan.statements), plan
         assert state() == before, f"sentinel changed by {sql!r} under {server_mode}"
+
+
+# A loadable function (UDF) is the server's, in mysql.func: one small library, built here
+# when the test server has none (its plugin directory holds no UDF library of its own).
+_UDF_SOURCE = """
+char ptah_udf_init(void *initid, void *args, char *message) { return 0; }
+void ptah_udf_deinit(void *initid) {}
+long long ptah_udf(void *initid, void *args, char *is_null, char *error) { return 42; }
+"""
+
+
+@pytest.fixture
+def mysql_udf(mysql_url: str, tmp_path: Path) -> Iterator[str]:
+    import shutil
+    import subprocess
+
+    with open_target(mysql_url) as admin, admin.connection.cursor() as cur:
+        cur.execute("SELECT @@plugin_dir")
+        plugin_dir = Path(cur.fetchone()[0])
+    library = plugin_dir / "ptah_udf.so"
+    if not library.exists():
+        if shutil.which("cc") is None or not os.access(plugin_dir, os.W_OK):
+            pytest.skip("no C compiler or no write access to the server's plugin directory")
+        source = tmp_path / "ptah_udf.c"
+        source.write_text(_UDF_SOURCE)
+        built = tmp_path / "ptah_udf.so"
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", str(built), str(source)], check=True)
+        shutil.copy(built, library)
+    with open_target(mysql_url) as admin, admin.connection.cursor() as cur:
+        cur.execute("SELECT COUNT(*) FROM mysql.func WHERE name = 'ptah_udf'")
+        if cur.fetchone()[0] == 0:
+            cur.execute("CREATE FUNCTION ptah_udf RETURNS INTEGER SONAME 'ptah_udf.so'")
+    yield "ptah_udf"
+    with open_target(mysql_url) as admin, admin.connection.cursor() as cur:
+        cur.execute("SELECT COUNT(*) FROM mysql.func WHERE name = 'ptah_udf'")
+        if cur.fetchone()[0]:
+            cur.execute("DROP FUNCTION ptah_udf")
+
+
+def test_mysql_drop_function_in_a_file_is_the_scratch_function_never_the_servers_udf(
+    mysql_db: str, mysql_url: str, mysql_udf: str
+) -> None:
+    """An unqualified DROP FUNCTION is, to MariaDB, first a loadable function's: each of
+    these dropped the server's UDF during a read-only plan. The load qualifies the name
+    with the scratch, so it is the file's own stored function (or nothing)."""
+    files = [
+        f"DROP FUNCTION IF EXISTS {mysql_udf};\n",
+        f"/*!50003 DROP FUNCTION IF EXISTS `{mysql_udf}` */;\n",
+        f"SET STATEMENT max_statement_time = 10 FOR DROP FUNCTION IF EXISTS {mysql_udf};\n",
+        # a dump's own: the drop before each routine's CREATE
+        "/*!50003 DROP FUNCTION IF EXISTS `f` */;\nCREATE FUNCTION f() RETURNS INT RETURN 1;\n"
+        "DROP FUNCTION f;\n",
+    ]
+    for tail in files:
+        with open_target(mysql_db) as target:
+            plan = planner.plan(target, f"CREATE TABLE film (id INT PRIMARY KEY);\n{tail}")
+        assert any("`film`" in st.sql for st in plan.statements), plan
+        with open_target(mysql_url) as admin, admin.connection.cursor() as cur:
+            cur.execute("SELECT name FROM mysql.func WHERE name = %s", (mysql_udf,))
+            assert cur.fetchall() == ((mysql_udf,),), f"the server's UDF dropped by {tail!r}"
+    with open_target(mysql_db) as target, pytest.raises(Exception, match="does not exist"):
+        planner.plan(
+            target, f"CREATE TABLE film (id INT PRIMARY KEY);\nDROP FUNCTION {mysql_udf};\n"
+        )
 
 
 # -- SQLite --------------------------------------------------------------------------

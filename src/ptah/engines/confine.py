@@ -242,6 +242,17 @@ def _digit_names(tokens: list[Token]) -> list[Token]:
     return out
 
 
+STRING_TOKENS = frozenset(_STRINGS)
+NAME_TOKENS = frozenset({TokenType.IDENTIFIER})  # a quoted name: never a keyword
+digit_names = _digit_names
+
+
+def mysql_tokens(text: str) -> list[Token]:
+    """MariaDB's tokens of ``text`` as the check reads them (executable comments opened),
+    their offsets ``text``'s own."""
+    return list(_READERS["mysql"]().tokenize(uncover_versioned_comments(text)))
+
+
 def read_words(text: str, engine: EngineName) -> list[Word]:
     """The statement as words; raises sqlglot's TokenError when it cannot be read."""
     if engine == "mysql":

@@ -13,10 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from ptah.engines.confine import (
+    NAME_TOKENS,
     OBJECT_POSITIONS,
+    STRING_TOKENS,
     Word,
+    digit_names,
     dotted_names,
     first_reason,
+    mysql_tokens,
     names_an_object,
     object_kind,
     qualified_tables,
@@ -461,3 +465,54 @@ def refusal(words: list[Word], text: str) -> str | None:
         or _server_files(words)
         or _qualified(words, text)
     )
+
+
+def qualify_function_drops(text: str, database: str) -> str:
+    """``text`` with the name of each ``DROP FUNCTION [IF EXISTS] f`` qualified with
+    ``database`` (the scratch): ```scratch`.f``.
+
+    An unqualified DROP FUNCTION is, to MariaDB, first a loadable function's (a UDF in
+    mysql.func, server-wide), and only when none has that name the current database's
+    stored function: 'DROP FUNCTION IF EXISTS f' in a desired file dropped the server's
+    UDF f during a read-only plan. Qualified, it can only be the scratch's stored function
+    (what a schema file means by it, and what a dump's 'DROP FUNCTION IF EXISTS `f`'
+    before each CREATE FUNCTION means). The server runs DROP FUNCTION at top level only
+    (never inside a routine, trigger or event), and the file cannot run SQL text built at
+    load, so every DROP FUNCTION the server runs is in the text read here, as the check
+    reads it (executable comments opened, offsets kept: the name is qualified where it
+    stands, inside a versioned comment too)."""
+    if "function" not in text.lower():
+        return text
+    tokens = digit_names(mysql_tokens(text))
+    quoted = "`" + database.replace("`", "``") + "`."
+    at: list[tuple[int, int]] = []
+    for i in range(len(tokens) - 2):
+        if (
+            tokens[i].text.upper() != "DROP"
+            or tokens[i + 1].text.upper() != "FUNCTION"
+            or tokens[i].token_type in NAME_TOKENS
+        ):
+            continue
+        k = i + 2
+        if (
+            k + 1 < len(tokens)
+            and tokens[k].token_type not in NAME_TOKENS
+            and tokens[k].text.upper() == "IF"
+            and tokens[k + 1].text.upper() == "EXISTS"
+        ):
+            k += 2  # IF EXISTS (not a function named `if`)
+        if k >= len(tokens):
+            continue
+        name = tokens[k]
+        if name.token_type in STRING_TOKENS:
+            continue  # a string is no name in the modes the load keeps: a syntax error
+        if k + 1 < len(tokens) and tokens[k + 1].text == ".":
+            continue  # already qualified (db.f, db .f: the grammar's ident '.' ident)
+        at.append((name.start, name.end + 1))
+    for start, end in reversed(at):
+        bare = text[start:end]
+        if not bare.startswith("`"):
+            # Quoted after the qualifier: `scratch`.9f is read as a number's ".9f".
+            bare = f"`{bare}`"
+        text = text[:start] + quoted + bare + text[end:]
+    return text

@@ -26,6 +26,7 @@ from ptah.engines.model import (
     fingerprint,
     refuse_unmanaged,
 )
+from ptah.engines.mysql import confine as myconfine
 from ptah.engines.mysql import diff as mydiff
 from ptah.engines.mysql import inspect as myinspect
 from ptah.engines.mysql import online as myonline
@@ -103,7 +104,10 @@ class MysqlOps:
                     _run_script(conn, "SET SESSION foreign_key_checks = 1")
                     for statement in confine.split(desired_sql, "mysql"):
                         try:
-                            _run_script(conn, statement.text)
+                            # DROP FUNCTION f: the scratch's f, never the server's UDF f.
+                            _run_script(
+                                conn, myconfine.qualify_function_drops(statement.text, name)
+                            )
                         except pymysql.MySQLError as exc:
                             raise DesiredSchemaInvalid(
                                 scrub(load_error(exc, name, statement), *url.secrets)
