@@ -162,6 +162,10 @@ def test_mysql_plans_of_hostile_files_leave_the_sentinel(
             "CREATE PROCEDURE",
         ),
         (f"{table}SELECT SETVAL({s}.seq, 1000);\n", "SETVAL"),  # moved the sequence
+        # A role switch (as PostgreSQL refuses it) and the binary log's session variables.
+        (f"{table}SET ROLE NONE;\n", "SET ROLE"),
+        (f"{table}SET sql_log_off = 1;\n", "sql_log_off"),
+        (f"{table}SET gtid_seq_no = 1000000;\nINSERT INTO film VALUES (1);\n", "gtid_seq_no"),
         # Lists of tables: the sentinel's table was moved into the scratch and dropped.
         (f"{table}CREATE TABLE c (id INT);\nRENAME TABLE c TO d, {s}.keep TO c;\n", "RENAME"),
         (f"{table}CREATE TABLE c (id INT);\nALTER TABLE c RENAME AS {s}.c;\n", "ALTER"),

@@ -117,6 +117,11 @@ def _head(words: list[Word], i: int) -> str | None:
             nxt.is_("PASSWORD") or (nxt.is_("DEFAULT") and after is not None and after.is_("ROLE"))
         ):
             return "changes server accounts"
+        if nxt is not None and nxt.is_("ROLE"):
+            # As on PostgreSQL: the file runs with the privileges it was given, not a
+            # role's it may switch to (what it creates, and its DEFINERs, would be done as
+            # CURRENT_ROLE's, beyond what the plan's user was vouched for).
+            return "switches the session's role"
         return None
     if w.is_("INSTALL", "UNINSTALL"):
         return "installs or removes server plugins"
@@ -291,10 +296,9 @@ def _statement_end(words: list[Word], i: int) -> int:
     return j
 
 
-def _assignments(words: list[Word]) -> Iterator[tuple[str, list[Word], int]]:
-    """(what, value words, index of the value) of each SET of sql_mode or the client
-    character set in the statement (``what``: ``sql_mode`` or ``charset``), at every
-    statement start (bodies and SET STATEMENT ... FOR included)."""
+def _set_parts(words: list[Word]) -> Iterator[tuple[list[Word], int]]:
+    """(words, index of its first word) of each comma-separated part of every SET at a
+    statement start (bodies and SET STATEMENT ... FOR included: the list before FOR)."""
     for start in statement_starts(words):
         if not words[start].is_("SET"):
             continue
@@ -305,7 +309,6 @@ def _assignments(words: list[Word]) -> Iterator[tuple[str, list[Word], int]]:
                 if words[j].is_("FOR"):
                     end = j
                     break
-        parts: list[tuple[int, int]] = []
         depth, first = 0, start + 1
         for j in range(start + 1, end):
             w = words[j]
@@ -314,28 +317,42 @@ def _assignments(words: list[Word]) -> Iterator[tuple[str, list[Word], int]]:
             elif w.punct(")"):
                 depth -= 1
             elif w.punct(",") and depth == 0:
-                parts.append((first, j))
+                yield words[first:j], first
                 first = j + 1
-        parts.append((first, end))
-        for a, b in parts:
-            part = words[a:b]
-            k = 0
-            if part and part[0].punct("@@"):
-                k = 1
-                if k + 1 < len(part) and part[k].upper in _SCOPE_WORDS and part[k + 1].punct("."):
-                    k += 2  # @@session.sql_mode
-            while k < len(part) and part[k].upper in _SCOPE_WORDS:
-                k += 1
-            if k < len(part) and part[k].is_("NAMES", "CHARSET"):
-                yield "charset", part[k + 1 : k + 2], a + k + 1
-                continue
-            if k + 1 < len(part) and part[k].is_("CHARACTER") and part[k + 1].is_("SET"):
-                yield "charset", part[k + 2 : k + 3], a + k + 2
-                continue
-            if k + 1 < len(part) and part[k].is_name and _is_assign(part[k + 1]):
-                what = _READING_VARIABLES.get(part[k].text.upper())
-                if what is not None:
-                    yield what, part[k + 2 :], a + k + 2
+        yield words[first:end], first
+
+
+def _system_assignments(words: list[Word]) -> Iterator[tuple[list[Word], int, int]]:
+    """(part, index of its variable's name in it, index of the part) of each assignment
+    of a system variable (``x = v``, ``SESSION x = v``, ``@@x = v``, ``@@session.x = v``,
+    and ``NAMES``/``CHARSET``/``CHARACTER SET`` without '='); user variables are not."""
+    for part, a in _set_parts(words):
+        k = 0
+        if part and part[0].punct("@@"):
+            k = 1
+            if k + 1 < len(part) and part[k].upper in _SCOPE_WORDS and part[k + 1].punct("."):
+                k += 2  # @@session.sql_mode
+        elif part and part[0].punct("@"):
+            continue
+        while k < len(part) and part[k].upper in _SCOPE_WORDS:
+            k += 1
+        if k < len(part) and part[k].is_name:
+            yield part, k, a
+
+
+def _assignments(words: list[Word]) -> Iterator[tuple[str, list[Word], int]]:
+    """(what, value words, index of the value) of each SET of sql_mode or the client
+    character set in the statement (``what``: ``sql_mode`` or ``charset``), at every
+    statement start (bodies and SET STATEMENT ... FOR included)."""
+    for part, k, a in _system_assignments(words):
+        if part[k].is_("NAMES", "CHARSET"):
+            yield "charset", part[k + 1 : k + 2], a + k + 1
+        elif k + 1 < len(part) and part[k].is_("CHARACTER") and part[k + 1].is_("SET"):
+            yield "charset", part[k + 2 : k + 3], a + k + 2
+        elif k + 1 < len(part) and _is_assign(part[k + 1]):
+            what = _READING_VARIABLES.get(part[k].text.upper())
+            if what is not None:
+                yield what, part[k + 2 :], a + k + 2
 
 
 def _is_assign(w: Word) -> bool:
@@ -455,6 +472,70 @@ def _default_engine(words: list[Word]) -> str | None:
     return None
 
 
+# Session variables that act beyond the session's statements on the scratch: how the
+# server writes its binary log and replicas apply it (a GTID or server id of the file's
+# choosing: a replica with gtid_strict_mode stops, one whose server_id it is skips the
+# events), the server's own logs (a session
+# hidden from the general or slow log, or flooding it), Galera's replication (wsrep_on,
+# wsrep_osu_method = RSU desynchronises the node), files placed in a directory the file
+# names (innodb_tmpdir), another database's table read (innodb_ft_user_stopword_table),
+# and debugging hooks (debug_sync waits on and signals other sessions). Not sql_log_bin:
+# leaving the scratch's own statements out of the binary log (a MySQL dump's
+# "SET @@SESSION.SQL_LOG_BIN= 0") or keeping them in reaches nothing beyond the scratch.
+_SERVER_SESSION_VARIABLES = frozenset(
+    {
+        "SQL_LOG_OFF",
+        "SERVER_ID",
+        "SKIP_REPLICATION",
+        "SKIP_PARALLEL_REPLICATION",
+        "SQL_SLAVE_SKIP_COUNTER",
+        "SQL_REPLICA_SKIP_COUNTER",
+        "DEFAULT_MASTER_CONNECTION",
+        "MAX_RELAY_LOG_SIZE",
+        "RBR_EXEC_MODE",
+        "SLOW_QUERY_LOG",
+        "LONG_QUERY_TIME",
+        "MIN_EXAMINED_ROW_LIMIT",
+        "GENERAL_LOG",
+        "INNODB_TMPDIR",
+        "INNODB_FT_USER_STOPWORD_TABLE",
+        "DEBUG",
+        "DEBUG_DBUG",
+        "DEBUG_SYNC",
+    }
+)
+_SERVER_SESSION_PREFIXES = (
+    "BINLOG_",
+    "GTID_",
+    "PSEUDO_",
+    "WSREP_",
+    "LOG_",
+    "ORIGINAL_",
+    "IMMEDIATE_",
+    "REPLICA_",
+    "SLAVE_",
+    "RELAY_",
+    "REPLICATE_",
+)
+
+
+def _server_session_variable(words: list[Word]) -> str | None:
+    """SET sql_log_bin = 0, SET gtid_seq_no = 100, SET server_id = 7...: a session
+    variable whose effect reaches past the scratch (replication, logs, files)."""
+    for part, k, _ in _system_assignments(words):
+        name = part[k].text.upper()
+        if (
+            k + 1 < len(part)
+            and _is_assign(part[k + 1])
+            and (name in _SERVER_SESSION_VARIABLES or name.startswith(_SERVER_SESSION_PREFIXES))
+        ):
+            return (
+                f"sets {part[k].text}, which acts beyond the scratch"
+                " (replication, server logs or files)"
+            )
+    return None
+
+
 def refusal(words: list[Word], text: str) -> str | None:
     """Why this statement acts outside its database, or None when it stays inside."""
     return (
@@ -462,6 +543,7 @@ def refusal(words: list[Word], text: str) -> str | None:
         or _reading_mode(words)
         or _default_engine(words)
         or _set_scope(words)
+        or _server_session_variable(words)
         or _server_files(words)
         or _qualified(words, text)
     )
