@@ -113,7 +113,8 @@ CREATE TYPE public.wrap AS (x public.st);
 CREATE TABLE public.t (id integer, s public.st[] DEFAULT '{a}', n public.nonempty);
 CREATE VIEW public.v AS SELECT s FROM public.t;
 """
-PAIRS["enum, domain and composite attribute moved off a dropped type"] = (
+# One way: the way back (text to an enum array) has no assignment cast (refused below).
+OFF_TYPES_PAIR = (
     OFF_TYPES,
     """
 CREATE TYPE public.wrap AS (x text);
@@ -269,16 +270,18 @@ PAIRS["function's OUT argument type changes"] = (
     OUT_ARGS.replace("OUT y text)", "OUT y varchar)"),
 )
 
-# A column moves onto an enum (and back) under a partial index whose predicate names a
-# value: the server rebuilds the index by its old definition under the new type
-# (operator does not exist: st = text), so the index goes before the type change rather
-# than being swapped after it.
-PAIRS["column moved onto an enum under a partial index"] = (
-    "CREATE TABLE public.t (id integer, s text);\n"
-    "CREATE INDEX t_s ON public.t (id) WHERE s = 'a';\n",
+# A column moves off an enum under a partial index whose predicate names a value: the
+# server rebuilds the index by its old definition under the new type (operator does not
+# exist: text = st), so the index goes before the type change rather than being swapped
+# after it. (Onto the enum, the way back, has no assignment cast: refused below.)
+ON_ENUM = (
     "CREATE TYPE public.st AS ENUM ('a', 'b');\n"
     "CREATE TABLE public.t (id integer, s public.st);\n"
-    "CREATE INDEX t_s ON public.t (id) WHERE s = 'a';\n",
+    "CREATE INDEX t_s ON public.t (id) WHERE s = 'a';\n"
+)
+OFF_ENUM = (
+    "CREATE TABLE public.t (id integer, s text);\n"
+    "CREATE INDEX t_s ON public.t (id) WHERE s = 'a';\n"
 )
 
 # Both ways: the way back attaches a table that lacks the parent's check (added first,
@@ -380,11 +383,33 @@ PAIRS["inheriting child's compression"] = (
     INHERITED_COMPRESSION.replace("varchar(5)", "text").replace("b text COMPRESSION lz4", "b text"),
 )
 
-# Pairs whose way back is refused by design (an enum value removed).
+# Column types changed by the server's own assignment coercion (ALTER COLUMN ... TYPE
+# without USING): lengths, casts both ways, arrays by their elements, onto and off a
+# domain, and a generated column's type (the server refuses USING on one: the plan's
+# "USING g::bigint" failed the apply).
+CONVERTED = """
+CREATE DOMAIN public.code AS varchar(20) CHECK (VALUE <> '');
+CREATE TABLE public.conv (id integer, a integer DEFAULT 0, b varchar(10), c integer[],
+  d text, e integer, g integer GENERATED ALWAYS AS (e * 2) STORED, h numeric(10,2));
+"""
+PAIRS["column types converted by assignment"] = (
+    CONVERTED,
+    CONVERTED.replace("a integer", "a bigint")
+    .replace("varchar(10)", "varchar(12)")
+    .replace("integer[]", "bigint[]")
+    .replace("d text", "d public.code")
+    .replace("g integer", "g bigint")
+    .replace("numeric(10,2)", "integer"),
+)
+
+# Pairs whose way back is refused by design (an enum value removed, a type change with no
+# assignment cast: text to an enum).
 # The way back of the child's columns named in it: refused (the test below).
 ONE_WAY: dict[str, tuple[str, str]] = {
     "enum value added and used": (ENUM, ENUM_USED),
     "child's inherited columns and check named in it too": (INHERITED_ONLY, MERGED),
+    "enum, domain and composite attribute moved off a dropped type": OFF_TYPES_PAIR,
+    "column moved off an enum under a partial index": (ON_ENUM, OFF_ENUM),
 }
 
 
@@ -492,3 +517,49 @@ CREATE TABLE public.kid (extra text) INHERITS (public.base);
         " the desired file's order (b, extra): PostgreSQL adds columns at the end and cannot"
         " reorder them without rebuilding the table, which Ptah does not do"
     ]
+
+
+# No assignment cast: ALTER COLUMN ... TYPE without USING fails on the server, and how to
+# convert the rows is the author's to say (a versioned migration's USING), not the plan's.
+NO_CAST = "CREATE TYPE public.st AS ENUM ('a', 'b');\nCREATE TABLE public.nc (id integer, v {});\n"
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("text", "integer"),
+        ("integer", "boolean"),
+        ("text", "public.st"),
+        ("text[]", "public.st[]"),
+        ("jsonb", "integer"),
+        ("date", "integer"),
+    ],
+)
+def test_type_change_without_assignment_cast_is_refused(pg_db: str, a: str, b: str) -> None:
+    """Refused at plan time in one line naming the table, the column, both types and the
+    way on; the plan had ALTER ... TYPE b USING v::b, an explicit cast: it failed at apply
+    where none exists (date to integer) and converted by a guess where one does."""
+    apply_plan(pg_db, NO_CAST.format(a))
+    with open_target(pg_db) as t, pytest.raises(PlanError) as err:
+        planner.plan(t, NO_CAST.format(b))
+    assert err.value.reason == "Unsupported"
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith(f"table public.nc: column v changes type from {a} to {b},")
+    assert "versioned migration" in message and f"ALTER COLUMN v TYPE {b} USING" in message
+
+
+def test_type_change_never_cuts_values(pg_db: str) -> None:
+    """varchar(10) to varchar(5) converts as an INSERT would: a longer value fails the
+    apply (rolled back). The plan's USING b::varchar(5) cut 'abcdefghij' to 'abcde'."""
+    a = "CREATE TABLE public.s (b varchar(10));"
+    apply_plan(pg_db, a)
+    with open_target(pg_db) as t:
+        t.connection.execute("INSERT INTO public.s VALUES ('abcdefghij')")
+        plan = planner.plan(t, a.replace("10", "5"))
+        result = planner.apply(
+            t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
+        )
+        assert result.outcome == "failed"
+        assert "too long" in (result.message or "")
+        assert t.connection.execute("SELECT b FROM public.s").fetchall() == [("abcdefghij",)]

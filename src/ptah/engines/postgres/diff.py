@@ -319,6 +319,33 @@ class _Diff:
                     self.ch.retyped.add((name, col))
                 if _readded(o, n):
                     self.ch.readded.add((name, col))
+                elif o["type"] != n["type"]:
+                    self.converts(name, col, o, n)
+
+    def converts(self, table: str, col: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """A column changes type in place by ``ALTER COLUMN ... TYPE`` without ``USING``:
+        the server converts its rows by its own assignment coercion, as an ``INSERT``
+        would (a value that does not fit fails the apply, rolled back; nothing is cut to
+        fit as an explicit cast would: ``'abcdefghij'::varchar(5)`` is ``'abcde'``). Where
+        the server has no such conversion (text to integer, to an enum, integer to
+        boolean) the plan refuses here: how to convert rows is the author's decision, a
+        ``USING`` expression of a versioned migration, never a guess of the plan."""
+        src, dst = old.get("_typ"), new.get("_typ")
+        if not src or not dst:
+            return  # an inspection without the types' reading: the server decides
+        cur, want = self.cur.get("_coercion") or {}, self.want.get("_coercion") or {}
+        old_types, new_types = cur.get("types", {}), want.get("types", {})
+        casts = {(a, b) for a, b in (*cur.get("casts", []), *want.get("casts", []))}
+        if _assignable(src, dst, {**new_types, **old_types}, {**old_types, **new_types}, casts):
+            return
+        raise PlanError(
+            f"table {table}: column {col} changes type from {old['type']} to {new['type']},"
+            f" and PostgreSQL has no assignment cast from {src} to {dst} (ALTER COLUMN ..."
+            " TYPE needs a USING expression); Ptah does not guess how to convert the rows:"
+            f" change it in a versioned migration (ALTER TABLE {table} ALTER COLUMN {col}"
+            f" TYPE {new['type']} USING ...), then plan again",
+            "Unsupported",
+        )
 
     def dependents(self, node: str) -> list[tuple[str, str]]:
         if not hasattr(self, "_rdeps"):
@@ -1166,7 +1193,7 @@ class _Diff:
             coll = f" COLLATE {new['collation']}" if new["collation"] else ""
             self.locking(
                 node,
-                f"{at} TYPE {new['type']}{coll} USING {col}::{new['type']}",
+                f"{at} TYPE {new['type']}{coll}",
                 ACCESS_EXCLUSIVE,
                 REWRITES_TABLE,
                 DATA_DEPENDENT,
@@ -1781,6 +1808,40 @@ def _commit_enum_values(statements: list[Statement]) -> list[Statement]:
 
 def _adds_value(stmt: Statement) -> bool:
     return stmt.sql.startswith("ALTER TYPE ") and " ADD VALUE " in stmt.sql
+
+
+def _assignable(
+    src: str,
+    dst: str,
+    src_types: dict[str, list[Any]],
+    dst_types: dict[str, list[Any]],
+    casts: set[tuple[str, str]],
+) -> bool:
+    """Whether the server converts a ``src`` value to ``dst`` by assignment (PostgreSQL's
+    ``find_coercion_pathway`` under ``COERCION_ASSIGNMENT``): both taken to their domains'
+    base types; the same type; an implicit or assignment cast; arrays whose elements
+    convert; or any type to a string type (through its text form). A type not read on
+    either side is left to the server (``True``). ``src`` is read in the target's types
+    first, ``dst`` in the desired's (a name may stand for another type on each side)."""
+    for _ in range(64):  # a domain over a domain over ...
+        base = (src_types.get(src) or [None, None])[1]
+        if not base:
+            break
+        src = base
+    for _ in range(64):
+        base = (dst_types.get(dst) or [None, None])[1]
+        if not base:
+            break
+        dst = base
+    if src == dst or (src, dst) in casts:
+        return True
+    s, d = src_types.get(src), dst_types.get(dst)
+    if s is None or d is None:
+        return True
+    arrays = bool(s[2] and d[2]) and dst not in ("oidvector", "int2vector")
+    if arrays and _assignable(s[2], d[2], src_types, dst_types, casts):
+        return True
+    return bool(d[0] == "S")
 
 
 def _readded(old: dict[str, Any], new: dict[str, Any]) -> bool:

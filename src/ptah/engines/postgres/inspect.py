@@ -215,7 +215,7 @@ SELECT c.oid, quote_ident(a.attname),
            JOIN pg_sequence s ON s.seqrelid = sc.oid
           WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
             AND d.refobjid = c.oid AND d.refobjsubid = a.attnum AND d.deptype = 'i') END,
-       t.typstorage::text
+       t.typstorage::text, format_type(a.atttypid, NULL)
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 JOIN pg_type t ON t.oid = a.atttypid
@@ -224,6 +224,33 @@ LEFT JOIN pg_collation co ON co.oid = a.attcollation
 LEFT JOIN pg_namespace cn ON cn.oid = co.collnamespace
 WHERE c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped
   AND {_USER_NS} AND {_not_ext("pg_class", "c.oid")}
+"""
+
+# What PostgreSQL's ALTER COLUMN ... TYPE without USING can convert (its assignment
+# coercion, parse_coerce.c find_coercion_pathway): every type the tables' columns use,
+# with the domains' base types and the arrays' element types they lead to, and the
+# implicit and assignment casts from or to any of them.
+Q_COERCION = f"""
+WITH RECURSIVE used(oid) AS (
+  SELECT DISTINCT a.atttypid FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+  JOIN pg_namespace n ON n.oid = c.relnamespace
+  WHERE c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped AND {_USER_NS}
+  UNION
+  SELECT x.oid FROM used u JOIN pg_type t ON t.oid = u.oid
+  CROSS JOIN LATERAL (VALUES (t.typbasetype),
+    (CASE WHEN t.typsubscript = 'array_subscript_handler'::regproc THEN t.typelem END)) x(oid)
+  WHERE x.oid <> 0
+)
+SELECT 't', format_type(t.oid, NULL), t.typcategory::text,
+       CASE WHEN t.typtype = 'd' THEN format_type(t.typbasetype, NULL) END,
+       CASE WHEN t.typtype <> 'd' AND t.typsubscript = 'array_subscript_handler'::regproc
+            THEN format_type(t.typelem, NULL) END
+FROM used JOIN pg_type t ON t.oid = used.oid
+UNION ALL
+SELECT 'c', format_type(k.castsource, NULL), format_type(k.casttarget, NULL), NULL, NULL
+FROM pg_cast k
+WHERE k.castcontext IN ('a', 'i')
+  AND (k.castsource IN (SELECT oid FROM used) OR k.casttarget IN (SELECT oid FROM used))
 """
 
 Q_CONSTRAINTS = f"""
@@ -566,6 +593,7 @@ def inspect(conn: Any) -> Schema:
         _read_types(cur, schema, nodes)
         _read_functions(cur, schema, nodes)
         _read_relations(cur, schema, nodes)
+        schema["_coercion"] = _read_coercion(cur)
         _read_dependents(cur, schema, nodes)
         _read_privileges(cur, schema, nodes)
         _read_comments(cur, schema, nodes)
@@ -591,6 +619,21 @@ def inspect(conn: Any) -> Schema:
             "censusSeconds": time.perf_counter() - t0,
         }
     return schema
+
+
+def _read_coercion(cur: Any) -> dict[str, Any]:
+    """The column types' categories, domain bases and array elements, and the implicit
+    and assignment casts between them and others (:data:`Q_COERCION`): what a type
+    change without ``USING`` converts by. Private: it describes the server, not the
+    schema."""
+    types: dict[str, list[str | None]] = {}
+    casts: list[list[str]] = []
+    for kind, name, second, base, elem in _rows(cur, Q_COERCION):
+        if kind == "t":
+            types[name] = [second, base, elem]
+        else:
+            casts.append([name, second])
+    return {"types": types, "casts": sorted(casts)}
 
 
 def _read_namespaces(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
@@ -743,6 +786,7 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             adoid,
             identity_seq,
             typstorage,
+            typ_name,
         ) = row
         table = schema["table"][tables_by_oid[reloid]]
         column: dict[str, Any] = {
@@ -761,6 +805,7 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
         # The type's own: what a column's storage goes back to (PostgreSQL 15 has no
         # SET STORAGE DEFAULT). Private: the type says it already.
         column["_typeStorage"] = _STORAGE[typstorage]
+        column["_typ"] = typ_name  # without its modifier: what casts are between
         if compression:
             column["compression"] = {"p": "pglz", "l": "lz4"}.get(compression, compression)
         if not local:
