@@ -272,10 +272,32 @@ def test_mysql_a_server_default_mode_does_not_change_how_the_file_is_read(
 
 # A loadable function (UDF) is the server's, in mysql.func: one small library, built here
 # when the test server has none (its plugin directory holds no UDF library of its own).
-_UDF_SOURCE = """
-char ptah_udf_init(void *initid, void *args, char *message) { return 0; }
+_UDF_SOURCE = r"""
+#include <stdio.h>
+#include <string.h>
+typedef struct {
+  unsigned int arg_count;
+  int *arg_type;
+  char **args;
+  unsigned long *lengths;
+  char *maybe_null;
+  char **attributes;
+  unsigned long *attribute_lengths;
+  void *extension;
+} args_t;
+char ptah_udf_init(void *initid, args_t *args, char *message) { return 0; }
 void ptah_udf_deinit(void *initid) {}
-long long ptah_udf(void *initid, void *args, char *is_null, char *error) { return 42; }
+/* ptah_udf() is 42; ptah_udf('/path') also creates that file (server-wide code acting). */
+long long ptah_udf(void *initid, args_t *args, char *is_null, char *error) {
+  char path[512];
+  if (args->arg_count == 1 && args->args[0] && args->lengths[0] < sizeof path) {
+    memcpy(path, args->args[0], args->lengths[0]);
+    path[args->lengths[0]] = 0;
+    FILE *f = fopen(path, "w");
+    if (f) fclose(f);
+  }
+  return 42;
+}
 """
 
 
@@ -332,6 +354,29 @@ def test_mysql_drop_function_in_a_file_is_the_scratch_function_never_the_servers
         planner.plan(
             target, f"CREATE TABLE film (id INT PRIMARY KEY);\nDROP FUNCTION {mysql_udf};\n"
         )
+
+
+def test_mysql_a_call_of_the_servers_udf_is_refused(
+    mysql_db: str, mysql_url: str, mysql_udf: str, tmp_path: Path
+) -> None:
+    """An unqualified call resolves to a UDF before the database's own functions: the
+    server's library code ran during a read-only plan (here it wrote a file). The load
+    asks the server for its UDFs and refuses a file calling one."""
+    outfile = f"/tmp/ptah-sentinel-{uuid.uuid4().hex[:8]}"
+    table = "CREATE TABLE film (\n  id INT PRIMARY KEY\n);\n"
+    hostile = [
+        (f"{table}SELECT {mysql_udf}('{outfile}');\n", "SELECT"),
+        (f"{table}CREATE VIEW v AS SELECT `{mysql_udf.upper()}` ('{outfile}') AS x;\n", "VIEW"),
+        (
+            f"{table}CREATE TABLE t (a INT, b INT AS ({mysql_udf}('{outfile}')) STORED);\n"
+            "INSERT INTO t (a) VALUES (1);\n",
+            "CREATE TABLE t",
+        ),
+    ]
+    _assert_confined(mysql_db, hostile, lambda: str(os.path.exists(outfile)), tmp_path)
+    with open_target(mysql_db) as target:  # a column or a stored function of that name
+        plan = planner.plan(target, f"{table}CREATE TABLE u ({mysql_udf} INT);\n")
+    assert any("`u`" in st.sql for st in plan.statements), plan
 
 
 # -- SQLite --------------------------------------------------------------------------

@@ -339,6 +339,27 @@ def test_a_dropped_function_is_the_scratch_ones_never_a_servers_udf(sql: str, lo
 
 
 @pytest.mark.parametrize(
+    ("sql", "called"),
+    [
+        ("SELECT sys_exec('touch /tmp/x')", "sys_exec"),
+        ("CREATE VIEW v AS SELECT `SYS_EXEC` ('x')", "SYS_EXEC"),
+        ("CREATE TABLE t (a INT AS (sys_exec(b)) STORED, b TEXT)", "sys_exec"),
+        ("SELECT 1 /*!50000 + Sys_Exec('x') */", "Sys_Exec"),
+        ("CREATE TABLE sys_exec (sys_exec INT, KEY sys_exec (sys_exec))", None),
+        ("INSERT INTO sys_exec (sys_exec) VALUES (1)", None),
+        ("SELECT o.sys_exec(1)", None),  # a stored function (another database's: refused)
+        ("SELECT 'sys_exec(1)'", None),
+    ],
+)
+def test_a_call_of_a_servers_udf_is_found(sql: str, called: str | None) -> None:
+    from ptah.engines.confine import read_words
+    from ptah.engines.mysql.confine import udf_call
+
+    why = udf_call(read_words(sql, "mysql"), frozenset({"sys_exec"}))
+    assert (why is None) if called is None else (why is not None and called in why)
+
+
+@pytest.mark.parametrize(
     "sql",
     [
         "CREATE TABLE copy LIKE other.payment",

@@ -598,3 +598,35 @@ def qualify_function_drops(text: str, database: str) -> str:
             bare = f"`{bare}`"
         text = text[:start] + quoted + bare + text[end:]
     return text
+
+
+# Words after which "name (" is an object's name and its list, not a call: CREATE TABLE
+# x (...), INSERT INTO x (...), KEY x (...), PARTITION x ...
+_NAMED_HERE = OBJECT_POSITIONS | {
+    "KEY",
+    "UNIQUE",
+    "CONSTRAINT",
+    "PARTITION",
+    "SUBPARTITION",
+    "FULLTEXT",
+    "SPATIAL",
+}
+
+
+def udf_call(words: list[Word], udfs: frozenset[str]) -> str | None:
+    """Why the statement calls one of the server's loadable functions (``udfs``: the
+    lower-cased names in mysql.func), or None.
+
+    An unqualified call resolves to a built-in function, then to a UDF, then to the
+    database's stored function: 'SELECT sys_exec(...)' runs the server's library code
+    (a UDF of the test server wrote a file of the file's choosing during a read-only
+    plan). Which names are UDFs is the server's, so the load asks it (:mod:`.ops`)."""
+    for i, w in enumerate(words[:-1]):
+        if (
+            w.is_name
+            and words[i + 1].punct("(")
+            and w.text.lower() in udfs
+            and not (i > 0 and (words[i - 1].punct(".") or words[i - 1].upper in _NAMED_HERE))
+        ):
+            return f"calls the server's loadable function {w.text} (a UDF: server-wide code)"
+    return None

@@ -60,6 +60,32 @@ def _run_script(conn: Any, sql: str) -> None:
             pass
 
 
+def _udf_names(conn: Any) -> frozenset[str]:
+    """The server's loadable functions (mysql.func), lower-cased; none when the plan's
+    user may not read the table (it may not create one either)."""
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT name FROM mysql.func")
+            return frozenset(str(row[0]).lower() for row in cur.fetchall())
+    except pymysql.MySQLError:
+        return frozenset()
+
+
+def _refuse_udf_calls(conn: Any, statements: list[SourceStatement]) -> None:
+    """Refuse a statement that calls one of the server's UDFs (:func:`.confine.udf_call`):
+    the check knows no server's UDFs, so the load asks before anything runs."""
+    udfs = _udf_names(conn)
+    if not udfs:
+        return
+    for statement in statements:
+        lowered = statement.text.lower()
+        if not any(udf in lowered for udf in udfs):
+            continue
+        why = myconfine.udf_call(confine.read_words(statement.text, "mysql"), udfs)
+        if why:
+            raise confine.StatementRefused(statement.line, statement.text, why)
+
+
 class MysqlOps:
     def version_key(self, target: Target) -> str:
         return f"mysql-{target.connection.get_server_info()}"
@@ -90,6 +116,7 @@ class MysqlOps:
         name = "ptah_scratch_" + secrets.token_hex(6)
         conn = connect(url, database="")
         try:
+            _refuse_udf_calls(conn, confine.split(desired_sql, "mysql"))
             try:
                 _run_script(conn, f"CREATE DATABASE `{name}`")
             except pymysql.MySQLError as exc:
