@@ -531,6 +531,36 @@ def test_postgres_plans_of_hostile_files_leave_the_sentinel(
     _assert_confined(pg_db, hostile, state, tmp_path)
 
 
+def _pg_server_log(pg_url: str) -> Path | None:
+    """The server's log file when this machine can read it (the test servers' own)."""
+    with open_target(pg_url) as admin:
+        directory, current = admin.connection.execute(
+            "SELECT current_setting('data_directory'), pg_current_logfile()"
+        ).fetchone()
+    for candidate in (current and Path(directory) / current, Path(directory) / "server.log"):
+        if candidate and os.access(candidate, os.R_OK):
+            return Path(candidate)
+    return None
+
+
+def test_postgres_a_plan_writes_nothing_into_the_servers_log(
+    pg_db: str, pg_url: str, tmp_path: Path
+) -> None:
+    # "SET log_min_duration_statement = 0" made the server log the file's statements: a
+    # read-only plan wrote text of its choosing (a forged FATAL line) into the server's log.
+    log = _pg_server_log(pg_url)
+    if log is None:
+        pytest.skip("the server's log file is not readable here")
+    mark = f"ptah-forged-{uuid.uuid4().hex[:8]}"
+    table = "CREATE TABLE film (\n  id int PRIMARY KEY\n);\n"
+    line = f"SELECT '{mark} FATAL:  password authentication failed for user \"postgres\"';\n"
+    hostile = [
+        (f"{table}SET log_min_duration_statement = 0;\n{line}", "log_min_duration"),
+        (f"{table}SELECT set_config('log_statement', 'all', false);\n{line}", "set_config"),
+    ]
+    _assert_confined(pg_db, hostile, lambda: str(mark in log.read_text(errors="replace")), tmp_path)
+
+
 def test_postgres_plan_of_many_statements_leaves_the_cluster_catalogs(
     pg_db: str, pg_url: str, pg_sentinel: str, tmp_path: Path
 ) -> None:

@@ -115,6 +115,19 @@ def test_a_dump_with_rows_is_refused_at_its_copy_naming_the_line() -> None:
         "ALTER TABLE t SET SCHEMA pg_temp_3",
         "CREATE FUNCTION f() RETURNS void LANGUAGE sql SET search_path = pg_temp"
         " AS 'CREATE TABLE pg_namespace (oid oid)'",
+        # The server's log, statistics and libraries: "SET log_min_duration_statement = 0"
+        # wrote the file's own text (a forged FATAL line) into the server's log.
+        "SET log_min_duration_statement = 0",
+        "SET LOCAL \"log_statement\" TO 'none'",
+        "SET SESSION track_activities = off",
+        "SELECT set_config('log_min_messages', 'panic', false)",
+        "CREATE FUNCTION q() RETURNS int LANGUAGE sql SET log_statement = 'all' AS 'SELECT 1'",
+        "ALTER FUNCTION q() SET debug_print_plan = on",
+        "DO $$ BEGIN SET allow_system_table_mods = on; END $$",
+        "SET dynamic_library_path = '/tmp'",
+        # Up to PostgreSQL 14: an exclusive backup's backup_label in the data directory.
+        "SELECT pg_start_backup('x')",
+        "SELECT pg_ls_replslotdir('s')",
     ],
 )
 def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> None:
@@ -151,6 +164,9 @@ def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> Non
         # A scope word before an ordinary setting is that setting (it read as a role switch).
         "SET SESSION statement_timeout = 0;\nSET LOCAL lock_timeout = '5s'",
         "CREATE EVENT TRIGGER e ON ddl_command_end EXECUTE FUNCTION f()",
+        "CREATE TABLE audit (log_statement text, track_counts int);\n"
+        "UPDATE audit SET track_counts = 1;\nRESET log_statement;\nSHOW log_min_messages;\n"
+        "SELECT current_setting('log_statement');\nSET check_function_bodies = false",
     ],
 )
 def test_schema_statements_pass(sql: str) -> None:

@@ -101,6 +101,15 @@ _OUTSIDE_FUNCTIONS = frozenset(
         "PG_CREATE_RESTORE_POINT",
         "PG_BACKUP_START",
         "PG_BACKUP_STOP",
+        # their names up to PostgreSQL 14: an exclusive backup writes backup_label into
+        # the data directory, and a server that stops during it does not start again
+        "PG_START_BACKUP",
+        "PG_STOP_BACKUP",
+        "PG_SWITCH_XLOG",
+        "PG_XLOG_REPLAY_PAUSE",
+        "PG_XLOG_REPLAY_RESUME",
+        "PG_LOG_STANDBY_SNAPSHOT",
+        "PG_REPLICATION_ORIGIN_XACT_SETUP",
         "LO_IMPORT",
         "LO_EXPORT",
         "PG_READ_FILE",
@@ -142,6 +151,9 @@ _OUTSIDE_FUNCTIONS = frozenset(
         "PG_LS_WALDIR",
         "PG_LS_TMPDIR",
         "PG_LS_ARCHIVE_STATUSDIR",
+        "PG_LS_REPLSLOTDIR",
+        "PG_LS_LOGICALSNAPDIR",
+        "PG_LS_LOGICALMAPDIR",
         "PG_CURRENT_LOGFILE",
         "PG_FILE_SYNC",
         "PG_LOGDIR_LS",
@@ -354,6 +366,62 @@ _SAFE_ENCODING = re.compile(
     re.IGNORECASE,
 )
 _GUC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+# Settings whose effect reaches past the loading session's objects: the server's log (a
+# plan with "SET log_min_duration_statement = 0" wrote the file's own text, a forged
+# FATAL line, into the server's log; log_statement = none hides a session), statistics
+# other sessions read (track_*), the catalogs' safety nets, libraries loaded from a
+# directory the file names, and files written into the data directory (jit_dump_bitcode).
+_SERVER_SETTINGS = frozenset(
+    {
+        "LOG_STATEMENT",
+        "LOG_MIN_MESSAGES",
+        "LOG_MIN_ERROR_STATEMENT",
+        "LOG_MIN_DURATION_STATEMENT",
+        "LOG_MIN_DURATION_SAMPLE",
+        "LOG_STATEMENT_SAMPLE_RATE",
+        "LOG_TRANSACTION_SAMPLE_RATE",
+        "LOG_DURATION",
+        "LOG_ERROR_VERBOSITY",
+        "LOG_PARAMETER_MAX_LENGTH",
+        "LOG_PARAMETER_MAX_LENGTH_ON_ERROR",
+        "LOG_LOCK_WAITS",
+        "LOG_TEMP_FILES",
+        "LOG_EXECUTOR_STATS",
+        "LOG_PARSER_STATS",
+        "LOG_PLANNER_STATS",
+        "LOG_STATEMENT_STATS",
+        "LOG_REPLICATION_COMMANDS",
+        "LOG_BTREE_BUILD_STATS",
+        "DEBUG_PRINT_PARSE",
+        "DEBUG_PRINT_REWRITTEN",
+        "DEBUG_PRINT_PLAN",
+        "DEBUG_PRETTY_PRINT",
+        "DEBUG_DISCARD_CACHES",
+        "BACKTRACE_FUNCTIONS",
+        "TRACE_NOTIFY",
+        "TRACE_LOCKS",
+        "TRACE_LWLOCKS",
+        "TRACE_USERLOCKS",
+        "TRACE_SORT",
+        "TRACE_LOCK_OIDMIN",
+        "TRACE_LOCK_TABLE",
+        "TRACK_ACTIVITIES",
+        "TRACK_COUNTS",
+        "TRACK_FUNCTIONS",
+        "TRACK_IO_TIMING",
+        "TRACK_WAL_IO_TIMING",
+        "ALLOW_SYSTEM_TABLE_MODS",
+        "IGNORE_SYSTEM_INDEXES",
+        "ZERO_DAMAGED_PAGES",
+        "IGNORE_CHECKSUM_FAILURE",
+        "DYNAMIC_LIBRARY_PATH",
+        "SESSION_PRELOAD_LIBRARIES",
+        "LOCAL_PRELOAD_LIBRARIES",
+        "JIT_DUMP_BITCODE",
+        "WAL_CONSISTENCY_CHECKING",
+    }
+)
+_SERVER_SETTING_WHY = "acts beyond the scratch (the server's log, statistics, files or libraries)"
 _READS_DIFFERENTLY = "changes how the server reads the statements that follow"
 
 
@@ -364,6 +432,24 @@ def _all_words(words: list[Word], depth: int = 0) -> list[list[Word]]:
         for body in _bodies(words):
             out.extend(_all_words(body, depth + 1))
     return out
+
+
+def _assigns_a_column(seq: list[Word], k: int) -> bool:
+    """Whether the SET at ``k`` is an UPDATE's (UPDATE [ONLY] t [AS a] SET, ON CONFLICT DO
+    UPDATE SET, MERGE ... THEN UPDATE SET, a rule's DO ALSO UPDATE): its names are
+    columns, not settings. The UPDATE must begin a statement there and name only a table
+    before the SET ('CREATE FUNCTION update() ... SET log_statement' is a setting)."""
+    j = k - 1
+    while j >= 0 and not seq[j].is_("UPDATE"):
+        if not (seq[j].is_name or seq[j].punct(".") or seq[j].punct("*")):
+            return False
+        j -= 1
+    return j >= 0 and (
+        j == 0
+        or seq[j - 1].punct(";")
+        or seq[j - 1].punct("(")
+        or seq[j - 1].is_("DO", "ALSO", "INSTEAD", "THEN", "ATOMIC", "BEGIN", "LOOP", "ELSE")
+    )
 
 
 def _reading_settings(words: list[Word]) -> str | None:
@@ -382,6 +468,16 @@ def _reading_settings(words: list[Word]) -> str | None:
                     return f"{_READS_DIFFERENTLY} (set_config('{arg.text}', ...))"
                 if arg.text.upper() in ("ROLE", "SESSION_AUTHORIZATION"):
                     return "switches to another role (set_config)"  # as SET ROLE is
+                if arg.text.upper() in _SERVER_SETTINGS:
+                    return f"sets {arg.text} (set_config), which {_SERVER_SETTING_WHY}"
+            elif (
+                upper in _SERVER_SETTINGS
+                and i > 0
+                and seq[i - 1].is_("SET", "SESSION", "LOCAL")
+                and not _assigns_a_column(seq, i - 1)
+            ):
+                # SET [SESSION | LOCAL] x, a routine's SET x (it holds while it runs)
+                return f"sets {w.text.lower()}, which {_SERVER_SETTING_WHY}"
             elif upper == "PG_SETTINGS" and any(x.is_("UPDATE") for x in seq):
                 return f"{_READS_DIFFERENTLY} (UPDATE pg_settings)"
             elif (upper in _READING_SETTINGS and upper != "NAMES") or (
