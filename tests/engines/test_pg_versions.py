@@ -563,3 +563,37 @@ def test_type_change_never_cuts_values(pg_db: str) -> None:
         assert result.outcome == "failed"
         assert "too long" in (result.message or "")
         assert t.connection.execute("SELECT b FROM public.s").fetchall() == [("abcdefghij",)]
+
+
+# Comments on an extension's members: the extension's script sets some (cube's on its
+# type and functions, plpgsql's on its language), the desired file may set, change or
+# remove them. pg_dump leaves them out, so they are compared here as the catalog has them.
+MEMBER_COMMENTS = "CREATE EXTENSION cube;\nCREATE TABLE public.box (id integer, c public.cube);\n"
+MEMBER_COMMENTED = MEMBER_COMMENTS + (
+    "COMMENT ON FUNCTION public.cube_dim(public.cube) IS 'how many dimensions';\n"
+    "COMMENT ON LANGUAGE plpgsql IS 'the procedural language';\n"
+)
+MEMBER_UNCOMMENTED = MEMBER_COMMENTED + "COMMENT ON TYPE public.cube IS NULL;\n"
+_MEMBER_COMMENTS_Q = """
+SELECT pg_describe_object(d.classoid, d.objoid, d.objsubid), d.description
+FROM pg_description d JOIN pg_depend e ON e.classid = d.classoid AND e.objid = d.objoid
+  AND e.deptype = 'e' ORDER BY 1
+"""
+
+
+@pytest.mark.parametrize(
+    "versions",
+    [(MEMBER_COMMENTS, MEMBER_UNCOMMENTED, MEMBER_COMMENTS), (MEMBER_COMMENTED,)],
+    ids=["changed and back", "with the extension"],
+)
+def test_extension_member_comments(pg_url: str, versions: tuple[str, ...]) -> None:
+    """They were read nowhere: a plan never set them (lost silently)."""
+    with database(pg_url) as db:
+        for version in versions:
+            apply_plan(db, version)
+            with database(pg_url) as psql_db:
+                psql_load(psql_db, version)
+                with open_target(db) as t, open_target(psql_db) as p:
+                    got = t.connection.execute(_MEMBER_COMMENTS_Q).fetchall()
+                    want = p.connection.execute(_MEMBER_COMMENTS_Q).fetchall()
+                assert got == want

@@ -1646,6 +1646,10 @@ class _Diff:
             was = cur[key]["text"] if key in cur else None
             node = c["node"]
             fresh = self.rebuilt(node) or not self._in(self.cur, node)
+            if c.get("member"):
+                # On an extension's member: new with the extension (plpgsql's, an
+                # extension of every database that the plan leaves out, is not).
+                fresh = self._in(self.want, node) and not self._in(self.cur, node)
             if fresh or self._column_readded(key, c) or self._domain_check_readded(key, c):
                 was = None
             if text == was:
@@ -1654,7 +1658,7 @@ class _Diff:
                 continue
             value = _lit(text) if text is not None else "NULL"
             cnode = f"comment:{key}"
-            self.extra_deps[cnode] = {node}
+            self.extra_deps[cnode] = {node} if self._in(self.want, node) else set()
             self.create(cnode, f"COMMENT ON {key} IS {value}")
 
     def _column_gone(self, key: str, c: dict[str, Any]) -> bool:

@@ -456,6 +456,44 @@ FROM pg_description d JOIN pg_namespace n
 WHERE n.oid < 16384 AND n.nspname = 'public'
 """
 
+# Comments on an extension's members, with the extension: the planner sets them as the
+# desired file has them (the extension's own script may set some: a direct load has those
+# too). Only on members owned by the extension's owner (who creates it, and who may set
+# them): a trusted extension's members belong to the bootstrap superuser, whoever created
+# it, so their comments are the script's own, and a plan could not set them anyway.
+_OWNERS = {
+    "pg_proc": "proowner",
+    "pg_type": "typowner",
+    "pg_class": "relowner",
+    "pg_language": "lanowner",
+    "pg_operator": "oprowner",
+    "pg_opclass": "opcowner",
+    "pg_opfamily": "opfowner",
+    "pg_ts_dict": "dictowner",
+    "pg_ts_config": "cfgowner",
+    "pg_collation": "collowner",
+    "pg_conversion": "conowner",
+    "pg_namespace": "nspowner",
+    "pg_foreign_data_wrapper": "fdwowner",
+    "pg_foreign_server": "srvowner",
+}
+_OWNER_CASES = "\n".join(
+    f"  WHEN '{catalog}'::regclass THEN (SELECT {column} FROM {catalog} WHERE oid = d.objoid)"
+    for catalog, column in _OWNERS.items()
+)
+Q_MEMBER_COMMENTS = f"""
+SELECT quote_ident(x.extname), d.objsubid, o.type, o.identity, d.description
+FROM pg_description d
+JOIN pg_depend e ON e.classid = d.classoid AND e.objid = d.objoid AND e.deptype = 'e'
+  AND e.refclassid = 'pg_extension'::regclass
+JOIN pg_extension x ON x.oid = e.refobjid,
+LATERAL pg_identify_object(d.classoid, d.objoid, d.objsubid) o,
+LATERAL (SELECT CASE d.classoid
+{_OWNER_CASES}
+  END AS owner) w
+WHERE w.owner = x.extowner
+"""
+
 _COMMENT_WORDS = {
     "table column": "COLUMN",
     "view column": "COLUMN",
@@ -946,3 +984,12 @@ def _read_comments(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             continue  # the census names the object itself
         target = comment_target(objtype, identity)
         schema["comment"][target] = {"on": target, "node": node, "text": text, "_sub": subid}
+    for ext, subid, objtype, identity, text in _rows(cur, Q_MEMBER_COMMENTS):
+        target = comment_target(objtype, identity)
+        schema["comment"][target] = {
+            "on": target,
+            "node": f"extension:{ext}",
+            "text": text,
+            "member": True,
+            "_sub": subid,
+        }
