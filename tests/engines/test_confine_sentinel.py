@@ -561,6 +561,28 @@ def test_postgres_a_plan_writes_nothing_into_the_servers_log(
     _assert_confined(pg_db, hostile, lambda: str(mark in log.read_text(errors="replace")), tmp_path)
 
 
+def test_postgres_a_plan_reports_no_secret_of_the_server(pg_db: str, tmp_path: Path) -> None:
+    # A plan's failure reports the server's error: a cast of another role's password hash
+    # (or another session's query) put it in the plan's result.
+    table = "CREATE TABLE film (\n  id int PRIMARY KEY\n);\n"
+    files = [
+        (
+            f"{table}SELECT rolpassword::int FROM pg_authid WHERE rolpassword IS NOT NULL;\n",
+            "SELECT",
+        ),
+        (
+            f"{table}CREATE VIEW act AS SELECT query FROM pg_stat_activity;\n"
+            "SELECT query::int FROM act WHERE query <> '';\n",
+            "FROM act",
+        ),
+    ]
+    for sql, first_bad in files:
+        got = _refused_plan(pg_db, sql, tmp_path)
+        assert "SCRAM-SHA-256$" not in str(got["message"]), got
+        assert got["reason"] == "StatementRefused", got
+        assert f"line {_line_of(sql, first_bad)}:" in str(got["message"]), got
+
+
 def test_postgres_plan_of_many_statements_leaves_the_cluster_catalogs(
     pg_db: str, pg_url: str, pg_sentinel: str, tmp_path: Path
 ) -> None:

@@ -128,6 +128,12 @@ def test_a_dump_with_rows_is_refused_at_its_copy_naming_the_line() -> None:
         # Up to PostgreSQL 14: an exclusive backup's backup_label in the data directory.
         "SELECT pg_start_backup('x')",
         "SELECT pg_ls_replslotdir('s')",
+        # What the server keeps from other roles, read into an error the plan reports.
+        "SELECT rolpassword::int FROM pg_authid WHERE rolname = 'other'",
+        "CREATE VIEW v AS SELECT usename, passwd FROM pg_catalog.pg_shadow",
+        "SELECT option_value::int FROM information_schema.user_mapping_options",
+        "SELECT * FROM pg_hba_file_rules",
+        "SELECT query::int FROM pg_stat_activity WHERE query LIKE '%PASSWORD%'",
     ],
 )
 def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> None:
@@ -167,10 +173,34 @@ def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> Non
         "CREATE TABLE audit (log_statement text, track_counts int);\n"
         "UPDATE audit SET track_counts = 1;\nRESET log_statement;\nSHOW log_min_messages;\n"
         "SELECT current_setting('log_statement');\nSET check_function_bodies = false",
+        # A monitoring view or function over other sessions may be defined, not run.
+        "CREATE VIEW act AS SELECT pid, query FROM pg_stat_activity;\n"
+        "CREATE VIEW act2 AS SELECT * FROM act;\n"
+        "CREATE FUNCTION n() RETURNS bigint LANGUAGE sql AS 'SELECT count(*) FROM act2'",
+        "SELECT 'pg_authid'::regclass;\nCREATE VIEW r AS SELECT rolname FROM pg_roles",
     ],
 )
 def test_schema_statements_pass(sql: str) -> None:
     assert confine.check(sql + ";", "postgres")
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "CREATE VIEW act AS SELECT query FROM pg_stat_activity;\nSELECT query::int FROM act;",
+        "CREATE FUNCTION n() RETURNS int LANGUAGE sql AS"
+        " 'SELECT query::int FROM pg_stat_activity';\nCREATE TABLE u (a int DEFAULT n());",
+        "CREATE VIEW a1 AS SELECT query FROM pg_stat_activity;\n"
+        "CREATE VIEW a2 AS SELECT * FROM a1;\nCREATE MATERIALIZED VIEW m AS SELECT * FROM a2;",
+    ],
+)
+def test_other_sessions_queries_are_not_read_while_the_file_loads(sql: str) -> None:
+    # Defined, a view or routine over pg_stat_activity is fine; run (selected, a default,
+    # a materialized view over it), it puts another session's query into an error.
+    with pytest.raises(StatementRefused) as err:
+        confine.check(sql, "postgres")
+    assert err.value.line == sql.count("\n") + 1
+    assert "other sessions' queries" in err.value.why
 
 
 def test_runner_plan_takes_the_schema_policy() -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Set
 
 from ptah.engines.confine import (
     OBJECT_POSITIONS,
@@ -675,6 +676,114 @@ def _temporary(words: list[Word]) -> str | None:
     return None
 
 
+# What the server keeps from other roles and sessions: password hashes (pg_authid,
+# pg_shadow), connection strings and user mappings with their passwords (pg_subscription,
+# pg_user_mapping[s]), roles' settings, the server's configuration files (pg_hba_file_rules,
+# pg_file_settings...). A file reads them into an error message, and the plan's failure
+# reports it: "SELECT rolpassword::int FROM pg_authid WHERE rolname = 'other'" showed
+# another role's SCRAM hash in a plan's result. Catalogs without secrets (pg_database,
+# pg_roles, pg_class...) stay readable.
+_SECRET_CATALOGS = frozenset(
+    {
+        "PG_AUTHID",
+        "PG_SHADOW",
+        "PG_USER_MAPPING",
+        "PG_USER_MAPPINGS",
+        "PG_SUBSCRIPTION",
+        "PG_DB_ROLE_SETTING",
+        "PG_HBA_FILE_RULES",
+        "PG_IDENT_FILE_MAPPINGS",
+        "PG_FILE_SETTINGS",
+        "PG_SHOW_ALL_FILE_SETTINGS",
+        "USER_MAPPING_OPTIONS",  # information_schema's, with the mappings' passwords
+    }
+)
+# Other sessions' query text (a password in an ALTER ROLE, an application's literals): a
+# monitoring view or function over them may be defined (a schema may hold one), but
+# nothing that runs while the file loads may read them, through such a view or routine
+# either (:func:`_activity_refusal`).
+_ACTIVITY_VIEWS = frozenset(
+    {"PG_STAT_ACTIVITY", "PG_STAT_GET_ACTIVITY", "PG_STAT_STATEMENTS", "PG_STAT_STATEMENTS_INFO"}
+)
+_SECRET_WHY = "which holds what the server keeps from other roles (passwords, queries, files)"
+
+
+def _mentions(words: list[Word], names: Set[str]) -> str | None:
+    """The first word of the statement or its bodies that is one of ``names`` (upper-cased),
+    unless it is another schema's object or a column (``t.name``); ``pg_catalog.`` and
+    ``information_schema.`` count."""
+    for seq in _all_words(words):
+        if len(seq) == 1 and seq is not words:
+            continue  # a string that is one name ('pg_authid'::regclass), not code
+        for i, w in enumerate(seq):
+            if not w.is_name or w.text.upper() not in names:
+                continue
+            if (
+                i > 0
+                and seq[i - 1].punct(".")
+                and not (i > 1 and seq[i - 2].is_("PG_CATALOG", "INFORMATION_SCHEMA"))
+            ):
+                continue
+            return w.text
+    return None
+
+
+def _secret_reads(words: list[Word]) -> str | None:
+    found = _mentions(words, _SECRET_CATALOGS)
+    if found is not None:
+        return f"reads {found}, {_SECRET_WHY}"
+    if _defined_view_or_routine(words) is None:
+        found = _mentions(words, _ACTIVITY_VIEWS)
+        if found is not None:
+            return f"reads {found} while the file loads, {_SECRET_WHY}"
+    return None
+
+
+def _defined_view_or_routine(words: list[Word]) -> str | None:
+    """The (upper-cased, unqualified) name a CREATE [OR REPLACE] [TEMP] [RECURSIVE] VIEW or
+    CREATE FUNCTION/PROCEDURE defines (nothing of it runs then), else None."""
+    routine = _routine_name(words)
+    if routine is not None:
+        return routine.upper()
+    if not words[0].is_("CREATE"):
+        return None
+    k = 1
+    while k < len(words) and words[k].is_("OR", "REPLACE", "TEMP", "TEMPORARY", "RECURSIVE"):
+        k += 1
+    if k + 1 >= len(words) or not words[k].is_("VIEW"):
+        return None
+    j = k + 1
+    while j + 2 < len(words) and words[j + 1].punct(".") and words[j + 2].is_name:
+        j += 2
+    return words[j].text.upper() if words[j].is_name else None
+
+
+def _activity_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[int, str] | None:
+    """(index, why) of the first statement that runs (is not a view's or routine's
+    definition) and names a view or routine of the file that reads other sessions' queries
+    (pg_stat_activity...), transitively; or None."""
+    reading: set[str] = set(_ACTIVITY_VIEWS)
+    grown = True
+    while grown:
+        grown = False
+        for _line, _text, words in statements:
+            name = _defined_view_or_routine(words) if words else None
+            if name is not None and name not in reading and _mentions(words, reading):
+                reading.add(name)
+                grown = True
+    if len(reading) == len(_ACTIVITY_VIEWS):
+        return None
+    for k, (_line, _text, words) in enumerate(statements):
+        if words and _defined_view_or_routine(words) is None:
+            found = _mentions(words, reading)
+            if found is not None:
+                return k, (
+                    f"reads {found} while the file loads: a view or routine of this file over"
+                    " other sessions' queries, which the server keeps from other roles"
+                )
+    return None
+
+
 def refusal(words: list[Word], text: str) -> str | None:
     """Why this statement acts outside its database, or None."""
     if not words:
@@ -687,6 +796,7 @@ def refusal(words: list[Word], text: str) -> str | None:
         or _reading_settings(words)
         or _catalog_writes(words)
         or _temporary(words)
+        or _secret_reads(words)
     )
     if why:
         return why
@@ -912,6 +1022,9 @@ def load_time_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[in
     allowed (nothing runs); calling it anywhere but in another definition is refused, and
     once a trigger, operator, cast, aggregate or type reaches one, so is every statement
     that runs queries (pg_dump's ``SELECT pg_catalog.set_config(...)`` aside)."""
+    found = _activity_refusal(statements)
+    if found is not None:
+        return found
     routines: dict[str, list[list[Word]]] = {}
     for _line, _text, words in statements:
         name = _routine_name(words) if words else None
