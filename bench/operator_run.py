@@ -175,6 +175,7 @@ class Bench:
     seconds_per_schema: float = 6.0  # the time allowed to all Ready, per schema
     log_level: str | None = None  # the operators' (debug: one line per pass)
     keep: bool = False  # write each scale's timeline beside the logs
+    extra_args: list[str] = field(default_factory=list)  # appended to the operator's argv
 
     def component_pids(self) -> dict[str, int]:
         procs = devcluster.procs(self.state)
@@ -222,6 +223,7 @@ class Bench:
             argv.append(f"--poll-seconds={self.poll_seconds}")
         if self.supervise_seconds is not None:
             argv.append(f"--supervise-seconds={self.supervise_seconds}")
+        argv += self.extra_args
         if resync is not None:
             argv.append(f"--resync-seconds={resync}")
         if self.log_level is not None:
@@ -456,16 +458,20 @@ def main() -> int:
     ap.add_argument("--state-dir", default=None, help="reuse this dev cluster")
     ap.add_argument("--workers", type=int, default=None, help="default: the operator's")
     ap.add_argument("--poll-seconds", type=float, default=None, help="default: the operator's")
+    ap.add_argument("--supervise-seconds", type=float, default=None, help="default: the operator's")
     ap.add_argument(
-        "--supervise-seconds", type=float, default=None, help="default: the operator's"
+        "--operator-args",
+        default="",
+        help="more arguments of the configured operator, space-separated "
+        "(e.g. '--max-operations=32')",
     )
     ap.add_argument(
-        "--reference-supervise-seconds",
-        type=float,
+        "--reference-args",
         default=None,
-        help="run each --schemas scale first with this supervising poll (5: every pass of "
-        "a running Job, as before the watches drove supervision), then as configured, "
-        "and print the ratios",
+        help="run each --schemas scale first with an operator given these arguments instead "
+        "of --operator-args (e.g. '--max-operations=0': unbounded; '--supervise-seconds=5': "
+        "every pass of a running Job, as before the watches drove supervision), then as "
+        "configured, and print the ratios",
     )
     ap.add_argument("--resync-seconds", type=float, default=20.0, help="the idle fleet's")
     ap.add_argument("--keep", action="store_true", help="keep the operators' logs")
@@ -495,22 +501,23 @@ def main() -> int:
         args.timeout_per_schema,
         args.log_level,
         args.keep,
+        args.operator_args.split(),
     )
     try:
         one = bench.converge(1)
         single = one["elapsed"]
         report(one, None)
         for n in (int(x) for x in args.schemas.split(",") if x.strip()):
-            if args.reference_supervise_seconds is None:
+            if args.reference_args is None:
                 report(bench.converge(n), single)
                 continue
-            configured = bench.supervise_seconds
-            bench.supervise_seconds = args.reference_supervise_seconds
-            print(f"reference: --supervise-seconds={args.reference_supervise_seconds:g}")
+            configured = bench.extra_args
+            bench.extra_args = args.reference_args.split()
+            print(f"reference: operator {args.reference_args}")
             ref = bench.converge(n)
             report(ref, single)
-            bench.supervise_seconds = configured
-            print(f"configured: --supervise-seconds={configured or 'default'}")
+            bench.extra_args = configured
+            print(f"configured: operator {' '.join(configured) or '(defaults)'}")
             now = bench.converge(n)
             report(now, single)
             report_ratio(now, ref)

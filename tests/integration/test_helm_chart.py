@@ -161,6 +161,13 @@ def test_the_supervise_interval_is_the_operator_s_own_unless_set(helm: Path) -> 
     assert "--supervise-seconds=20" in dep["spec"]["template"]["spec"]["containers"][0]["args"]
 
 
+def test_the_operation_slots_reach_the_operator(helm: Path) -> None:
+    (dep,) = of(render(helm), "Deployment")
+    assert "--max-operations=16" in dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    (dep,) = of(render(helm, "operator.maxOperations=0"), "Deployment")
+    assert "--max-operations=0" in dep["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
 def test_label_scoping_reaches_the_operator(helm: Path) -> None:
     docs = render(helm, "watch.labelSelector=team=a")
     (dep,) = of(docs, "Deployment")

@@ -7,14 +7,7 @@ import threading
 import pytest
 
 from ptah.operator.queue import RateLimiter, ShutDown, WorkQueue
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
+from support.clock import FakeClock
 
 
 def test_dedup_while_waiting() -> None:

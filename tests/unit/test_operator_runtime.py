@@ -24,6 +24,7 @@ from ptah.operator.metrics import Metrics
 from ptah.operator.runnables import Manager, Runnable
 from ptah.testing.memory import MemoryCluster
 from ptah.workload.job import LABEL_OWNER_UID
+from support.clock import FakeClock
 
 
 def obj(name: str, rv: str) -> dict[str, Any]:
@@ -125,17 +126,9 @@ def test_watch_resumes_after_a_transport_error_without_relisting() -> None:
     assert "PartialObjectMetadata" in seen[2].headers["Accept"]
 
 
-class Mono:
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
 def test_leader_election_expiry_by_own_observation_and_loss_at_once() -> None:
     cluster = MemoryCluster()
-    clock = Mono()
+    clock = FakeClock()
     lost: list[str] = []
     a = LeaderElector(
         cluster,

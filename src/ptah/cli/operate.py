@@ -87,6 +87,13 @@ def register(subparsers: Any) -> None:
         "default 30, or that quarter when it is shorter",
     )
     p.add_argument(
+        "--max-operations",
+        type=int,
+        default=16,
+        help="claimed operations (runner Jobs) in flight at once; more claims wait their "
+        "turn in order (0: unbounded)",
+    )
+    p.add_argument(
         "--proof-retry-seconds",
         type=float,
         default=300.0,

@@ -88,6 +88,21 @@ def claim_step(p: Pass, work: Work) -> Result:
                     requeue_after=-wait,
                 ),
             )
+    if s.record is None and not p.env.admit_claim():
+        # The proof of an uncertain run (a record open) never waits for a slot: it comes
+        # before anything else, and the database stays held until it settles.
+        p.report.queued = True
+        return observe(
+            p,
+            Observe(
+                "Queued",
+                message="every operation slot is taken; the claim waits its turn",
+                waiting_for="a free operation slot",
+                # No timer: the slot that frees wakes it (the periodic resync is the
+                # backstop); polling would re-read every waiting resource's inputs.
+                requeue_after=None,
+            ),
+        )
     op = _new_claim(p, work, inputs)
     writes.add_finalizer(p)
     if op.input_config_map is not None:

@@ -30,6 +30,16 @@ def _no_hook(_: str, __: str) -> None:
     return None
 
 
+# Whether the resource this pass works on may make a new claim now: the operator's
+# operation slots (ptah.operator.slots) bound the operations in flight at once. It is a
+# throttle, read before a claim is written and never after: a claim made runs its course.
+ClaimGate = Callable[[], bool]
+
+
+def _admit_all() -> bool:
+    return True
+
+
 T = TypeVar("T")
 
 # The default interval between supervising passes over a running Job (see Env).
@@ -65,6 +75,7 @@ class Env:
     # in-memory tests); the operator hands them to its one background writer
     # (``ptah.kube.events.EventEmitter``), so no step waits for one.
     events: EventSink = record_event
+    admit_claim: ClaimGate = _admit_all
 
 
 class ObjectPass:

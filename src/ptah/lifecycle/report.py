@@ -71,6 +71,8 @@ class PassReport:
     ended: Ended | None = None
     record_open: bool = False
     jobs: list[JobCreation] = field(default_factory=list)
+    # The pass would have claimed but found no free operation slot (``Env.admit_claim``).
+    queued: bool = False
 
     def saw(self, obj: Obj, status: LifecycleStatus | None = None) -> None:
         """The resource as the pass read it first, or as a write left it."""

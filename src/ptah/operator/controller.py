@@ -53,6 +53,7 @@ from ptah.operator.mapping import (
 )
 from ptah.operator.metrics import Metrics
 from ptah.operator.queue import ShutDown, WorkQueue
+from ptah.operator.slots import OperationSlots
 from ptah.targetlock import ExpiryObserver
 
 log = structlog.get_logger("ptah.operator")
@@ -130,6 +131,8 @@ class Settings:
     namespaces: list[str] = field(default_factory=list)
     label_selector: dict[str, str] = field(default_factory=dict)
     runner_defaults: dict[str, Any] = field(default_factory=dict)
+    # Operations in flight at once (None: unbounded); see ptah.operator.slots.
+    max_operations: int | None = None
 
 
 class Controller:
@@ -155,6 +158,7 @@ class Controller:
         self.is_leader = is_leader
         self.queue: WorkQueue[Key] = WorkQueue()
         self.index = Index()
+        self.slots: OperationSlots[Key] = OperationSlots(settings.max_operations, self.queue.add)
         self.motions = Motions()
         # The objects this process's passes wrote, as each write left them: a watch event
         # carrying exactly that version is the echo of the pass's own write.
@@ -198,9 +202,11 @@ class Controller:
                 key = self.index.remove(obj)
                 self._rested.pop(key, None)
                 self.metrics.forget(key, self.label(key.kind))
+                self.slots.saw(key, None)
             else:
                 key, previous = self.index.upsert(obj)
                 echo = event.type == "MODIFIED" and only_status_changed(previous, obj)
+                self.slots.saw(key, obj)
         # The version a pass's own write returned wakes not the resource whose pass wrote
         # it: that pass already took what follows (a finalizer it added, a plan or input
         # ConfigMap it created), as it does for its status.
@@ -339,6 +345,7 @@ class Controller:
         report = PassReport()
         jobs = _JobLog(self, key)
         env = self._pass_env(report, jobs, self.own.of(key) if family is not None else None)
+        env.admit_claim = lambda: self.slots.admit(key)
         started = time.monotonic()
         outcome = "ok"
         again = False
@@ -389,6 +396,8 @@ class Controller:
                 self.queue.add_after(key, result.requeue_after)
         finally:
             self.last_pass = time.monotonic()
+            if not report.queued:
+                self.slots.leave(key)
             jobs.flush(report)
             label = self.label(key.kind)
             seconds = time.monotonic() - started

@@ -137,6 +137,14 @@ def supervise_seconds(args: argparse.Namespace) -> float:
     return value
 
 
+def max_operations(args: argparse.Namespace) -> int | None:
+    """``--max-operations``: 0 means unbounded."""
+    value = int(args.max_operations)
+    if value < 0:
+        raise SystemExit(f"--max-operations={value}: must be 0 (unbounded) or more")
+    return value or None
+
+
 def settings_from(args: argparse.Namespace) -> Settings:
     identity = (
         args.identity or os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}"
@@ -155,6 +163,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
         namespaces=list(args.namespace_scope or []),
         label_selector=dict(args.label_selector or {}),
         runner_defaults=runner_defaults(os.environ.get(RUNNER_DEFAULTS_ENV, "")),
+        max_operations=max_operations(args),
     )
 
 
