@@ -133,6 +133,10 @@ def test_a_dump_with_rows_is_refused_at_its_copy_naming_the_line() -> None:
         "CREATE VIEW v AS SELECT usename, passwd FROM pg_catalog.pg_shadow",
         "SELECT option_value::int FROM information_schema.user_mapping_options",
         "SELECT * FROM pg_hba_file_rules",
+        "SELECT (SELECT string_agg(encode(t_data, 'escape'), '|') FROM"
+        " heap_page_items(get_raw_page('pg_authid', 0)))::int",
+        "SELECT * FROM pg_get_wal_records_info('0/1000000', '0/2000000')",
+        "SELECT heap_force_kill('pg_authid'::regclass, ARRAY['(0,1)']::tid[])",
         "SELECT query::int FROM pg_stat_activity WHERE query LIKE '%PASSWORD%'",
     ],
 )

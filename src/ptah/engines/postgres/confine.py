@@ -152,6 +152,20 @@ _OUTSIDE_FUNCTIONS = frozenset(
         "PG_LS_WALDIR",
         "PG_LS_TMPDIR",
         "PG_LS_ARCHIVE_STATUSDIR",
+        # raw pages and WAL: any relation's bytes, the shared catalogs' (pg_authid's
+        # password hashes, read with pageinspect into a plan's error) and every database's
+        # changes; pg_surgery's writes reach the shared catalogs' tuples too
+        "GET_RAW_PAGE",
+        "PG_GET_WAL_RECORD_INFO",
+        "PG_GET_WAL_RECORDS_INFO",
+        "PG_GET_WAL_RECORDS_INFO_TILL_END_OF_WAL",
+        "PG_GET_WAL_STATS",
+        "PG_GET_WAL_STATS_TILL_END_OF_WAL",
+        "PG_GET_WAL_BLOCK_INFO",
+        "PG_GET_WAL_FPI_INFO",
+        "HEAP_FORCE_KILL",
+        "HEAP_FORCE_FREEZE",
+        "PG_TRUNCATE_VISIBILITY_MAP",
         "PG_LS_REPLSLOTDIR",
         "PG_LS_LOGICALSNAPDIR",
         "PG_LS_LOGICALMAPDIR",
