@@ -96,6 +96,9 @@ def test_the_controller_queues_a_claim_past_the_limit_and_runs_it_when_a_slot_fr
     assert status[2]["phase"] == "Queued"
     assert status[2]["waitingFor"] == "a free operation slot"
     assert not cluster.list(kinds.JOB, "ns2")
+    registry = c.metrics.registry
+    assert registry.get_sample_value("ptah_operation_slots_in_flight") == 2
+    assert registry.get_sample_value("ptah_operation_slots_waiting") == 1
     # The first resource goes away: its slot frees and wakes the queued one.
     first = cluster.get(kinds.SCHEMA, "ns0", "s")
     assert first is not None
@@ -106,3 +109,4 @@ def test_the_controller_queues_a_claim_past_the_limit_and_runs_it_when_a_slot_fr
     third = cluster.get(kinds.SCHEMA, "ns2", "s")
     assert third is not None and third["status"]["activeOperation"]
     assert cluster.list(kinds.JOB, "ns2")
+    assert registry.get_sample_value("ptah_operation_slots_waiting") == 0

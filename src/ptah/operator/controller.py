@@ -159,6 +159,8 @@ class Controller:
         self.queue: WorkQueue[Key] = WorkQueue()
         self.index = Index()
         self.slots: OperationSlots[Key] = OperationSlots(settings.max_operations, self.queue.add)
+        self.metrics.slots_in_flight.set_function(self.slots.in_flight)
+        self.metrics.slots_waiting.set_function(self.slots.waiting)
         self.motions = Motions()
         # The objects this process's passes wrote, as each write left them: a watch event
         # carrying exactly that version is the echo of the pass's own write.

@@ -97,6 +97,16 @@ class Metrics:
             ["result"],
             registry=r,
         )
+        self.slots_in_flight = Gauge(
+            "ptah_operation_slots_in_flight",
+            "Claimed operations counted against --max-operations",
+            registry=r,
+        )
+        self.slots_waiting = Gauge(
+            "ptah_operation_slots_waiting",
+            "Resources waiting for an operation slot (phase Queued)",
+            registry=r,
+        )
         self.leader = Gauge("ptah_leader", "1 while this replica is the leader", registry=r)
         self.rollout_targets = Gauge(
             "ptah_rollout_targets",

@@ -54,8 +54,6 @@ class OperationSlots(Generic[K]):
     def saw(self, key: K, obj: dict[str, Any] | None) -> None:
         """The watch's latest copy of ``key`` (None: deleted); wakes waiters when a
         slot freed."""
-        if self.limit is None:
-            return
         with self._lock:
             was = key in self._running
             if in_flight(obj):
@@ -66,7 +64,8 @@ class OperationSlots(Generic[K]):
             if obj is None:
                 self._admitted.pop(key, None)
                 self._queued.pop(key, None)
-            woken = self._next_locked() if was and key not in self._running else []
+            freed = was and key not in self._running
+            woken = self._next_locked() if freed and self.limit is not None else []
         for k in woken:
             self._wake(k)
 
