@@ -597,3 +597,50 @@ def test_extension_member_comments(pg_url: str, versions: tuple[str, ...]) -> No
                     got = t.connection.execute(_MEMBER_COMMENTS_Q).fetchall()
                     want = p.connection.execute(_MEMBER_COMMENTS_Q).fetchall()
                 assert got == want
+
+
+# A key's, a unique constraint's or an exclusion constraint's index storage parameters
+# changed alone: ALTER INDEX ... SET/RESET, not the constraint dropped and added again (its
+# index built again under an ACCESS EXCLUSIVE lock, the foreign keys on it with it).
+INDEX_OPTIONS = """
+CREATE EXTENSION IF NOT EXISTS btree_gist;
+CREATE TABLE public.p (id integer, k integer, r int4range,
+  CONSTRAINT p_pk PRIMARY KEY (id) WITH (fillfactor = 80),
+  CONSTRAINT p_u UNIQUE (k) DEFERRABLE,
+  CONSTRAINT p_ex EXCLUDE USING gist (k WITH =, r WITH &&) WITH (buffering = on));
+CREATE TABLE public.c (pid integer REFERENCES public.p (id));
+"""
+INDEX_OPTIONS_B = (
+    INDEX_OPTIONS.replace("fillfactor = 80", "fillfactor = 70, deduplicate_items = off")
+    .replace("UNIQUE (k) DEFERRABLE", "UNIQUE (k) WITH (fillfactor = 90) DEFERRABLE")
+    .replace(" WITH (buffering = on)", "")
+)
+
+
+def test_constraint_index_options_alone_are_set(pg_url: str) -> None:
+    with database(pg_url) as db:
+        apply_plan(db, INDEX_OPTIONS)
+        for version, expected in (
+            (
+                INDEX_OPTIONS_B,
+                [
+                    "ALTER INDEX public.p_ex RESET (buffering)",
+                    "ALTER INDEX public.p_pk SET (fillfactor='70', deduplicate_items='off')",
+                    "ALTER INDEX public.p_u SET (fillfactor='90')",
+                ],
+            ),
+            (
+                INDEX_OPTIONS,
+                [
+                    "ALTER INDEX public.p_ex SET (buffering='on')",
+                    "ALTER INDEX public.p_pk RESET (deduplicate_items)",
+                    "ALTER INDEX public.p_pk SET (fillfactor='80')",
+                    "ALTER INDEX public.p_u RESET (fillfactor)",
+                ],
+            ),
+        ):
+            plan = apply_plan(db, version)
+            assert sorted(s.sql for s in plan.statements) == expected
+            with database(pg_url) as psql_db:
+                psql_load(psql_db, version)
+                assert_same_dump(db, psql_db)

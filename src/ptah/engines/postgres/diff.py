@@ -165,6 +165,9 @@ class _Changes:
     # (table, column): a generated column dropped and added again (a new expression, or
     # one over a column the server cannot retype under it); what uses it goes with it.
     readded: set[tuple[str, str]] = field(default_factory=set)
+    # Keys, primary keys and exclusion constraints whose index's storage parameters
+    # alone change: ALTER INDEX ... SET/RESET.
+    reoptioned: set[str] = field(default_factory=set)
 
 
 class _Diff:
@@ -285,6 +288,9 @@ class _Diff:
             for name in cur.keys() & want.keys():
                 if not same(cur[name], want[name]):
                     if kind == "constraint" and self.validates(cur[name], want[name]):
+                        continue
+                    if kind == "constraint" and self.reoptions(cur[name], want[name]):
+                        self.ch.reoptioned.add(name)
                         continue
                     self.ch.replaced.add(f"{kind}:{name}")
         cur, want = self.pair("function")
@@ -1340,6 +1346,9 @@ class _Diff:
             if key in cur and not self.rebuilt(node):
                 if self.validates(cur[key], want[key]):
                     self.validate(node, want[key])
+                if key in self.ch.reoptioned:
+                    was, now = cur[key]["_options"], want[key]["_options"]
+                    self.index_options(node, want[key], was, now)
                 continue
             self.add_constraint(node, want[key])
             c = want[key]
@@ -1353,6 +1362,30 @@ class _Diff:
                 and not self.rebuilt(node)
             ):
                 self.create(node, f"ALTER TABLE {want[key]['table']} SET WITHOUT CLUSTER")
+
+    def reoptions(self, old: dict[str, Any], new: dict[str, Any]) -> bool:
+        """Only the storage parameters of a constraint's index change (not on a
+        partitioned table: the server sets none on a partitioned index)."""
+        table = self.want.get("table", {}).get(new["table"], {})
+        return (
+            "_bare" in old
+            and "_bare" in new
+            and old["_bare"] == new["_bare"]
+            and old.get("clustered") == new.get("clustered")
+            and not table.get("partitionBy")
+            and self.existing_table(new["table"])
+        )
+
+    def index_options(self, node: str, c: dict[str, Any], was: list[str], now: list[str]) -> None:
+        """``ALTER INDEX ... RESET`` what goes, ``SET`` what comes or changes, in the desired
+        file's order (the index then lists them as a direct load does)."""
+        at = f"ALTER INDEX {c['table'].split('.', 1)[0]}.{c['name']}"
+        gone = sorted({o.split("=", 1)[0] for o in was} - {o.split("=", 1)[0] for o in now})
+        if gone:
+            self.create(node, f"{at} RESET ({', '.join(gone)})")
+        changed = [o.split("=", 1) for o in now if o not in was]
+        if changed:
+            self.create(node, f"{at} SET ({', '.join(f'{k}={_lit(v)}' for k, v in changed)})")
 
     def uninherited(self, c: dict[str, Any]) -> bool:
         """A child's own check that its parent has too (merged), on a table that leaves

@@ -16,6 +16,7 @@ object the catalogs hold that the inspection did not take in.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -259,7 +260,7 @@ SELECT k.oid, k.conindid, {_qn("n", "c.relname")}, quote_ident(k.conname),
        k.contype IN ('p', 'u', 'x') AND coalesce(
          (SELECT x.indisclustered FROM pg_index x WHERE x.indexrelid = k.conindid), false),
        k.conislocal AND k.conparentid = 0,
-       CASE WHEN k.contype IN ('p', 'u') THEN
+       CASE WHEN k.contype IN ('p', 'u', 'x') THEN
          (SELECT ic.reloptions FROM pg_class ic WHERE ic.oid = k.conindid) END
 FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -609,6 +610,19 @@ def _with_index_options(definition: str, options: list[str]) -> str:
     return f"{definition} WITH ({params}){tail}"
 
 
+def _without_index_options(definition: str, options: list[str]) -> str:
+    """An exclusion constraint's definition without the ``WITH (...)`` of its index's
+    storage parameters (``pg_get_constraintdef`` prints them, each value quoted or not);
+    unchanged where they are not found as printed."""
+    names = [o.split("=", 1)[0] for o in options]
+    clause = r" WITH \(" + ", ".join(re.escape(n) + r"=(?:'(?:[^']|'')*'|[^,)']*)" for n in names)
+    found = list(re.finditer(clause + r"\)", definition))
+    if not found:
+        return definition
+    last = found[-1]
+    return definition[: last.start()] + definition[last.end() :]
+
+
 _STORAGE = {"p": "PLAIN", "e": "EXTERNAL", "m": "MAIN", "x": "EXTENDED"}
 
 
@@ -866,7 +880,10 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             nodes.defaults[adoid] = col
     for row in _rows(cur, Q_CONSTRAINTS):
         oid, indid, rel, name, kind, definition, clustered, own, options = row
-        if options:
+        bare = definition
+        if options and kind == "x":
+            bare = _without_index_options(definition, list(options))
+        elif options:
             definition = _with_index_options(definition, list(options))
         if not own:
             # A partition's copy of its parent's constraint: its own once detached; a
@@ -876,6 +893,11 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             continue
         key = f"{rel}.{name}"
         schema["constraint"][key] = {"table": rel, "name": name, "type": kind, "def": definition}
+        if kind in ("p", "u", "x"):
+            # Its index's storage parameters, and the definition without them: a change
+            # of those alone is an ALTER INDEX ... SET, not a new constraint.
+            schema["constraint"][key]["_options"] = list(options or [])
+            schema["constraint"][key]["_bare"] = bare
         if clustered:
             schema["constraint"][key]["clustered"] = True
         nodes.add("pg_constraint", oid, f"constraint:{key}")
