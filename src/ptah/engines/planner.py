@@ -9,11 +9,13 @@ it was computed against.
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import json
 import os
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -136,6 +138,34 @@ class _Side:
         return self.fingerprint
 
 
+# Plans running in this process, and whether the cyclic collector was on before the first.
+_collector = {"plans": 0, "was_on": False}
+_collector_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """The cyclic garbage collector paused while a plan runs (reference counting still
+    frees everything else at once). A plan makes millions of small objects, none of them
+    in cycles: the words of every statement the check reads, two inspections, the diff.
+    The collector traverses every live object at each of its older generations' runs,
+    and those come more often the more objects a plan keeps: at 1,000 tables it took a
+    fifth of the confinement check's time, at 10,000 more. It is switched back on when
+    the last plan running in this process returns."""
+    with _collector_lock:
+        if _collector["plans"] == 0:
+            _collector["was_on"] = gc.isenabled()
+            gc.disable()
+        _collector["plans"] += 1
+    try:
+        yield
+    finally:
+        with _collector_lock:
+            _collector["plans"] -= 1
+            if _collector["plans"] == 0 and _collector["was_on"]:
+                gc.enable()
+
+
 def plan(
     target: Target,
     desired_sql: str,
@@ -154,6 +184,18 @@ def plan(
     runs nothing of it) instead of tokenizing the whole file again; any other cache
     key is checked first.
     """
+    with _no_cycle_collection():
+        return _plan_settled(target, desired_sql, dev_url, cache_dir, policy)
+
+
+def _plan_settled(
+    target: Target,
+    desired_sql: str,
+    dev_url: DbUrl | None,
+    cache_dir: str | None,
+    policy: SchemaPolicy | None,
+) -> Plan:
+    """:func:`plan`, its scratch dropped before it returns."""
     ops = ops_for(target)
     settle = getattr(ops, "settle", lambda: None)
     try:
