@@ -51,6 +51,7 @@ from typing import Any
 
 from ptah.engines import planner
 from ptah.engines.connect import open_target
+from ptah.engines.model import Plan
 
 
 def schema(tables: int, changed: int) -> str:
@@ -194,7 +195,7 @@ class ServerCpu:
 
         psycopg.Connection.connect = classmethod(connect)  # type: ignore[method-assign,assignment]
         psycopg.connect = psycopg.Connection.connect  # the module's alias, as psycopg makes it
-        psycopg.Connection.close = close  # type: ignore[method-assign]
+        psycopg.Connection.close = close  # type: ignore[method-assign,assignment]
 
     def start(self) -> None:
         self.spent = 0.0
@@ -238,7 +239,7 @@ def load_current(url: str, sql: str, batch: int = 2000) -> None:
         t.connection.execute("VACUUM ANALYZE")
 
 
-def phases(plan: planner.Plan, desired: dict[str, Any] | None, wall: float) -> dict[str, float]:
+def phases(plan: Plan, desired: dict[str, Any] | None, wall: float) -> dict[str, float]:
     out = {k: float(v) for k, v in plan.timings.items()}
     scratch = ((desired or {}).get("_meta") or {}).get("scratchSeconds") or {}
     if "cacheHit" in out:
@@ -281,7 +282,7 @@ def measure(url: str, tables: int, changed: int, noop_first: bool) -> dict[str, 
         seen["desired"] = result[0]
         return result
 
-    pg_scratch.normalise = keep  # type: ignore[assignment]
+    pg_scratch.normalise = keep
     base = _vm_kib("VmHWM")
     out: dict[str, Any] = {"tables": tables, "load": os.getloadavg()[0]}
     with tempfile.TemporaryDirectory(prefix="ptah-bench-") as cache, open_target(url) as t:
@@ -469,6 +470,14 @@ def main() -> None:
             f" peak memory +{big['peak_mb']:.0f} MB (x{big['peak_mb'] / max(peak, 1e-9):.1f});"
             f" linear is x{k:.0f}"
         )
+        # Each phase of the plan with changes against its median at 1,000 tables: which
+        # of them grows faster than the schema (the client's or the server's work).
+        ratios = []
+        for key, title in PHASES:
+            small = median([r["changes"].get(key, 0.0) for r in rounds])
+            if small >= 0.01:
+                ratios.append(f"{title} {big['changes'].get(key, 0.0) / small:.1f}")
+        print(f"{args.tables} tables, phases (x of 1000): " + ", ".join(ratios))
 
 
 if __name__ == "__main__":
