@@ -162,6 +162,15 @@ def test_mysql_plans_of_hostile_files_leave_the_sentinel(
             "CREATE PROCEDURE",
         ),
         (f"{table}SELECT SETVAL({s}.seq, 1000);\n", "SETVAL"),  # moved the sequence
+        # SPHINX (ha_sphinx.so ships with the server): its COMMENT is a searchd address the
+        # server connects to at the first SELECT.
+        (
+            f"{table}CREATE TABLE s (id BIGINT UNSIGNED NOT NULL, weight INT NOT NULL,\n"
+            "  query VARCHAR(3072) NOT NULL, INDEX(query))\n"
+            "  ENGINE=SPHINX COMMENT='sphinx://127.0.0.1:19312/idx';\n"
+            "SELECT * FROM s WHERE query = 'x';\n",
+            "CREATE TABLE s",
+        ),
         # A role switch (as PostgreSQL refuses it) and the binary log's session variables.
         (f"{table}SET ROLE NONE;\n", "SET ROLE"),
         (f"{table}SET sql_log_off = 1;\n", "sql_log_off"),

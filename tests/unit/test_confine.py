@@ -66,6 +66,8 @@ REFUSED: list[tuple[EngineName, str, str]] = [
     ("mysql", "CREATE FUNCTION metaphon RETURNS STRING SONAME 'udf_example.so'", "library"),
     ("mysql", "create or replace aggregate function f returns real soname 'x.so'", "library"),
     ("mysql", "ALTER TABLE t ENGINE = S3", "S3 engine"),
+    ("mysql", "CREATE TABLE t (id INT) ENGINE=SPHINX COMMENT='sphinx://10.0.0.1:9312/i'", "SPHINX"),
+    ("mysql", "SET STATEMENT default_storage_engine = sphinx FOR CREATE TABLE t (a INT)", "engine"),
     ("mysql", "SET default_storage_engine = SPIDER", "default engine"),
     ("mysql", "SET @@session.default_tmp_storage_engine = 'CONNECT'", "default engine"),
     ("mysql", "set storage_engine = @e", "default engine"),

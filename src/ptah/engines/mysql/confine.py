@@ -160,8 +160,10 @@ def _set_scope(words: list[Word]) -> str | None:
     return None
 
 
-# S3 stores the table on a remote service; OQGRAPH reads its DATA_TABLE.
-_OUTSIDE_ENGINES = {"FEDERATED", "FEDERATEDX", "CONNECT", "SPIDER", "S3", "OQGRAPH"}
+# S3 stores the table on a remote service; OQGRAPH reads its DATA_TABLE; SPHINX queries a
+# search daemon named by its CONNECTION or, in its older form, its COMMENT
+# ('sphinx://host:9312/index'): the server ships ha_sphinx.so, one INSTALL away.
+_OUTSIDE_ENGINES = {"FEDERATED", "FEDERATEDX", "CONNECT", "SPIDER", "S3", "OQGRAPH", "SPHINX"}
 
 
 def _server_files(words: list[Word]) -> str | None:
