@@ -644,3 +644,40 @@ def test_constraint_index_options_alone_are_set(pg_url: str) -> None:
             with database(pg_url) as psql_db:
                 psql_load(psql_db, version)
                 assert_same_dump(db, psql_db)
+
+
+@pytest.mark.parametrize(
+    "a, b, destructive",
+    [
+        (GENERATED, GENERATED.replace("a * 2", "a * 3"), False),
+        (RETYPED, RETYPED.replace("a integer", "a bigint"), False),
+        (
+            GENERATED_CALL,
+            GENERATED_CALL.replace("dbl(x integer)", "dbl(y integer)").replace("x * 2", "y * 2"),
+            False,
+        ),
+        (
+            "CREATE TABLE public.m (id integer, a integer, b integer);",
+            "CREATE TABLE public.m (id integer, a integer,"
+            " b integer GENERATED ALWAYS AS (a * 2) STORED);",
+            True,
+        ),
+    ],
+    ids=["expression", "column under it retyped", "function under it", "column made generated"],
+)
+def test_generated_column_added_again_is_destructive_only_over_stored_values(
+    pg_url: str, a: str, b: str, destructive: bool
+) -> None:
+    """Destructive means the plan loses data (guide-ptahschema: a plan that drops a table
+    or a column). A generated column dropped and added again keeps its place in the
+    schema and gets its values computed again: it lost nothing, yet its DROP COLUMN was
+    marked destructive (allowDestructive: false blocked an expression change). A plain
+    column made generated loses the values it held: destructive."""
+    ensure_roles(pg_url)
+    with database(pg_url) as db:
+        apply_plan(db, a)
+        with open_target(db) as t:
+            plan = planner.plan(t, b)
+        drops = [s for s in plan.statements if " DROP COLUMN b" in s.sql]
+        assert drops and plan.destructive is destructive, [s.sql for s in plan.statements]
+        apply_plan(db, b)

@@ -1179,8 +1179,12 @@ class _Diff:
             self.drop(f"table:{table}", f"ALTER TABLE {table} ALTER COLUMN {col} DROP DEFAULT")
         node = f"table:{table}"
         if (table, col) in self.ch.readded:
-            # Added again with the table's new columns (columns()).
-            self.drop(node, f"ALTER TABLE {table} DROP COLUMN {col}", DESTRUCTIVE)
+            # Added again with the table's new columns (columns()). Destructive where the
+            # column held its own values (it becomes generated); a generated column's are
+            # computed again from the row as the column is added back: nothing is lost
+            # that its (new) expression does not give again.
+            hazards = () if old["generated"] else (DESTRUCTIVE,)
+            self.drop(node, f"ALTER TABLE {table} DROP COLUMN {col}", *hazards)
             return
         if same(old, new):
             return
