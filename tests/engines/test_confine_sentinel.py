@@ -599,6 +599,27 @@ def test_postgres_a_plan_reports_no_secret_of_the_server(pg_db: str, tmp_path: P
         assert f"line {_line_of(sql, first_bad)}:" in str(got["message"]), got
 
 
+def test_postgres_a_file_does_not_redefine_what_the_inspection_reads_by(
+    pg_db: str, tmp_path: Path
+) -> None:
+    # The inspection calls pg_catalog's format_type on the loading session: redefined by the
+    # file, it made the plan of "title text" create "title bigint" (a forged plan).
+    table = "CREATE TABLE film (\n  id int PRIMARY KEY,\n  title text\n);\n"
+    forged = "RETURNS text LANGUAGE sql STABLE AS $$ SELECT 'bigint'::text $$;\n"
+    files = [
+        (f"{table}CREATE OR REPLACE FUNCTION pg_catalog.format_type(oid, integer)\n{forged}", "OR"),
+        (
+            f"{table}SET search_path = pg_catalog;\n"
+            f"CREATE OR REPLACE FUNCTION format_type(oid, integer)\n{forged}",
+            "search_path",
+        ),
+    ]
+    for sql, first_bad in files:
+        got = _refused_plan(pg_db, sql, tmp_path)
+        assert got["reason"] == "StatementRefused", got
+        assert f"line {_line_of(sql, first_bad)}:" in str(got["message"]), got
+
+
 def test_postgres_plan_of_many_statements_leaves_the_cluster_catalogs(
     pg_db: str, pg_url: str, pg_sentinel: str, tmp_path: Path
 ) -> None:

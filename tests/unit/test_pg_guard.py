@@ -137,6 +137,15 @@ def test_a_dump_with_rows_is_refused_at_its_copy_naming_the_line() -> None:
         " heap_page_items(get_raw_page('pg_authid', 0)))::int",
         "SELECT * FROM pg_get_wal_records_info('0/1000000', '0/2000000')",
         "SELECT heap_force_kill('pg_authid'::regclass, ARRAY['(0,1)']::tid[])",
+        # The schemas the inspection reads by: a redefined format_type forged the plan.
+        "CREATE OR REPLACE FUNCTION pg_catalog.format_type(oid, integer) RETURNS text"
+        " LANGUAGE sql AS $$ SELECT 'bigint'::text $$",
+        "ALTER FUNCTION pg_catalog.pg_get_expr(pg_node_tree, oid) RENAME TO x",
+        "CREATE VIEW information_schema.columns AS SELECT 1",
+        "DROP SCHEMA app, information_schema CASCADE",
+        "COMMENT ON FUNCTION pg_catalog.now() IS 'x'",
+        "SET search_path = pg_catalog",
+        "SELECT set_config('search_path', 'pg_catalog, public', false)",
         "SELECT query::int FROM pg_stat_activity WHERE query LIKE '%PASSWORD%'",
     ],
 )
@@ -182,6 +191,14 @@ def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> Non
         "CREATE VIEW act2 AS SELECT * FROM act;\n"
         "CREATE FUNCTION n() RETURNS bigint LANGUAGE sql AS 'SELECT count(*) FROM act2'",
         "SELECT 'pg_authid'::regclass;\nCREATE VIEW r AS SELECT rolname FROM pg_roles",
+        # pg_catalog's objects used, not defined (pg_dump writes these).
+        "CREATE EXTENSION IF NOT EXISTS plpgsql WITH SCHEMA pg_catalog;\n"
+        'CREATE TABLE public.u (a text COLLATE pg_catalog."default", b int DEFAULT'
+        " pg_catalog.now());\n"
+        "CREATE INDEX ui ON public.u USING btree (a pg_catalog.text_pattern_ops);\n"
+        "CREATE FUNCTION public.g(a pg_catalog.int4) RETURNS pg_catalog.int4 LANGUAGE sql"
+        " AS 'SELECT 1';\nDROP FUNCTION public.g(pg_catalog.int4);\n"
+        "SET search_path = public, pg_catalog",
     ],
 )
 def test_schema_statements_pass(sql: str) -> None:

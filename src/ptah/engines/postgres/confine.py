@@ -798,6 +798,129 @@ def _activity_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[in
     return None
 
 
+# The schemas the plan's inspection reads by: it runs on the loading session with
+# search_path = pg_catalog and calls format_type, pg_get_expr, pg_get_indexdef... there.
+# "CREATE OR REPLACE FUNCTION pg_catalog.format_type(oid, integer) ... SELECT 'bigint'"
+# made a plan of "title text" create "title bigint" (the inspection read what the file
+# forged). Objects are not created, altered, dropped or commented in pg_catalog or
+# information_schema, those schemas are not altered or dropped, and what the file creates
+# unqualified does not land there (search_path with one of them first).
+_SYSTEM_SCHEMAS = frozenset({"PG_CATALOG", "INFORMATION_SCHEMA"})
+_KIND_WORDS = frozenset(
+    {
+        "OR",
+        "REPLACE",
+        "TEMP",
+        "TEMPORARY",
+        "UNLOGGED",
+        "MATERIALIZED",
+        "RECURSIVE",
+        "FOREIGN",
+        "TABLE",
+        "VIEW",
+        "FUNCTION",
+        "PROCEDURE",
+        "ROUTINE",
+        "AGGREGATE",
+        "OPERATOR",
+        "CLASS",
+        "FAMILY",
+        "TYPE",
+        "DOMAIN",
+        "SEQUENCE",
+        "COLLATION",
+        "CONVERSION",
+        "DEFAULT",
+        "TEXT",
+        "SEARCH",
+        "CONFIGURATION",
+        "DICTIONARY",
+        "PARSER",
+        "TEMPLATE",
+        "STATISTICS",
+        "SCHEMA",
+        "IF",
+        "NOT",
+        "EXISTS",
+        "ONLY",
+        "ON",
+        "COLUMN",
+        "LABEL",
+    }
+)
+_IN_SYSTEM_SCHEMA = "defines, changes or drops an object of a system schema the inspection reads by"
+_SYSTEM_FIRST = (
+    "puts a system schema first in search_path (what the file creates unqualified would land there)"
+)
+
+
+def _object_in_system_schema(words: list[Word]) -> bool:
+    """CREATE/ALTER/DROP/COMMENT ON/SECURITY LABEL ON an object qualified with pg_catalog
+    or information_schema, or ALTER/DROP SCHEMA of one of them (a DROP's whole list)."""
+    head = words[0]
+    j = 1
+    if head.is_("SECURITY") and j + 2 < len(words) and words[j + 1].is_("FOR"):
+        j += 2  # SECURITY LABEL FOR provider ON ...
+    schema = False
+    while j < len(words) and words[j].upper in _KIND_WORDS:
+        schema = schema or words[j].is_("SCHEMA")
+        j += 1
+    depth = 0
+    for k in range(j, len(words)):
+        w = words[k]
+        nxt = words[k + 1] if k + 1 < len(words) else None
+        if w.punct("("):
+            depth += 1
+        elif w.punct(")"):
+            depth -= 1
+        elif (
+            depth == 0
+            and w.is_name
+            and w.text.upper() in _SYSTEM_SCHEMAS
+            and (schema or (nxt is not None and nxt.punct(".")))
+        ):
+            return True
+        if not head.is_("DROP") and depth == 0 and not (w.is_name or w.punct(".")):
+            return False  # past the object's name (a DROP lists several)
+        if not head.is_("DROP") and not schema and w.is_name and not (nxt and nxt.punct(".")):
+            return False  # the name's last part
+    return False
+
+
+def _system_first(value: Word) -> bool:
+    first = value.text.split(",")[0] if value.kind == "string" else value.text
+    return first.strip().strip('"').upper() in _SYSTEM_SCHEMAS
+
+
+def _system_schemas(words: list[Word]) -> str | None:
+    if words[0].is_("CREATE", "ALTER", "DROP", "COMMENT", "SECURITY") and (
+        _object_in_system_schema(words)
+    ):
+        return _IN_SYSTEM_SCHEMA
+    for seq in _all_words(words):
+        if seq is words and not words[0].is_("SET", "SELECT", "DO"):
+            continue  # a routine's own SET search_path holds while it runs
+        for i, w in enumerate(seq[:-2]):
+            value = seq[i + 2]
+            if (
+                w.is_name
+                and w.text.upper() == "SEARCH_PATH"
+                and (seq[i + 1].punct("=") or seq[i + 1].is_("TO"))
+                and value.kind != "punct"
+                and _system_first(value)
+            ):
+                return _SYSTEM_FIRST
+            if (
+                w.kind == "string"
+                and w.text.lower() == "search_path"
+                and seq[i + 1].punct(",")
+                and value.kind == "string"
+                and _system_first(value)
+            ):
+                return _SYSTEM_FIRST  # set_config('search_path', 'pg_catalog, ...')
+    return None
+
+
 def refusal(words: list[Word], text: str) -> str | None:
     """Why this statement acts outside its database, or None."""
     if not words:
@@ -811,6 +934,7 @@ def refusal(words: list[Word], text: str) -> str | None:
         or _catalog_writes(words)
         or _temporary(words)
         or _secret_reads(words)
+        or _system_schemas(words)
     )
     if why:
         return why
