@@ -613,6 +613,12 @@ def test_postgres_a_file_does_not_redefine_what_the_inspection_reads_by(
             f"CREATE OR REPLACE FUNCTION format_type(oid, integer)\n{forged}",
             "search_path",
         ),
+        (
+            f"{table}ALTER FUNCTION format_type(oid, integer) RENAME TO format_type_orig;\n"
+            f"CREATE FUNCTION public.format_type(oid, integer)\n{forged}"
+            "ALTER FUNCTION public.format_type(oid, integer) SET SCHEMA pg_catalog;\n",
+            "SET SCHEMA",
+        ),
     ]
     for sql, first_bad in files:
         got = _refused_plan(pg_db, sql, tmp_path)

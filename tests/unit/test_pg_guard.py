@@ -146,6 +146,7 @@ def test_a_dump_with_rows_is_refused_at_its_copy_naming_the_line() -> None:
         "COMMENT ON FUNCTION pg_catalog.now() IS 'x'",
         "SET search_path = pg_catalog",
         "SELECT set_config('search_path', 'pg_catalog, public', false)",
+        "ALTER FUNCTION public.format_type(oid, integer) SET SCHEMA pg_catalog",
         "SELECT query::int FROM pg_stat_activity WHERE query LIKE '%PASSWORD%'",
     ],
 )

@@ -897,6 +897,16 @@ def _system_schemas(words: list[Word]) -> str | None:
         _object_in_system_schema(words)
     ):
         return _IN_SYSTEM_SCHEMA
+    for i in range(1, len(words) - 1):
+        if (
+            words[i].is_("SCHEMA")
+            and words[i - 1].is_("SET")
+            and words[i + 1].is_name
+            and words[i + 1].text.upper() in _SYSTEM_SCHEMAS
+        ):
+            # ALTER FUNCTION public.format_type(oid, integer) SET SCHEMA pg_catalog: a
+            # builtin renamed aside, a forged one moved in
+            return _IN_SYSTEM_SCHEMA
     for seq in _all_words(words):
         if seq is words and not words[0].is_("SET", "SELECT", "DO"):
             continue  # a routine's own SET search_path holds while it runs
