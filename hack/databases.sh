@@ -33,6 +33,9 @@ PW=ptah-test-pw
 need=()
 [ -x "$PG_BIN/initdb" ] && [ -x "$PG_BIN/postgres" ] || need+=(postgresql-15)
 command -v mariadbd >/dev/null && command -v mariadb-install-db >/dev/null || need+=(mariadb-server)
+# A C compiler: the confinement tests build a small loadable function (UDF) into the
+# MariaDB server's plugin directory, to show a plan can neither call nor drop one.
+command -v cc >/dev/null || need+=(gcc libc6-dev)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then echo "databases.sh: need root to install ${need[*]}" >&2; exit 1; fi
   apt-get update -qq

@@ -27,7 +27,7 @@ from ptah.engines.sqlite import confine as sqconfine
 from ptah.runner import operations
 from ptah.runner.emit import Run
 from ptah.runner.frame import ResultFrame
-from support.databases import with_database
+from support.databases import missing, with_database
 
 pytestmark = pytest.mark.integration
 
@@ -321,7 +321,7 @@ def mysql_udf(mysql_url: str, tmp_path: Path) -> Iterator[str]:
     library = plugin_dir / "ptah_udf.so"
     if not library.exists():
         if shutil.which("cc") is None or not os.access(plugin_dir, os.W_OK):
-            pytest.skip("no C compiler or no write access to the server's plugin directory")
+            missing("no C compiler (cc) or no write access to the server's plugin directory")
         source = tmp_path / "ptah_udf.c"
         source.write_text(_UDF_SOURCE)
         built = tmp_path / "ptah_udf.so"
@@ -559,7 +559,7 @@ def test_postgres_a_plan_writes_nothing_into_the_servers_log(
     # read-only plan wrote text of its choosing (a forged FATAL line) into the server's log.
     log = _pg_server_log(pg_url)
     if log is None:
-        pytest.skip("the server's log file is not readable here")
+        missing("the server's log file is not readable here")
     mark = f"ptah-forged-{uuid.uuid4().hex[:8]}"
     table = "CREATE TABLE film (\n  id int PRIMARY KEY\n);\n"
     line = f"SELECT '{mark} FATAL:  password authentication failed for user \"postgres\"';\n"

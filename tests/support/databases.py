@@ -8,6 +8,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -46,7 +47,7 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").lower() not in ("", "0", "false")
 
 
-def missing(message: str) -> None:
+def missing(message: str) -> NoReturn:
     """A component the test needs is not there: fail under CI (a green run must never
     mean "it did not run"), skip elsewhere."""
     if in_ci():
