@@ -2,8 +2,10 @@
 
 ``plan`` normalises the desired DDL (or reuses a cached normalisation keyed by
 the source digest and the server version), inspects the target read-only,
-diffs, and fingerprints both sides. ``apply`` runs a plan only on the schema
-it was computed against.
+diffs, and fingerprints both sides; with a cache, a plan whose source, target
+probe, online policy and engines' code match a kept one is that plan again (only the
+target's probe is read). ``apply`` runs a plan only on the schema it was computed
+against.
 """
 
 from __future__ import annotations
@@ -92,12 +94,16 @@ CACHE_ENTRIES = 256
 
 
 def _store_cache(path: Path, schema: Schema, warnings: list[str], fp: str) -> None:
+    _write_entry(path, {"schema": schema, "warnings": warnings, "fingerprint": fp})
+
+
+def _write_entry(path: Path, entry: dict[str, Any]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Every runner is PID 1 in its container, and runners share one cache volume: the
         # temporary name is this writer's alone, so two writers never interleave one file.
         tmp = path.with_suffix(f".{os.getpid()}-{os.urandom(6).hex()}.tmp")
-        tmp.write_text(json.dumps({"schema": schema, "warnings": warnings, "fingerprint": fp}))
+        tmp.write_text(json.dumps(entry))
         tmp.replace(path)
         _prune(path.parent)
     except OSError:
@@ -126,6 +132,8 @@ class _Side:
     warnings: list[str] = field(default_factory=list)
     cached: bool = False
     settle_seconds: float = 0.0
+    # The cache key this side was read under (None: not keyed), for the plan's own entry.
+    key: str | None = None
 
     def settle(self) -> str:
         """The fingerprint; a side read afresh is stored with it (once: settling again
@@ -219,6 +227,9 @@ def _plan(
     cache_dir: str | None,
     policy: SchemaPolicy,
 ) -> Plan:
+    reused_plan = _reused_plan(ops, target, desired_sql, cache_dir, policy)
+    if reused_plan is not None:
+        return reused_plan
     timings: dict[str, float] = {}
     # Reading the target runs nothing of the source, so an engine whose target reading
     # uses its own connection reads it while the source is normalised: while the server
@@ -289,7 +300,7 @@ def _plan(
     t3 = time.perf_counter()
     before, after = current.settle(), desired.settle()
     timings["fingerprints"] = time.perf_counter() - t3
-    return Plan(
+    plan = Plan(
         statements=statements,
         fingerprint_before=before,
         fingerprint_after=after,
@@ -297,6 +308,123 @@ def _plan(
         timings=timings,
         cache={"desired": desired.cached, "inspection": reused} if cache_dir else None,
     )
+    if cache_dir and refine is None and desired.key and current.key:
+        key = _plan_key(desired.key, current.key, policy)
+        if key is not None:
+            _store_plan(_plan_path(cache_dir, key), plan)
+    return plan
+
+
+# -- a whole plan, reused ------------------------------------------------------------------
+# A plan is a function of the two sides it diffs and of the code that diffs them: the
+# desired side's cache key (source, policy, server version, confinement and inspection
+# code), the target's (its probe digest, read afresh from the target in every plan, and
+# the inspection code), the online policy, and every module of the engines (the differ
+# and what it imports). A re-plan from the cache whose target did not move is that
+# plan again: the probe is the only work, the diff is not run again.
+
+
+def _engines_digest() -> str | None:
+    """A digest of every module of :mod:`ptah.engines` (names and sources); None when one
+    cannot be read, and then no plan is reused or kept."""
+    root = Path(__file__).parent
+    h = hashlib.sha256()
+    try:
+        sources = sorted(root.rglob("*.py"))
+        for path in sources:
+            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    except OSError:
+        return None
+    return h.hexdigest() if sources else None  # installed without sources: nothing kept
+
+
+def _plan_key(desired_key: str, current_key: str, policy: SchemaPolicy) -> str | None:
+    code = _engines_digest()
+    if code is None:
+        return None
+    text = f"{INSPECTOR_VERSION}:{desired_key}:{current_key}:{policy.online!r}:{code}"
+    return hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
+def _plan_path(cache_dir: str, key: str) -> Path:
+    return Path(cache_dir) / f"plan-{key}.json"
+
+
+def _store_plan(path: Path, plan: Plan) -> None:
+    statements = [
+        {"sql": s.sql, "hazards": list(s.hazards), "transaction": s.transaction, "lock": s.lock}
+        for s in plan.statements
+    ]
+    entry = {
+        "statements": statements,
+        "fingerprintBefore": plan.fingerprint_before,
+        "fingerprintAfter": plan.fingerprint_after,
+        "warnings": plan.warnings,
+    }
+    _write_entry(path, entry)
+
+
+def _load_plan(path: Path) -> Plan | None:
+    try:
+        raw = json.loads(path.read_text())
+        statements = [
+            Statement(
+                sql=str(s["sql"]),
+                hazards=tuple(str(h) for h in s["hazards"]),
+                transaction=str(s["transaction"]),
+                lock=str(s["lock"]),
+            )
+            for s in raw["statements"]
+        ]
+        return Plan(
+            statements=statements,
+            fingerprint_before=str(raw["fingerprintBefore"]),
+            fingerprint_after=str(raw["fingerprintAfter"]),
+            warnings=[str(w) for w in raw["warnings"]],
+        )
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _reused_plan(
+    ops: Any, target: Target, desired_sql: str, cache_dir: str | None, policy: SchemaPolicy
+) -> Plan | None:
+    """The plan kept for this source and the target's current probe digest, if any.
+
+    Only where a normalisation of this source is kept already (its key names the
+    confinement code that passed it) and the engine reads its target by a probe; the
+    probe is read from the target now, in a read-only transaction, as a reused
+    inspection's is. None: plan in full (the probe is then read again, with the
+    inspection, in one snapshot)."""
+    probed = getattr(ops, "probed_inspect", None)
+    if not cache_dir or probed is None or getattr(ops, "refine", None) is not None:
+        return None
+    t0 = time.perf_counter()
+    desired_key = _desired_key(ops, target, desired_sql, policy)
+    code = _inspection_digest(ops)
+    if desired_key is None or code is None or not _cache_path(cache_dir, desired_key).exists():
+        return None
+    found: list[Plan] = []
+
+    def reuse(digest: str) -> Schema | None:
+        key = _plan_key(desired_key, _current_key(ops, target, code, digest), policy)
+        kept = _load_plan(_plan_path(cache_dir, key)) if key is not None else None
+        if kept is not None:
+            found.append(kept)
+        return {}  # never an inspection here: a plan not kept is planned in full
+
+    probed(target, reuse)
+    if not found:
+        return None
+    plan = found[0]
+    plan.timings = {
+        "cacheHit": 1.0,
+        "inspectionReused": 1.0,
+        "planReused": 1.0,
+        "inspect": time.perf_counter() - t0,
+    }
+    plan.cache = {"desired": True, "inspection": True}
+    return plan
 
 
 def _read_target(ops: Any, target: Target, cache_dir: str | None) -> tuple[_Side, float, bool]:
@@ -322,9 +450,7 @@ def _inspect_target(ops: Any, target: Target, cache_dir: str | None) -> tuple[_S
     found: dict[str, Any] = {}
 
     def reuse(digest: str) -> Schema | None:
-        key = hashlib.sha256(
-            f"{INSPECTOR_VERSION}:{ops.version_key(target)}:{code}:{digest}".encode()
-        ).hexdigest()[:40]
+        found["key"] = key = _current_key(ops, target, code, digest)
         found["path"] = Path(cache_dir) / f"current-{key}.json"
         cached = _load_cache(found["path"])
         if cached is None or cached[2] is None:
@@ -336,7 +462,28 @@ def _inspect_target(ops: Any, target: Target, cache_dir: str | None) -> tuple[_S
     reused = "fingerprint" in found
     side = _Side(schema, found.get("fingerprint"), None if reused else found.get("path"))
     side.cached = reused
+    side.key = found.get("key")
     return side, time.perf_counter() - t0, reused
+
+
+def _current_key(ops: Any, target: Target, code: str, digest: str) -> str:
+    """The cache key of the target's inspection read under probe ``digest``."""
+    text = f"{INSPECTOR_VERSION}:{ops.version_key(target)}:{code}:{digest}"
+    return hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
+def _desired_key(ops: Any, target: Target, desired_sql: str, policy: SchemaPolicy) -> str | None:
+    """The cache key of ``desired_sql``'s normalisation; None when the confinement code
+    cannot be read (nothing is then cached for it)."""
+    rules = _confinement_digest(target.engine)
+    if rules is None:
+        return None
+    digest = hashlib.sha256(desired_sql.encode()).hexdigest()
+    code = _inspection_digest(ops) or ""
+    return hashlib.sha256(
+        f"{INSPECTOR_VERSION}:{ops.version_key(target)}:{policy.key()}:{rules}:{code}:"
+        f"{digest}".encode()
+    ).hexdigest()[:40]
 
 
 def _desired(
@@ -355,14 +502,8 @@ def _desired(
     once the source passed the check, before its load, or once a cache entry for it is
     found, before that entry is read."""
     cache_file: Path | None = None
-    rules = _confinement_digest(target.engine) if cache_dir else None
-    if cache_dir and rules is not None:
-        digest = hashlib.sha256(desired_sql.encode()).hexdigest()
-        code = _inspection_digest(ops) or ""
-        key = hashlib.sha256(
-            f"{INSPECTOR_VERSION}:{ops.version_key(target)}:{policy.key()}:{rules}:{code}:"
-            f"{digest}".encode()
-        ).hexdigest()[:40]
+    key = _desired_key(ops, target, desired_sql, policy) if cache_dir else None
+    if cache_dir and key is not None:
         cache_file = _cache_path(cache_dir, key)
         if cache_file.exists():
             read_target()
@@ -370,7 +511,7 @@ def _desired(
         if cached is not None:
             timings["cacheHit"] = 1.0
             store = None if cached[2] else cache_file
-            return _Side(cached[0], cached[2], store, cached[1], cached=True)
+            return _Side(cached[0], cached[2], store, cached[1], cached=True, key=key)
     reserve = getattr(ops, "reserve_scratch", None)
     if reserve is not None:  # an empty scratch, made while the source is checked
         reserve(target, dev_url)
@@ -379,7 +520,7 @@ def _desired(
     timings["confine"] = time.perf_counter() - tc
     read_target()
     desired, warnings = ops.normalise(target, desired_sql, dev_url, policy)
-    return _Side(desired, None, cache_file, list(warnings))
+    return _Side(desired, None, cache_file, list(warnings), key=key)
 
 
 def current_fingerprint(target: Target) -> str:
