@@ -402,6 +402,24 @@ PAIRS["column types converted by assignment"] = (
     .replace("numeric(10,2)", "integer"),
 )
 
+# Objects created before the file's ALTER DEFAULT PRIVILEGES: a direct load grants them
+# nothing, while the plan creates them (a new table, a view rebuilt under a column's type
+# change, a function) under the target's default privileges: those grants are revoked.
+DEFAULT_PRIVILEGES = """
+CREATE SCHEMA app;
+CREATE TABLE app.t (id integer, v integer);
+CREATE VIEW app.tv AS SELECT v FROM app.t;
+CREATE FUNCTION app.f() RETURNS integer LANGUAGE sql AS 'SELECT 1';
+ALTER DEFAULT PRIVILEGES IN SCHEMA app GRANT SELECT ON TABLES TO ptah_corpus_reader;
+ALTER DEFAULT PRIVILEGES REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
+"""
+PAIRS["objects created again under default privileges"] = (
+    DEFAULT_PRIVILEGES,
+    DEFAULT_PRIVILEGES.replace("v integer", "v bigint")
+    .replace("RETURNS integer", "RETURNS bigint")
+    .replace("CREATE VIEW", "CREATE TABLE app.n (x integer);\nCREATE VIEW"),
+)
+
 # Pairs whose way back is refused by design (an enum value removed, a type change with no
 # assignment cast: text to an enum).
 # The way back of the child's columns named in it: refused (the test below).

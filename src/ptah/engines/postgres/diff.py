@@ -1728,12 +1728,21 @@ class _Diff:
         for kind in ("function", "domain", "enum", "ctype", "range"):
             # Created with defaults (EXECUTE or USAGE to PUBLIC) that the desired may revoke.
             nodes |= {f"{kind}:{name}" for name in self.want.get(kind, {})}
+        for kind in _DEFAULT_ACL_TYPES:
+            # Created (or created again) under the target's default privileges.
+            nodes |= {
+                node
+                for name in self.want.get(kind, {})
+                if (node := f"{kind}:{name}") not in nodes
+                and (self.rebuilt(node) or not self._in(self.cur, node))
+                and self.initial_acl(node)
+            }
         for node in sorted(nodes):
             a = want.get(node) or cur.get(node) or {"on": self._acl_target(node)}
             if node not in want and self._gone(node):
                 continue
             fresh = self.rebuilt(node) or not self._in(self.cur, node)
-            old = set(_default_acl(node) if fresh else cur.get(node, {}).get("entries", []))
+            old = set(self.initial_acl(node) if fresh else cur.get(node, {}).get("entries", []))
             if node.startswith("table:"):
                 # A column's grants go with it when it is dropped and added again.
                 table = _name(node)
@@ -1749,8 +1758,32 @@ class _Diff:
                 option = " WITH GRANT OPTION" if grantable else ""
                 self.create(anode, f"GRANT {privs} ON {a['on']} TO {grantee}{option}")
 
+    def initial_acl(self, node: str) -> set[str]:
+        """What an object the plan creates is granted (besides its owner): the target's
+        default privileges for the plan's role (``ALTER DEFAULT PRIVILEGES``, which the
+        plan changes after its creates: they are its last statements but the owners'),
+        the built-in ones where no global entry replaces them, and its schema's added.
+        An object created again (a view rebuilt under a type change) took the target's
+        default grants, and the plan, which compared with the built-in ones, did not
+        revoke them: the apply did not converge."""
+        kind, name = node.split(":", 1)
+        out = set(_default_acl(node))
+        objtype = _DEFAULT_ACL_TYPES.get(kind)
+        if objtype is None:
+            return out
+        defaults = self.cur.get("default_acl", {})
+        if (glob := defaults.get(f"||{objtype}")) is not None:
+            out = set(glob["entries"])
+        if kind != "schema" and (here := defaults.get(f"|{name.split('.', 1)[0]}|{objtype}")):
+            out |= set(here["entries"])
+        return out
+
     def _acl_target(self, node: str) -> str:
         kind, name = node.split(":", 1)
+        if kind in ("table", "view"):
+            return f"TABLE {name}"
+        if kind in ("sequence", "schema"):
+            return f"{kind.upper()} {name}"
         if kind == "function":
             return (
                 "PROCEDURE " if self.want["function"][name]["kind"] == "p" else "FUNCTION "
@@ -1905,6 +1938,20 @@ def _replaceable(old: dict[str, Any], new: dict[str, Any]) -> bool:
         and old.get("_outTypes") == new.get("_outTypes")
         and new["_defaults"] >= old["_defaults"]
     )
+
+
+# The kinds ALTER DEFAULT PRIVILEGES reaches, by pg_default_acl.defaclobjtype.
+_DEFAULT_ACL_TYPES = {
+    "table": "r",
+    "view": "r",
+    "sequence": "S",
+    "function": "f",
+    "domain": "T",
+    "enum": "T",
+    "ctype": "T",
+    "range": "T",
+    "schema": "n",
+}
 
 
 def _default_acl(node: str) -> list[str]:
