@@ -402,6 +402,29 @@ PAIRS["column types converted by assignment"] = (
     .replace("numeric(10,2)", "integer"),
 )
 
+# A partition detached while its parent's index goes (or changes): the server drops the
+# partition's copy with the parent's index, before the DETACH (a DROP INDEX of it after
+# failed: it does not exist). The way back attaches a table whose own index matches the
+# parent's new one: the parent's CREATE INDEX attaches it (a CREATE of it failed: exists).
+PARTED_INDEX = """
+CREATE TABLE public.pi (id integer, at date) PARTITION BY RANGE (at);
+CREATE TABLE public.pi1 PARTITION OF public.pi FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+"""
+PARTED_INDEX_ON = (
+    PARTED_INDEX + "CREATE TABLE public.pi2 PARTITION OF public.pi FOR VALUES FROM ('2025-01-01')"
+    " TO ('2026-01-01');\nCREATE INDEX pi_id ON public.pi (id);\n"
+)
+PARTED_INDEX_OFF = PARTED_INDEX + "CREATE TABLE public.pi2 (id integer, at date);\n"
+PAIRS["partition detached as its parent's index goes"] = (
+    PARTED_INDEX_ON,
+    PARTED_INDEX_OFF + "CREATE INDEX pi2_id ON public.pi2 (id);\n",
+)
+PAIRS["partition detached as its parent's index changes, its copy kept"] = (
+    PARTED_INDEX_ON,
+    PARTED_INDEX_OFF
+    + "CREATE INDEX pi2_id_idx ON public.pi2 (id);\nCREATE INDEX pi_id ON public.pi (id, at);\n",
+)
+
 # Objects created before the file's ALTER DEFAULT PRIVILEGES: a direct load grants them
 # nothing, while the plan creates them (a new table, a view rebuilt under a column's type
 # change, a function) under the target's default privileges: those grants are revoked.

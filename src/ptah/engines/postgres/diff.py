@@ -1305,6 +1305,17 @@ class _Diff:
             new and not new.get("parent") and same({**old, "parent": None}, {**new, "parent": None})
         )
 
+    def with_parent_index(self, index: str) -> bool:
+        """A detached partition's index that goes with its parent's index: that one is
+        dropped (or dropped and created again) in the drops, before the DETACH, and the
+        server drops the partitions' indexes attached to it. A DROP INDEX of it after the
+        DETACH failed (index does not exist); one the desired keeps is created again."""
+        old = self.cur["index"][index]
+        parent = old.get("parent")
+        if not parent or not self.detached(old["table"]):
+            return False
+        return parent not in self.want.get("index", {}) or self.rebuilt(f"index:{parent}")
+
     def detached_constraints(self, want: dict[str, Any]) -> set[str]:
         """Constraints a detached partition keeps from its parent as the desired has them;
         the others are dropped after the DETACH."""
@@ -1472,6 +1483,8 @@ class _Diff:
             if node in self.ch.recreated:
                 continue  # went with its parent
             if cur[name].get("parent"):
+                if self.with_parent_index(name):
+                    continue  # dropped with its parent's index, before the DETACH
                 if self.detached(cur[name]["table"]) and not self.kept_detached(name):
                     # Its own once its table is detached (in the drops): dropped after.
                     self.create(node, f"DROP INDEX {name}")
@@ -1495,8 +1508,20 @@ class _Diff:
                 parent = f"index:{i['parent']}"
                 if i["parent"] in cur and not self.rebuilt(parent):
                     continue
+                if (
+                    name in cur
+                    and not cur[name].get("parent")
+                    and same({**cur[name], "parent": None}, {**i, "parent": None})
+                ):
+                    # A table's own index, the table attached: the parent's CREATE INDEX
+                    # attaches it (a CREATE of it failed: it exists).
+                    self.extra_deps.setdefault(parent, set()).add(f"table:{i['table']}")
+                    continue
                 self.extra_deps.setdefault(parent, set()).add(node)
-            elif name in cur and (not self.rebuilt(node) or self.kept_detached(name)):
+            elif name in cur and (
+                not self.rebuilt(node)
+                or (self.kept_detached(name) and not self.with_parent_index(name))
+            ):
                 continue
             if self._concurrent(name, i):
                 self.build_concurrently(name, i, swapped)
