@@ -722,3 +722,34 @@ def test_generated_column_added_again_is_destructive_only_over_stored_values(
         drops = [s for s in plan.statements if " DROP COLUMN b" in s.sql]
         assert drops and plan.destructive is destructive, [s.sql for s in plan.statements]
         apply_plan(db, b)
+
+
+@pytest.mark.parametrize(
+    "new, said",
+    [
+        (
+            "'sad', 'fine', 'happy'",
+            "enum public.mood removes or reorders values (removes 'ok'); PostgreSQL cannot"
+            " remove or reorder an enum's values in place: if they are renamed, run ALTER"
+            " TYPE public.mood RENAME VALUE 'ok' TO 'fine' in a versioned migration, then"
+            " plan again",
+        ),
+        (
+            "'happy', 'ok', 'sad'",
+            "enum public.mood removes or reorders values (reorders its values); PostgreSQL"
+            " cannot remove or reorder an enum's values in place: create a new type and move"
+            " the columns in a versioned migration",
+        ),
+    ],
+    ids=["renamed", "reordered"],
+)
+def test_enum_value_renamed_or_reordered_is_refused_by_name(
+    pg_db: str, new: str, said: str
+) -> None:
+    """A value in another's place may be a rename or a removal and an addition: the plan
+    does not guess (the rows would change meaning); it names the RENAME VALUE to run."""
+    a = "CREATE TYPE public.mood AS ENUM ('sad', 'ok', 'happy');\n"
+    apply_plan(pg_db, a)
+    with open_target(pg_db) as t, pytest.raises(PlanError) as err:
+        planner.plan(t, a.replace("'sad', 'ok', 'happy'", new))
+    assert (err.value.reason, str(err.value)) == ("Unsupported", said)

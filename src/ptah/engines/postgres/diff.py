@@ -607,10 +607,7 @@ class _Diff:
             if old == new:
                 continue
             if [v for v in new if v in old] != old:
-                raise PlanError(
-                    f"enum {name} removes or reorders values; PostgreSQL cannot do that in place",
-                    "Unsupported",
-                )
+                raise PlanError(_enum_refusal(name, old, new), "Unsupported")
             for i, value in enumerate(new):
                 if value in old:
                     continue
@@ -1941,6 +1938,28 @@ def _assignable(
     if arrays and _assignable(s[2], d[2], src_types, dst_types, casts):
         return True
     return bool(d[0] == "S")
+
+
+def _enum_refusal(name: str, old: list[str], new: list[str]) -> str:
+    """Why an enum change is refused, naming the values; where values stand in place of
+    others (same count, same places), the rename a versioned migration would run: a plan
+    never takes a removal and an addition for a rename (the rows would change meaning)."""
+    gone = [v for v in old if v not in new]
+    what = f"removes {', '.join(_lit(v) for v in gone)}" if gone else "reorders its values"
+    out = (
+        f"enum {name} removes or reorders values ({what}); PostgreSQL cannot remove or"
+        " reorder an enum's values in place"
+    )
+    renames = [(o, n) for o, n in zip(old, new, strict=False) if o != n]
+    if gone and len(old) == len(new) and all(o in gone and n not in old for o, n in renames):
+        pairs = ", ".join(f"RENAME VALUE {_lit(o)} TO {_lit(n)}" for o, n in renames)
+        out += (
+            f": if they are renamed, run ALTER TYPE {name} {pairs} in a versioned migration,"
+            " then plan again"
+        )
+    else:
+        out += ": create a new type and move the columns in a versioned migration"
+    return out
 
 
 def _readded(old: dict[str, Any], new: dict[str, Any]) -> bool:
