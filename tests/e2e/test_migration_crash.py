@@ -132,8 +132,10 @@ def test_killed_between_marker_and_create_is_never_recreated(
         "app",
         "the proof owed, the release withheld",
         # The release is staged with the outcome; the pass after it says why it is withheld.
-        lambda s: s.get("phase") == "ProofOwed"
-        and bool((s.get("pendingLockRelease") or {}).get("withheld")),
+        lambda s: (
+            s.get("phase") == "ProofOwed"
+            and bool((s.get("pendingLockRelease") or {}).get("withheld"))
+        ),
         log=operator.log_path,
     )
     assert "not evidence that none ran" in s["pendingLockRelease"]["withheld"], s

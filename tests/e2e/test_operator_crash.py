@@ -126,8 +126,10 @@ def test_killed_after_dispatch_started_is_uncertain_and_never_recreated(
         "app",
         "the proof owed, the release withheld",
         # The release is staged with the outcome; the pass after it says why it is withheld.
-        lambda s: s.get("phase") == "ProofOwed"
-        and bool((s.get("pendingLockRelease") or {}).get("withheld")),
+        lambda s: (
+            s.get("phase") == "ProofOwed"
+            and bool((s.get("pendingLockRelease") or {}).get("withheld"))
+        ),
         timeout=60,
         log=operator.log_path,
     )
