@@ -20,7 +20,7 @@ from ptah.lifecycle.context import ABANDON_ANNOTATION, FINALIZER
 from ptah.testing.memory import PROCEED, FaultDecision, WriteRequest
 from ptah.testing.sim.database import SimDatabase
 from ptah.testing.sim.kubelet import NS, PodTruth
-from ptah.testing.sim.world import SCHEMA_FAMILY, SimResource, Watcher, World
+from ptah.testing.sim.world import LOCK_NS, SCHEMA_FAMILY, SimResource, Watcher, World
 from ptah.workload.job import (
     ANNOTATION_ADMISSION,
     LABEL_OPERATION,
@@ -40,7 +40,6 @@ FRAME_ACCOUNTS = {
 }
 READINGS = {"Plan", "History"}
 POLICY = "ptah-verification-policy"
-LOCK_NS = "ptah-system"
 
 # invariant name -> the contract rule it enforces (docs/mutation-lifecycle.md)
 RULES: dict[str, str] = {
@@ -1157,7 +1156,8 @@ class Invariants(Watcher):
         for lease in self.world.cluster.system.peek_list(LEASE, LOCK_NS):
             name = lease["metadata"]["name"]
             holder = (lease.get("spec") or {}).get("holderIdentity")
-            if holder and holder not in named and holder not in self.left_to_expire:
+            left = self.left_to_expire | self.world.gone_holders
+            if holder and holder not in named and holder not in left:
                 self.fail(
                     "lease-accounted",
                     f"Lease {name} held by {holder} at rest, named by no claim or staged "
@@ -1187,9 +1187,12 @@ class Invariants(Watcher):
         """The API's own decision on a preconditioned patch, taken against the version
         stored before the write: one refused (409 Conflict) wrote nothing and is not
         judged; one that held is judged as written, whatever version it leaves behind
-        (a Lease takeover included)."""
+        (a Lease takeover included). A refused acquisition of a Lease is counted: the
+        second of two racing acquirers (fault lease-acquire-race)."""
         if held:
             self.on_write(req)
+        elif req.kind == LEASE and (dict(req.body or {}).get("spec") or {}).get("holderIdentity"):
+            self.faults["lease-acquire-refused"] += 1
 
 
 def _preconditioned(req: WriteRequest) -> bool:

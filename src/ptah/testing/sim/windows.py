@@ -20,7 +20,7 @@ from ptah.kube.kinds import APPROVAL, JOB, LEASE
 from ptah.lifecycle.context import FINALIZER
 from ptah.lifecycle.hold import MARGIN_SECONDS
 from ptah.testing.sim.kubelet import NS
-from ptah.testing.sim.world import SimResource, Watcher, World
+from ptah.testing.sim.world import LOCK_NS, SimResource, Watcher, World
 
 # window -> the durable write that opens it and what the next pass must see
 WINDOWS: dict[str, str] = {
@@ -60,7 +60,7 @@ def window_of(world: World, res: SimResource) -> str | None:
     if claim.get("mutating"):
         lease = claim.get("lease") or {}
         if lease.get("epoch") is None:
-            held = api.peek(LEASE, "ptah-system", lease.get("leaseName", ""))
+            held = api.peek(LEASE, LOCK_NS, lease.get("leaseName", ""))
             holder = ((held or {}).get("spec") or {}).get("holderIdentity")
             return "lease>epoch" if holder == lease.get("holder") else "claim>lease"
         if not claim.get("admissionSnapshot"):
@@ -79,7 +79,7 @@ def window_of(world: World, res: SimResource) -> str | None:
         return None
     staged = status.get("pendingLockRelease")
     if staged:
-        held = api.peek(LEASE, "ptah-system", staged.get("leaseName", ""))
+        held = api.peek(LEASE, LOCK_NS, staged.get("leaseName", ""))
         holder = ((held or {}).get("spec") or {}).get("holderIdentity")
         return "outcome>release" if holder == staged.get("holder") else "release>cleared"
     record = status.get("pendingObservation") or status.get("unresolvedRun")

@@ -12,7 +12,7 @@ from typing import Any
 from ptah.families.migration import MigrationFamily
 from ptah.families.schema import SchemaFamily
 from ptah.kube import errors
-from ptah.kube.clock import SimClock
+from ptah.kube.clock import SimClock, rfc3339
 from ptah.kube.kinds import (
     APPROVAL,
     CONFIGMAP,
@@ -27,14 +27,17 @@ from ptah.kube.kinds import (
 from ptah.lifecycle.context import ABANDON_ANNOTATION, Env
 from ptah.lifecycle.family import AnyFamily
 from ptah.lifecycle.reconcile import reconcile
+from ptah.targetlock import HOLDER_JOB, HOLDER_KIND, HOLDER_NAME, HOLDER_NAMESPACE
 from ptah.testing.memory import MemoryCluster, WriteRequest
 from ptah.testing.sim.database import Databases
 from ptah.testing.sim.kubelet import BROKEN, NS, OTHER_DATABASE, Kubelet
+from ptah.workload.names import lease_name
 
 SCHEMA_FAMILY = SchemaFamily()
 MIGRATION_FAMILY = MigrationFamily()
 TABLES = [f"CREATE TABLE t{i}" for i in range(6)]
 LEASE_DURATION = 120
+LOCK_NS = "ptah-system"
 # Writes a reading makes too: a stop after one is aimed at a mutating claim's window.
 CLAIM_WRITES = {
     "write_claim",
@@ -145,6 +148,12 @@ class World:
     races: random.Random = field(default_factory=random.Random)
     # A holder gone quiet over a cut-off executor draws from its own stream too.
     quiet: random.Random = field(default_factory=random.Random)
+    # Two acquirers racing for one Lease, and the Leases an earlier deployment left
+    # behind, draw from their own stream too.
+    acquirers: random.Random = field(default_factory=random.Random)
+    # Holders of Leases an earlier deployment left behind (their resources are gone):
+    # left to expire, named by no claim.
+    gone_holders: set[str] = field(default_factory=set)
 
     @classmethod
     def build(cls, seed: int) -> World:
@@ -161,8 +170,10 @@ class World:
         world.kubelet.adoption = random.Random(f"{seed}/adoption")
         world.races = random.Random(f"{seed}/races")
         world.quiet = random.Random(f"{seed}/quiet")
+        world.acquirers = random.Random(f"{seed}/acquirers")
         world.kubelet.on_partition = world._partition_spreads
         world._populate()
+        world._leases_left_behind()
         return world
 
     # --- setup
@@ -187,6 +198,48 @@ class World:
             if far and i:
                 skew = self.rng.choice([-1, 1]) * self.rng.uniform(150, 400)
             self.replicas.append(self._replica(f"c{i}", skew))
+
+    def _leases_left_behind(self) -> None:
+        """A database that more than one resource addresses was served before: its Lease,
+        which no resource owns, outlived the deployment that took it, released (free at
+        some epoch) or still naming a holder whose resource is gone (expired by anyone's
+        clock once watched long enough). The first acquisitions then take an existing
+        Lease by a patch carrying the version they read, not by a create."""
+        for db in sorted({r.db for r in self.resources}):
+            if sum(r.db == db for r in self.resources) < 2 or self.acquirers.random() >= 0.8:
+                continue
+            epoch = self.acquirers.randint(1, 5)
+            annotations: dict[str, str] = {}
+            holder = None
+            if self.acquirers.random() < 0.25:
+                holder = f"gone-{db}/apply-{epoch:04d}"
+                self.gone_holders.add(holder)
+                annotations = {
+                    HOLDER_NAMESPACE: NS,
+                    HOLDER_KIND: SCHEMA.kind,
+                    HOLDER_NAME: f"gone-{db}",
+                    HOLDER_JOB: f"gone-{db}-apply-{epoch}",
+                }
+            stamp = rfc3339(self.clock.now() - timedelta(days=1))
+            self.cluster.system.create(
+                LEASE,
+                {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": {
+                        "name": lease_name(self.dbs.by_name[db].identity.digest),
+                        "namespace": LOCK_NS,
+                        "annotations": annotations,
+                    },
+                    "spec": {
+                        "holderIdentity": holder,
+                        "leaseDurationSeconds": LEASE_DURATION,
+                        "leaseTransitions": epoch,
+                        "acquireTime": stamp,
+                        "renewTime": stamp,
+                    },
+                },
+            )
 
     def _add_resource(self, family: AnyFamily, name: str, url_template: str, db: str) -> None:
         api = self.cluster.system
@@ -244,7 +297,7 @@ class World:
         view = SkewedView(self.cluster, skew)
         env = Env(
             cluster=view,
-            lock_namespace="ptah-system",
+            lock_namespace=LOCK_NS,
             controller=name,
             hook=self._hook,
             lease_duration=LEASE_DURATION,
@@ -333,6 +386,7 @@ class World:
         passes run (a request delayed on the network, a process paused): they may take,
         renew or release the same Lease meanwhile, so the write must carry the version it
         read and fail when the Lease moved."""
+        self._acquirers_race(req)
         if (
             not self.faults_on
             or self.depth != 1
@@ -344,6 +398,52 @@ class World:
         self.watcher.fault("lease-race", self._current)
         for _ in range(self.races.randint(1, 4)):
             self.reconcile_one(self.races.choice(self.resources))
+
+    def _acquirers_race(self, req: WriteRequest) -> None:
+        """Two acquirers race for one Lease: a controller has read it free, expired or
+        absent and its acquisition (a create, or a patch naming a holder) is delayed on
+        its way (a paused process, a slow network) while the world goes on: the other
+        resources addressing the same database make their passes (each another worker
+        or replica, acquiring for its own claim) and their Jobs run, until one of them
+        wrote the Lease. Both read it free and both write: only the precondition the
+        acquisition carries (the version it read; a create's AlreadyExists) stands
+        between the two and two holders of one epoch, whose executors both write."""
+        spec = dict(req.body or {}).get("spec") or {}
+        acquiring = req.verb == "create" or (req.verb == "patch" and spec.get("holderIdentity"))
+        current = self._current
+        if (
+            not self.faults_on
+            or self.depth != 1
+            or req.kind != LEASE
+            or not acquiring
+            or current is None
+        ):
+            return
+        now = self.clock.now()
+        rivals = [
+            r
+            for r in self.resources
+            if r is not current
+            and r.db == current.db
+            and self.starved_until.get(r.name, now) <= now  # a stuck worker makes no pass
+        ]
+        if not rivals or self.acquirers.random() >= 0.9:
+            return
+        self.watcher.fault("lease-acquire-race", current)
+        before = self._lease_version(req.namespace, req.name)
+        for _ in range(self.acquirers.randint(3, 12)):
+            for rival in rivals:
+                self.reconcile_one(rival)
+                if self._lease_version(req.namespace, req.name) != before:
+                    # The rival took it: the delayed acquisition must now be refused.
+                    self.watcher.fault("lease-acquire-contended", current)
+                    return
+            self.kubelet.step()
+            self.clock.advance(5)
+
+    def _lease_version(self, namespace: str, name: str) -> str | None:
+        lease = self.cluster.system.peek(LEASE, namespace, name)
+        return None if lease is None else str(lease["metadata"]["resourceVersion"])
 
     def _mutating_now(self) -> bool:
         res = self._current
