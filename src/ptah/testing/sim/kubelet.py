@@ -30,7 +30,11 @@ controller:
   meanwhile a running Pod may be force-deleted (``kubectl delete --force``): its object
   goes at once, its process does not. Or the Pod garbage collector marks it Failed
   first (phase Failed, its container's last report still "running"), as it does for a
-  Pod on an unreachable node. The cluster has other nodes: a Pod created while
+  Pod on an unreachable node. Or it is deleted gracefully (``kubectl delete``, or its Job
+  deleted and the garbage collector taking its Pods): the object stays, Terminating
+  (a deletionTimestamp, its phase and containers still what the node last said), since
+  only its node can confirm the containers stopped, and the process writes on until the
+  node is back, kills it and confirms. The cluster has other nodes: a Pod created while
   that node is cut off runs elsewhere, connected, so a reading can run and report while
   the cut-off node's process still writes. The Job controller, which is not cut off, counts
   a Pod deleted before it was counted as failed and, with ``backoffLimit: 0``, fails the
@@ -77,6 +81,10 @@ EXECUTOR_FAULTS = (
     "webhook",
 )
 NODE = "sim-node"
+# Held by a Pod deleted gracefully while its node is cut off: the object stays,
+# Terminating, until its node confirms its containers stopped (the kubelet's part of
+# a graceful deletion, which the memory API server models as a finalizer).
+NODE_CONFIRMS = "sim.ptah.io/node-confirms"
 TERMINAL = frozenset({"Succeeded", "Failed"})
 
 
@@ -158,6 +166,12 @@ class Kubelet:
     adoption: random.Random = field(default_factory=lambda: random.Random(0))
     # The Job controller's count of each Pod it has finished with (Succeeded/Failed).
     _counted: dict[tuple[str, str], str] = field(default_factory=dict)
+    # Graceful deletions on a cut-off node draw from their own stream (seeded from the
+    # schedule's, without drawing from it), so every other draw stays as it was.
+    graceful: random.Random = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.graceful = random.Random(f"{self.rng.getstate()[1][:4]}/graceful")
 
     @property
     def api(self) -> Any:
@@ -337,14 +351,27 @@ class Kubelet:
 
     def _late_start(self, job: dict[str, Any]) -> datetime | None:
         """Now and then a Pod is left unscheduled (no node fits yet) until its Job's
-        deadline is near: it starts then, and runs for its own deadline from there."""
+        deadline is near: it starts then, and runs for its own deadline from there. Only
+        the Job's deadline bounds how late that is: a Job without one may have its Pod
+        start well past where that deadline would have been."""
         deadline = job["spec"].get("activeDeadlineSeconds")
+        pod_deadline = job["spec"]["template"]["spec"].get("activeDeadlineSeconds")
         created = job["metadata"].get("creationTimestamp")
-        if not self.faults_on or self.rng.random() >= 0.25 or deadline is None or not created:
+        if (
+            not self.faults_on
+            or self.rng.random() >= 0.25
+            or (deadline is None and pod_deadline is None)
+            or not created
+        ):
             return None
         self._count("fault:pod-start-late")
-        # Late by more than the hold's margin, within a schedule's fault phase.
-        late = self.rng.uniform(0.5, 0.95) * min(int(deadline), 300)
+        if deadline is None:
+            # Nothing deletes it while it waits: it may start after a hold counted from
+            # the dispatch (twice the deadline and the margin) has passed.
+            late = self.rng.uniform(2.5, 4.0) * min(int(pod_deadline), 300)
+        else:
+            # Late by more than the hold's margin, within a schedule's fault phase.
+            late = self.rng.uniform(0.5, 0.95) * min(int(deadline), 300)
         return parse_rfc3339(created) + timedelta(seconds=late)
 
     def _secret_value(self, env: dict[str, Any] | None) -> str:
@@ -372,6 +399,12 @@ class Kubelet:
                     run.grace -= 1
                     continue
                 self._killed(run)
+                continue
+            if (pod.get("metadata") or {}).get("deletionTimestamp") and run.started:
+                # Deleted gracefully while its node was cut off: back in touch, the
+                # kubelet kills the process and confirms (the object goes).
+                self._killed(run)
+                self._report_exit(run)
                 continue
             if run.started and _phase(pod) in TERMINAL:
                 # The control plane marked the Pod terminal without the node's word (see
@@ -579,6 +612,15 @@ class Kubelet:
         self.api.patch(POD, NS, run.pod, {"status": status}, "status")
         if run.truth is not None:
             run.truth.terminated = True
+        self._confirm_deletion(run.pod)
+
+    def _confirm_deletion(self, name: str) -> None:
+        """The node confirms a graceful deletion once the containers stopped."""
+        pod = self.api.peek(POD, NS, name)
+        fins = ((pod or {}).get("metadata") or {}).get("finalizers") or []
+        if NODE_CONFIRMS in fins:
+            rest = [f for f in fins if f != NODE_CONFIRMS]
+            self.api.patch(POD, NS, name, {"metadata": {"finalizers": rest or None}})
 
     # --- the node cut off from the API
 
@@ -631,12 +673,16 @@ class Kubelet:
                     self.api.patch(POD, NS, run.pod, {"status": status}, "status")
                 else:
                     self._count("fault:force-deleted")
-                    self.api.delete(POD, NS, run.pod)
+                    # A force delete takes the object whether or not its node confirmed.
+                    self._confirm_deletion(run.pod)
+                    if self.api.peek(POD, NS, run.pod) is not None:
+                        self.api.delete(POD, NS, run.pod)
                 if run.done:
                     self._count("fault:deleted-after-work")
                     run.exit_lag += self.rng.randint(2, 30)
                 else:
                     run.steps_left += self.rng.randint(2, 30)
+        self._delete_gracefully_offline()
         for run in [r for r in self.runs.values() if r.cut_off]:
             if not run.started:
                 continue  # the node cannot start what it has not heard of
@@ -653,6 +699,47 @@ class Kubelet:
         self.partitioned -= 1
         if self.partitioned == 0:
             self._reconnect()
+
+    def _delete_gracefully_offline(self) -> None:
+        """Now and then a running Pod on the cut-off node is deleted gracefully, alone or
+        with its Job (the garbage collector deleting the Job's Pods): the object stays,
+        Terminating and still shown running, because only its node can confirm the
+        containers stopped; the process writes on until the node is back."""
+        if not self.faults_on or self.graceful.random() >= 0.2:
+            return
+        started = sorted(
+            (r for r in self.runs.values() if r.cut_off and r.started), key=lambda r: r.pod
+        )
+        live = [
+            r
+            for r in started
+            if (pod := self.api.peek(POD, NS, r.pod)) is not None
+            and not pod["metadata"].get("deletionTimestamp")
+            and _phase(pod) not in TERMINAL
+        ]
+        if not live:
+            return
+        run = self.graceful.choice(live)
+        pods = [run.pod]
+        job = self.api.peek(JOB, NS, run.job)
+        with_job = job is not None and self.graceful.random() < 0.5
+        if with_job:
+            pods = [r.pod for r in live if r.job == run.job]
+        for name in pods:
+            fins = self.api.peek(POD, NS, name)["metadata"].get("finalizers") or []
+            self.api.patch(POD, NS, name, {"metadata": {"finalizers": [*fins, NODE_CONFIRMS]}})
+        if with_job:
+            self._count("fault:job-deleted-pods-terminating")
+            self.api.delete(JOB, NS, run.job, propagation="Background")
+        else:
+            self._count("fault:pod-terminating")
+        for name in pods:
+            if self.api.peek(POD, NS, name) is not None:
+                self.api.delete(POD, NS, name)
+        if run.done:
+            run.exit_lag += self.graceful.randint(2, 30)
+        else:
+            run.steps_left += self.graceful.randint(2, 30)
 
     def _reconnect(self) -> None:
         """Back in touch: what exited meanwhile is reported (where its Pod still exists);
