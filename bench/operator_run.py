@@ -85,10 +85,15 @@ def rss_mb(pid: int) -> tuple[float, float]:
     return values["VmRSS"], values["VmHWM"]
 
 
+# One client for the operator's local endpoints: a client per request loads the CA
+# bundle each time (a run was lost to one such load failing under heavy load).
+LOCAL = httpx.Client(trust_env=False)
+
+
 def metrics(port: int) -> dict[str, float]:
     """The operator's counters, summed by metric name and by (name, labels)."""
     out: dict[str, float] = defaultdict(float)
-    for line in httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text.splitlines():
+    for line in LOCAL.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text.splitlines():
         if not line or line.startswith("#"):
             continue
         name, _, value = line.rpartition(" ")
@@ -233,7 +238,7 @@ class Bench:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
-                ready = httpx.get(f"http://127.0.0.1:{health_port}/readyz", timeout=2)
+                ready = LOCAL.get(f"http://127.0.0.1:{health_port}/readyz", timeout=2)
                 if ready.status_code == 200 and metrics(metrics_port)["ptah_leader"] == 1:
                     return proc, metrics_port
             except httpx.HTTPError:
