@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from ptah.kube import errors
 from ptah.kube.kinds import EVENT, JOB, POD
@@ -18,8 +19,8 @@ from ptah.testing.memory import (
 )
 from ptah.testing.sim.invariants import Invariants
 from ptah.testing.sim.kubelet import NS
-from ptah.testing.sim.windows import WindowCounter
-from ptah.testing.sim.world import World
+from ptah.testing.sim.windows import WindowCounter, timing_windows
+from ptah.testing.sim.world import LEASE_DURATION, World
 
 FAULT_STEPS = 120
 QUIET_STEPS = 500
@@ -87,6 +88,7 @@ def run_schedule(seed: int) -> ScheduleResult:
         return None
 
     world.cluster.read_faults = read_faults
+    aim = random.Random(f"{seed}/aim")
     world.crash = crash_point(seed)
     steps = 0
     for i in range(FAULT_STEPS):
@@ -99,6 +101,7 @@ def run_schedule(seed: int) -> ScheduleResult:
             world.outage()
         world.rescheduled_while_withheld()
         world.holder_goes_quiet()
+        _stuck_while_proof_unread(world, aim)
     api_faults["on"] = False
     world.faults_on = False
     world.kubelet.faults_on = False
@@ -125,6 +128,22 @@ def run_schedule(seed: int) -> ScheduleResult:
         {w: sorted(c) for w, c in windows.reached.items()},
         faults_seen,
     )
+
+
+def _stuck_while_proof_unread(world: World, aim: random.Random) -> None:
+    """Now and then a resource's worker gets stuck (longer than the Lease duration) while
+    it owes proof no reading has read yet and its lastReadingAt, stamped by another
+    clock, is not before the record: the proof must pace itself by its own record when
+    the worker comes back. Drawn from its own stream, so every other draw of a schedule
+    stays as it was."""
+    if not world.faults_on:
+        return
+    for res in world.resources:
+        if "record>reading" not in timing_windows(world, res) or aim.random() >= 0.2:
+            continue
+        seconds = aim.uniform(LEASE_DURATION + 10, 3.5 * LEASE_DURATION)
+        world.starved_until[res.name] = world.clock.now() + timedelta(seconds=seconds)
+        world.watcher.fault("starved", res)
 
 
 def _busy(world: World) -> bool:
