@@ -30,7 +30,14 @@ from ptah.api.common import PodSeen
 from ptah.kube import errors
 from ptah.kube.kinds import JOB, MIGRATION, POD, SCHEMA
 from ptah.lifecycle.context import Pass
-from ptah.lifecycle.executor import job_terminal, merge, pods_ran, seen, still_writing
+from ptah.lifecycle.executor import (
+    job_terminal,
+    merge,
+    pod_stopped,
+    pods_ran,
+    seen,
+    still_writing,
+)
 from ptah.targetlock import (
     HOLDER_JOB,
     HOLDER_KIND,
@@ -75,7 +82,9 @@ def holder_running(p: Pass, view: LeaseView) -> str | None:
         owner = p.cluster.get(kind, namespace, name)
     except errors.ApiError as exc:
         return f"{who}: its executor could not be checked ({exc.reason})"
-    running = [pod for pod in pods if _phase(pod) not in {"Succeeded", "Failed"}]
+    # The release's evidence rule: a terminal phase is not enough (the Pod garbage
+    # collector marks a Pod of a cut-off node Failed while its container still runs).
+    running = [pod for pod in pods if not pod_stopped(pod)]
     if running:
         return f"{who}: its Pod {running[0]['metadata']['name']} has not stopped"
     if job is not None:
@@ -119,7 +128,3 @@ def _holds(owner: dict[str, Any], operation: str) -> bool:
     claim = status.get("activeOperation") or {}
     staged = status.get("pendingLockRelease") or {}
     return operation in (claim.get("operationId"), staged.get("operationId"))
-
-
-def _phase(pod: dict[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("phase") or "Pending")
