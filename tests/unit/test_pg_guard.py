@@ -125,6 +125,11 @@ def test_a_dump_with_rows_is_refused_at_its_copy_naming_the_line() -> None:
         "ALTER FUNCTION q() SET debug_print_plan = on",
         "DO $$ BEGIN SET allow_system_table_mods = on; END $$",
         "SET dynamic_library_path = '/tmp'",
+        # auto_explain logs the session's plans; pg_stat_statements keeps its statements.
+        "SET auto_explain.log_min_duration = 0",
+        "SET LOCAL auto_explain.log_analyze TO on",
+        "SELECT set_config('auto_explain.log_min_duration', '0', false)",
+        "SET pg_stat_statements.track = 'none'",
         # Up to PostgreSQL 14: an exclusive backup's backup_label in the data directory.
         "SELECT pg_start_backup('x')",
         "SELECT pg_ls_replslotdir('s')",
@@ -200,6 +205,9 @@ def test_out_of_database_statements_are_refused_with_their_line(sql: str) -> Non
         "CREATE FUNCTION public.g(a pg_catalog.int4) RETURNS pg_catalog.int4 LANGUAGE sql"
         " AS 'SELECT 1';\nDROP FUNCTION public.g(pg_catalog.int4);\n"
         "SET search_path = public, pg_catalog",
+        # A custom setting of the application's own (read by an RLS policy).
+        "SET app.tenant = 'a';\nSELECT set_config('app.tenant', 'b', false);\n"
+        "CREATE POLICY t ON t USING (tenant = current_setting('app.tenant'))",
     ],
 )
 def test_schema_statements_pass(sql: str) -> None:

@@ -436,7 +436,19 @@ _SERVER_SETTINGS = frozenset(
         "WAL_CONSISTENCY_CHECKING",
     }
 )
+# Modules whose settings reach the same places: auto_explain writes the plans of the
+# session's statements into the server's log, pg_stat_statements keeps their text for
+# other roles to read. Their settings are "module.name"; other dotted names (a custom
+# "app.tenant" an RLS policy reads) stay the file's own.
+_SERVER_SETTING_MODULES = frozenset({"AUTO_EXPLAIN", "PG_STAT_STATEMENTS"})
 _SERVER_SETTING_WHY = "acts beyond the scratch (the server's log, statistics, files or libraries)"
+
+
+def _server_setting(name: str) -> bool:
+    upper = name.upper()
+    return upper in _SERVER_SETTINGS or upper.partition(".")[0] in _SERVER_SETTING_MODULES
+
+
 _READS_DIFFERENTLY = "changes how the server reads the statements that follow"
 
 
@@ -483,10 +495,13 @@ def _reading_settings(words: list[Word]) -> str | None:
                     return f"{_READS_DIFFERENTLY} (set_config('{arg.text}', ...))"
                 if arg.text.upper() in ("ROLE", "SESSION_AUTHORIZATION"):
                     return "switches to another role (set_config)"  # as SET ROLE is
-                if arg.text.upper() in _SERVER_SETTINGS:
+                if _server_setting(arg.text):
                     return f"sets {arg.text} (set_config), which {_SERVER_SETTING_WHY}"
             elif (
-                upper in _SERVER_SETTINGS
+                (
+                    upper in _SERVER_SETTINGS
+                    or (upper in _SERVER_SETTING_MODULES and i + 1 < n and seq[i + 1].punct("."))
+                )
                 and i > 0
                 and seq[i - 1].is_("SET", "SESSION", "LOCAL")
                 and not _assigns_a_column(seq, i - 1)
