@@ -101,6 +101,9 @@ RULES: dict[str, str] = {
     "Job owned by exactly its resource, carrying its operation",
     "renew-every-pass": "Supervise: every pass over a dispatched mutating claim renews its "
     "Lease (or ends the claim)",
+    "renew-withheld": "Release coordination: while withheld, the Lease is renewed until the "
+    "hold has passed: a pass that leaves a withheld release staged, its Lease still held by "
+    "the release's holder, renewed that Lease",
     "account-evidence": "Account for the outcome: an account comes only from the frame of "
     "exactly one admitted Pod, from a terminated container, naming the claim's operation "
     "and the claim's database",
@@ -256,6 +259,8 @@ class Invariants(Watcher):
     def pass_ended(self, res: SimResource, ok: bool) -> None:
         record = self.passes.pop()
         self._check(res)
+        if ok:
+            self._renewed_withheld(res, record)
         claim = record.start.get("activeOperation") or {}
         if not ok or not claim.get("mutating") or not claim.get("jobUid"):
             return
@@ -266,6 +271,23 @@ class Invariants(Watcher):
                 "renew-every-pass",
                 f"{res.name}: a pass over dispatched {claim['operationId']} renewed no Lease "
                 f"(phase {((obj or {}).get('status') or {}).get('phase')})",
+            )
+
+    def _renewed_withheld(self, res: SimResource, record: PassRecord) -> None:
+        """A release staged before the pass and still staged after it was withheld by it
+        (a release owed no longer is cleared; one past its hold is cleared and left to
+        expire): while this process still holds its Lease, the pass must renew it."""
+        before = record.start.get("pendingLockRelease") or {}
+        after = ((self._obj(res) or {}).get("status") or {}).get("pendingLockRelease") or {}
+        operation = before.get("operationId")
+        if not operation or after.get("operationId") != operation or record.renewed:
+            return
+        holder, _ = self._lease_holder(str(after.get("leaseName") or ""))
+        if holder is not None and holder == after.get("holder"):
+            self.fail(
+                "renew-withheld",
+                f"{res.name}: the release of {operation} stays withheld, its Lease "
+                f"{after.get('leaseName')} held, and the pass renewed nothing",
             )
 
     def fault(self, what: str, res: SimResource | None) -> None:
