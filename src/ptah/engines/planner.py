@@ -42,21 +42,29 @@ from ptah.engines.urls import DbUrl
 INSPECTOR_VERSION = "2"
 
 
+def _sources_digest(paths: list[Path]) -> str | None:
+    """A digest of the files ``paths`` (names and contents); None when there are none or
+    one cannot be read, and then nothing keyed by it is cached."""
+    h = hashlib.sha256()
+    try:
+        for path in paths:
+            h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    except OSError:
+        return None
+    return h.hexdigest() if paths else None
+
+
 def _code_digest(names: tuple[str, ...]) -> str | None:
-    """A digest of the source of the modules ``names``; None when one cannot be read,
-    and then nothing keyed by it is cached."""
+    """A digest of the source of the modules ``names`` (see :func:`_sources_digest`)."""
     import importlib.util
 
-    h = hashlib.sha256()
+    paths = []
     for name in names:
         spec = importlib.util.find_spec(name)
         if spec is None or spec.origin is None:
             return None
-        try:
-            h.update(Path(spec.origin).read_bytes())
-        except OSError:
-            return None
-    return h.hexdigest()
+        paths.append(Path(spec.origin))
+    return _sources_digest(paths)
 
 
 def _confinement_digest(engine: str) -> str | None:
@@ -328,14 +336,9 @@ def _engines_digest() -> str | None:
     """A digest of every module of :mod:`ptah.engines` (names and sources); None when one
     cannot be read, and then no plan is reused or kept."""
     root = Path(__file__).parent
-    h = hashlib.sha256()
-    try:
-        sources = sorted(root.rglob("*.py"))
-        for path in sources:
-            h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-    except OSError:
-        return None
-    return h.hexdigest() if sources else None  # installed without sources: nothing kept
+    # Sorted by the path below engines/ (two modules may share a file name); installed
+    # without sources there are none, and nothing is kept.
+    return _sources_digest(sorted(root.rglob("*.py"), key=lambda p: p.relative_to(root)))
 
 
 def _plan_key(desired_key: str, current_key: str, policy: SchemaPolicy) -> str | None:
