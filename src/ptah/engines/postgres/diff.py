@@ -1437,7 +1437,7 @@ class _Diff:
         """A new constraint; on an existing table with its lock named, and a foreign key
         or check under online constraints added ``NOT VALID`` (a brief lock, no scan),
         then validated in a transaction of its own (reads and writes go on)."""
-        sql = f"ALTER TABLE {c['table']} ADD CONSTRAINT {c['name']} {c['def']}"
+        sql = f"ALTER TABLE {c['table']} ADD CONSTRAINT {c['name']} {_written(c)}"
         kind = c["type"]
         if not self.existing_table(c["table"]):
             ref = c["def"].split(" REFERENCES ", 1)[-1].split("(", 1)[0].strip()
@@ -1456,7 +1456,7 @@ class _Diff:
                 self.emit(node, pgonline.build_index(index, unique=True))
                 self.locking(
                     node,
-                    f"{sql.removesuffix(c['def'])}UNIQUE USING INDEX {c['name']}",
+                    f"{sql.removesuffix(_written(c))}UNIQUE USING INDEX {c['name']}",
                     ACCESS_EXCLUSIVE,
                     BRIEF,
                 )
@@ -1524,9 +1524,9 @@ class _Diff:
                 self.build_concurrently(name, i, swapped)
             elif self.existing_table(i["table"]) and not self.rebuilt(f"view:{i['table']}"):
                 hazards = [DATA_DEPENDENT] if i["unique"] else []
-                self.locking(node, i["def"], SHARE, BUILDS_INDEX, *hazards, LOCK_HEAVY)
+                self.locking(node, _written(i), SHARE, BUILDS_INDEX, *hazards, LOCK_HEAVY)
             else:
-                self.create(node, i["def"])
+                self.create(node, _written(i))
             for col, target in sorted(i.get("statistics", {}).items()):
                 self.create(node, f"ALTER INDEX {name} ALTER COLUMN {col} SET STATISTICS {target}")
         for name in sorted(want.keys()):
@@ -1583,11 +1583,11 @@ class _Diff:
         without one."""
         node = f"index:{name}"
         if name not in swapped:
-            self.emit(node, pgonline.build_index(index["def"], index["unique"]))
+            self.emit(node, pgonline.build_index(_written(index), index["unique"]))
             return
         schema, bare = pgonline.split_index(name)
         temporary = pgonline.temporary_name(bare, "_ptah_swap")
-        self.emit(node, pgonline.build_index(index["def"], index["unique"], temporary))
+        self.emit(node, pgonline.build_index(_written(index), index["unique"], temporary))
         self.emit(node, pgonline.drop_index(name))
         self.locking(
             node,
@@ -1699,8 +1699,16 @@ class _Diff:
 
     def comments(self) -> None:
         cur, want = self.pair("comment")
-        for key in sorted(cur.keys() | want.keys()):
-            c = want.get(key) or cur[key]
+        # What the extensions the plan creates comment by themselves (their control
+        # file, their script): there once they are, neither set again nor left behind.
+        script: dict[str, dict[str, Any]] = {
+            key: {"node": f"extension:{ext}", "text": text, "member": True}
+            for ext, texts in self.want.get("_scriptComments", {}).items()
+            if not self._in(self.cur, f"extension:{ext}")
+            for key, text in texts.items()
+        }
+        for key in sorted(cur.keys() | want.keys() | script.keys()):
+            c = want.get(key) or cur.get(key) or script[key]
             text = want[key]["text"] if key in want else None
             was = cur[key]["text"] if key in cur else None
             node = c["node"]
@@ -1710,7 +1718,7 @@ class _Diff:
                 # extension of every database that the plan leaves out, is not).
                 fresh = self._in(self.want, node) and not self._in(self.cur, node)
             if fresh or self._column_readded(key, c) or self._domain_check_readded(key, c):
-                was = None
+                was = script[key]["text"] if key in script else None
             if text == was:
                 continue
             if text is None and (self._gone(node) or self._column_gone(key, c)):
@@ -1873,6 +1881,12 @@ _OWNER_WORDS = {
     "collation": "COLLATION",
     "event_trigger": "EVENT TRIGGER",
 }
+
+
+def _written(index: dict[str, Any]) -> str:
+    """An index's (or a constraint's) definition as the desired file wrote it: its
+    storage parameters in that order, as a direct load keeps them."""
+    return str(index.get("_def") or index["def"])
 
 
 def _merge(child: dict[str, Any], pold: dict[str, Any], pnew: dict[str, Any]) -> dict[str, Any]:

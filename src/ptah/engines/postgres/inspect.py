@@ -20,6 +20,8 @@ import re
 import time
 from typing import Any
 
+import psycopg
+
 from ptah.engines.model import PlanError, Schema
 from ptah.engines.postgres import graph
 
@@ -277,7 +279,7 @@ SELECT ic.oid, {_qn("n", "ic.relname")}, {_qn("n", "tc.relname")},
        i.indisclustered,
        (SELECT {_qn("pn", "pi.relname")} FROM pg_inherits h JOIN pg_class pi ON pi.oid = h.inhparent
           JOIN pg_namespace pn ON pn.oid = pi.relnamespace WHERE h.inhrelid = ic.oid),
-       i.indisvalid
+       i.indisvalid, coalesce(ic.reloptions, '{{}}')
 FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
 JOIN pg_class tc ON tc.oid = i.indrelid
 JOIN pg_namespace n ON n.oid = ic.relnamespace
@@ -494,6 +496,54 @@ LATERAL (SELECT CASE d.classoid
   END AS owner) w
 WHERE w.owner = x.extowner
 """
+
+
+def script_comments(conn: Any, schema: Schema) -> None:
+    """What each extension's own creation comments (its control file's comment on the
+    extension, its script's on its members), under ``schema["_scriptComments"]``: the
+    comments a plan that creates the extension finds there without setting them. Read
+    on the scratch only: each extension is dropped and created again (its desired
+    schema and version) in a savepoint rolled back at once, so the desired file's own
+    comments on it (set, changed or removed after the extension) are not taken for the
+    script's."""
+    found: dict[str, dict[str, str]] = {}
+    with conn.cursor() as cur:
+        versions = dict(
+            _rows(cur, "SELECT quote_ident(extname), extversion FROM pg_catalog.pg_extension")
+        )
+        for name, x in sorted(schema["extension"].items()):
+            try:
+                comments = _created_comments(conn, cur, name, x["schema"], versions[name])
+            except psycopg.Error:
+                continue  # not created again here (the load made it): none known
+            if comments:
+                found[name] = comments
+    schema["_scriptComments"] = found
+
+
+def _created_comments(conn: Any, cur: Any, name: str, nsp: str, version: str) -> dict[str, str]:
+    """The comments extension ``name`` has just after its creation, read in a savepoint
+    that is always rolled back."""
+    with conn.transaction(force_rollback=True):
+        cur.execute(f"DROP EXTENSION {name} CASCADE".encode())
+        create = f"CREATE EXTENSION {name} WITH SCHEMA {nsp} VERSION {_lit(version)}"
+        cur.execute(create.encode())
+        comments = {
+            comment_target(objtype, identity): text
+            for ext, _, objtype, identity, text in _rows(cur, Q_MEMBER_COMMENTS)
+            if ext == name
+        }
+        own = _rows(
+            cur,
+            "SELECT d.description FROM pg_catalog.pg_description d"
+            " JOIN pg_catalog.pg_extension x ON d.objoid = x.oid"
+            " AND d.classoid = 'pg_catalog.pg_extension'::regclass"
+            f" WHERE quote_ident(x.extname) = {_lit(name)}",
+        )
+        if own:
+            comments[f"EXTENSION {name}"] = own[0][0]
+    return comments
+
 
 _COMMENT_WORDS = {
     "table column": "COLUMN",
@@ -885,6 +935,7 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             bare = _without_index_options(definition, list(options))
         elif options:
             definition = _with_index_options(definition, list(options))
+        written, definition = definition, _options_sorted(definition, list(options or []))
         if not own:
             # A partition's copy of its parent's constraint: its own once detached; a
             # child's check from its parents only (not named in its CREATE TABLE).
@@ -893,6 +944,8 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             continue
         key = f"{rel}.{name}"
         schema["constraint"][key] = {"table": rel, "name": name, "type": kind, "def": definition}
+        if written != definition:
+            schema["constraint"][key]["_def"] = written  # the index's options as written
         if kind in ("p", "u", "x"):
             # Its index's storage parameters, and the definition without them: a change
             # of those alone is an ALTER INDEX ... SET, not a new constraint.
@@ -904,12 +957,15 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
         if indid and kind in ("p", "u", "x"):  # a foreign key's conindid is the referenced one
             nodes.add("pg_class", indid, f"constraint:{key}")
     for row in _rows(cur, Q_INDEXES):
-        oid, name, table, definition, unique, stats, clustered, parent, valid = row
+        oid, name, table, definition, unique, stats, clustered, parent, valid, options = row
+        definition = definition.replace(" ON ONLY ", " ON ", 1)
         index: dict[str, Any] = {
             "table": table,
-            "def": definition.replace(" ON ONLY ", " ON ", 1),
+            "def": _options_sorted(definition, options),
             "unique": bool(unique),
         }
+        if index["def"] != definition:
+            index["_def"] = definition  # as written: pg_dump prints the options so
         if stats:
             index["statistics"] = {s[0]: int(s[1]) for s in stats}
         if clustered:
@@ -930,6 +986,36 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
         schema["view"][name] = view
         nodes.add("pg_class", oid, f"view:{name}")
     nodes.read_rules(cur)
+
+
+def _options_sorted(definition: str, options: list[str]) -> str:
+    """An index's definition with its storage parameters (``WITH (...)``) in name order:
+    the server keeps them in the order written, and the same options written in another
+    order are the same index (compared so, it was rebuilt for nothing, and the plan never
+    matched its fingerprint)."""
+    if len(options) < 2:
+        return definition
+    first = options[0].split("=", 1)[0]
+    start = definition.find(f" WITH ({first}=")
+    if start < 0:
+        return definition
+    at, quoted, parts, part = start + len(" WITH ("), False, [], ""
+    while at < len(definition):
+        ch = definition[at]
+        at += 1
+        if ch == "'":
+            quoted = not quoted
+        elif not quoted and ch == ")":
+            break
+        elif not quoted and ch == "," and definition.startswith(" ", at):
+            parts.append(part)
+            part, at = "", at + 1
+            continue
+        part += ch
+    parts.append(part)
+    if len(parts) != len(options):
+        return definition
+    return f"{definition[:start]} WITH ({', '.join(sorted(parts))}){definition[at:]}"
 
 
 def _read_dependents(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:

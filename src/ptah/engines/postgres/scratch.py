@@ -104,6 +104,8 @@ def _load_batches(conn: Any, load: prepare.Load, seconds: dict[str, float]) -> S
     t1 = time.perf_counter()
     with conn.transaction():
         schema = inspect.inspect(conn)
+    with conn.transaction(force_rollback=True):
+        inspect.script_comments(conn, schema)
     seconds.update(load=t1 - t0, inspect=time.perf_counter() - t1)
     return schema
 
@@ -128,6 +130,7 @@ def _load_and_inspect(conn: Any, load: prepare.Load, seconds: dict[str, float]) 
         else:
             t1 = time.perf_counter()
             schema = inspect.inspect(conn)
+            inspect.script_comments(conn, schema)
             seconds.update(load=t1 - t0, inspect=time.perf_counter() - t1)
             return schema
     conn.rollback()
