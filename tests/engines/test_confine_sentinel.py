@@ -258,8 +258,10 @@ def test_mysql_a_server_default_mode_does_not_change_how_the_file_is_read(
 
     real_connect = ops.connect
 
-    def connect_as_configured(url: object, database: str | None = None) -> object:
-        conn = real_connect(url, database)  # type: ignore[arg-type]
+    def connect_as_configured(
+        url: object, database: str | None = None, read_timeout: float | None = None
+    ) -> object:
+        conn = real_connect(url, database, read_timeout)  # type: ignore[arg-type]
         with conn.cursor() as cur:
             cur.execute("SET SESSION sql_mode = %s", (server_mode,))
         return conn
@@ -386,6 +388,89 @@ def test_mysql_a_call_of_the_servers_udf_is_refused(
     with open_target(mysql_db) as target:  # a column or a stored function of that name
         plan = planner.plan(target, f"{table}CREATE TABLE u ({mysql_udf} INT);\n")
     assert any("`u`" in st.sql for st in plan.statements), plan
+
+
+@contextlib.contextmanager
+def _mysql_user(mysql_url: str, target_url: str, scratch_grants: str) -> Iterator[str]:
+    """The URL of a new account with every privilege on the target's database and
+    ``scratch_grants`` on the scratch databases (``ptah_scratch_%``): none on mysql.*, so
+    it may not read mysql.func."""
+    from urllib.parse import urlsplit
+
+    user = "ptah_lim_" + uuid.uuid4().hex[:8]
+    database = urlsplit(target_url).path.lstrip("/")
+    with open_target(mysql_url) as admin, admin.connection.cursor() as cur:
+        cur.execute(f"CREATE USER `{user}`@'%' IDENTIFIED BY 'lim-pw'")
+        cur.execute(f"GRANT ALL ON `{database}`.* TO `{user}`@'%'")
+        cur.execute(f"GRANT {scratch_grants} ON `ptah\\_scratch\\_%`.* TO `{user}`@'%'")
+    p = urlsplit(target_url)
+    try:
+        yield f"mysql://{user}:lim-pw@{p.hostname}:{p.port}/{database}"
+    finally:
+        with open_target(mysql_url) as admin, admin.connection.cursor() as cur:
+            cur.execute(f"DROP USER IF EXISTS `{user}`@'%'")
+
+
+_SCRATCH_WITHOUT_ROUTINES = (
+    "SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, INDEX, ALTER, CREATE VIEW, SHOW VIEW,"
+    " TRIGGER, REFERENCES, CREATE TEMPORARY TABLES, LOCK TABLES, EVENT"
+)
+
+
+@pytest.mark.parametrize("routines", [True, False], ids=["may-create-routines", "may-not"])
+def test_mysql_a_udf_call_is_refused_when_the_user_may_not_read_mysql_func(
+    mysql_db: str, mysql_url: str, mysql_udf: str, tmp_path: Path, routines: bool
+) -> None:
+    """A plan's user who may not read mysql.func: the UDF list came back empty and the
+    calls below ran the server's library code (it wrote the file). The server is asked
+    by name (a stored function of a UDF's name cannot be created), and where the user
+    may not create one either, a call the check cannot classify is refused."""
+    outfile = f"/tmp/ptah-sentinel-{uuid.uuid4().hex[:8]}"
+    table = "CREATE TABLE film (\n  id INT PRIMARY KEY\n);\n"
+    hostile = [
+        (f"{table}SELECT {mysql_udf}('{outfile}');\n", "SELECT"),
+        (f"{table}CREATE VIEW v AS SELECT `{mysql_udf.upper()}` ('{outfile}') AS x;\n", "VIEW"),
+        (
+            f"{table}CREATE TABLE t (a INT, b INT AS ({mysql_udf} /* */ ('{outfile}')) STORED);\n"
+            "INSERT INTO t (a) VALUES (1);\n",
+            "CREATE TABLE t",
+        ),
+    ]
+    grants = "ALL" if routines else _SCRATCH_WITHOUT_ROUTINES
+    with _mysql_user(mysql_url, mysql_db, grants) as url:
+        _assert_confined(url, hostile, lambda: str(os.path.exists(outfile)), tmp_path)
+        if not routines:
+            got = _refused_plan(url, hostile[0][0], tmp_path)
+            assert "cannot tell from a server's loadable function" in str(got["message"]), got
+        # An ordinary file still plans: built-ins, types, keys (a column's prefix too),
+        # checks, a view; and a column of the UDF's name.
+        ordinary = (
+            f"{table}CREATE TABLE u (\n  id INT PRIMARY KEY,\n  {mysql_udf} VARCHAR(40),\n"
+            "  kind ENUM('a', 'b') NOT NULL DEFAULT 'a',\n  made DATETIME DEFAULT now(),\n"
+            "  note TEXT CHECK (CHAR_LENGTH(note) < 100),\n"
+            f"  KEY k ({mysql_udf}(10)),\n  KEY n (note(20))\n);\n"
+            "CREATE VIEW w AS SELECT CONCAT(id, '-', kind) AS label, IF(id > 1, 'x', 'y') AS f"
+            " FROM u;\n"
+        )
+        with open_target(url) as target:
+            plan = planner.plan(target, ordinary)
+        assert any("`u`" in st.sql for st in plan.statements), plan
+
+
+def test_mysql_a_column_named_like_a_udf_keeps_its_prefix_index(
+    mysql_db: str, mysql_udf: str
+) -> None:
+    """``KEY k (name(10))`` is a column's prefix, not a call: it was refused when a UDF
+    of the column's name was loaded."""
+    sql = (
+        f"CREATE TABLE u (\n  id INT PRIMARY KEY,\n  {mysql_udf} VARCHAR(40),\n"
+        f"  KEY k ({mysql_udf}(10)),\n  UNIQUE KEY `{mysql_udf}` (id, `{mysql_udf}` (5))\n);\n"
+        f"CREATE INDEX i ON u ({mysql_udf}(3));\n"
+    )
+    with open_target(mysql_db) as target:
+        plan = planner.plan(target, sql)
+    created = "\n".join(st.sql for st in plan.statements)
+    assert f"(`{mysql_udf}`(10))" in created and f"(`{mysql_udf}`(3))" in created, created
 
 
 # -- SQLite --------------------------------------------------------------------------

@@ -351,11 +351,22 @@ def test_a_dropped_function_is_the_scratch_ones_never_a_servers_udf(sql: str, lo
         ("INSERT INTO sys_exec (sys_exec) VALUES (1)", None),
         ("SELECT o.sys_exec(1)", None),  # a stored function (another database's: refused)
         ("SELECT 'sys_exec(1)'", None),
+        # A column's prefix in an index's key parts is no call; a CHECK after a key is.
+        ("CREATE TABLE t (sys_exec TEXT, KEY k (sys_exec(10)))", None),
+        ("CREATE TABLE t (a TEXT, sys_exec TEXT, UNIQUE KEY (a(5), `sys_exec` (10) DESC))", None),
+        ("CREATE INDEX i ON t (sys_exec(10))", None),
+        ("CREATE UNIQUE INDEX IF NOT EXISTS sys_exec USING BTREE ON sys_exec (sys_exec(3))", None),
+        ("ALTER TABLE t ADD PRIMARY KEY (sys_exec(4)), ADD FULLTEXT KEY f (b)", None),
+        ("CREATE TABLE t (a INT UNIQUE CHECK (sys_exec(1) > 0))", "sys_exec"),
+        ("CREATE TABLE t (a INT PRIMARY KEY DEFAULT (sys_exec(1)))", "sys_exec"),
+        ("CREATE TABLE t (a TEXT, KEY k (a(10)), b INT AS (sys_exec(2)))", "sys_exec"),
+        ("INSERT INTO t VALUES (1) ON DUPLICATE KEY UPDATE a = sys_exec(1)", "sys_exec"),
+        ("CREATE TABLE t (a TEXT, KEY k ((sys_exec(1))))", "sys_exec"),
     ],
 )
 def test_a_call_of_a_servers_udf_is_found(sql: str, called: str | None) -> None:
     from ptah.engines.confine import read_words
-    from ptah.engines.mysql.confine import udf_call
+    from ptah.engines.mysql.udf import udf_call
 
     why = udf_call(read_words(sql, "mysql"), frozenset({"sys_exec"}))
     assert (why is None) if called is None else (why is not None and called in why)

@@ -26,6 +26,7 @@ from ptah.engines.confine import (
     qualified_tables,
     statement_starts,
 )
+from ptah.engines.mysql import bounds
 from ptah.engines.mysql.modes import SAFE_MODES
 
 _OBJECT_WHY = {
@@ -538,6 +539,55 @@ def _server_session_variable(words: list[Word]) -> str | None:
     return None
 
 
+def _lifted_bound(words: list[Word]) -> str | None:
+    """SET max_statement_time = 0, SET lock_wait_timeout = DEFAULT...: the load's bounds
+    (:mod:`.bounds`) lifted, and a statement or a lock wait of the file's may hang the
+    plan. A number within the bound is kept (SET STATEMENT max_statement_time = 10 FOR)."""
+    for part, k, _ in _system_assignments(words):
+        limit = bounds.BOUND_VARIABLES.get(part[k].text.upper())
+        if limit is None or k + 1 >= len(part) or not _is_assign(part[k + 1]):
+            continue
+        value = part[k + 2 :]
+        try:
+            seconds = float(value[0].text) if len(value) == 1 and value[0].kind == "number" else 0
+        except ValueError:
+            seconds = 0
+        if not 0 < seconds <= limit():
+            shown = " ".join(w.text for w in value)
+            return (
+                f"sets {part[k].text} to {shown!r}, beyond the plan's bound ({limit():g} s):"
+                " a statement of the file could hold the plan"
+            )
+    return None
+
+
+# Functions that wait or spin by design: a plan must end (``DEFAULT (SLEEP(100))`` runs
+# at each INSERT, a view's or a generated column's at each read or write).
+_WAITING_FUNCTIONS = {
+    "SLEEP",
+    "BENCHMARK",
+    "MASTER_POS_WAIT",
+    "SOURCE_POS_WAIT",
+    "MASTER_GTID_WAIT",
+    "WAIT_FOR_EXECUTED_GTID_SET",
+    "WAIT_UNTIL_SQL_THREAD_AFTER_GTIDS",
+    "WSREP_SYNC_WAIT_UPTO_GTID",
+}
+
+
+def _waits(words: list[Word]) -> str | None:
+    """A call of a function that waits or spins (SLEEP, BENCHMARK, replication waits)."""
+    for i, w in enumerate(words[:-1]):
+        if (
+            w.is_name
+            and w.text.upper() in _WAITING_FUNCTIONS
+            and words[i + 1].punct("(")
+            and not (i > 0 and words[i - 1].punct("."))
+        ):
+            return f"calls {w.text}, which waits by design: the plan must end"
+    return None
+
+
 def refusal(words: list[Word], text: str) -> str | None:
     """Why this statement acts outside its database, or None when it stays inside."""
     return (
@@ -546,6 +596,8 @@ def refusal(words: list[Word], text: str) -> str | None:
         or _default_engine(words)
         or _set_scope(words)
         or _server_session_variable(words)
+        or _lifted_bound(words)
+        or _waits(words)
         or _server_files(words)
         or _qualified(words, text)
     )
@@ -600,35 +652,3 @@ def qualify_function_drops(text: str, database: str) -> str:
             bare = f"`{bare}`"
         text = text[:start] + quoted + bare + text[end:]
     return text
-
-
-# Words after which "name (" is an object's name and its list, not a call: CREATE TABLE
-# x (...), INSERT INTO x (...), KEY x (...), PARTITION x ...
-_NAMED_HERE = OBJECT_POSITIONS | {
-    "KEY",
-    "UNIQUE",
-    "CONSTRAINT",
-    "PARTITION",
-    "SUBPARTITION",
-    "FULLTEXT",
-    "SPATIAL",
-}
-
-
-def udf_call(words: list[Word], udfs: frozenset[str]) -> str | None:
-    """Why the statement calls one of the server's loadable functions (``udfs``: the
-    lower-cased names in mysql.func), or None.
-
-    An unqualified call resolves to a built-in function, then to a UDF, then to the
-    database's stored function: 'SELECT sys_exec(...)' runs the server's library code
-    (a UDF of the test server wrote a file of the file's choosing during a read-only
-    plan). Which names are UDFs is the server's, so the load asks it (:mod:`.ops`)."""
-    for i, w in enumerate(words[:-1]):
-        if (
-            w.is_name
-            and words[i + 1].punct("(")
-            and w.text.lower() in udfs
-            and not (i > 0 and (words[i - 1].punct(".") or words[i - 1].upper in _NAMED_HERE))
-        ):
-            return f"calls the server's loadable function {w.text} (a UDF: server-wide code)"
-    return None

@@ -8,6 +8,7 @@ target's server), created and dropped around the load.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import secrets
 import time
@@ -26,6 +27,7 @@ from ptah.engines.model import (
     fingerprint,
     refuse_unmanaged,
 )
+from ptah.engines.mysql import bounds, udf
 from ptah.engines.mysql import confine as myconfine
 from ptah.engines.mysql import diff as mydiff
 from ptah.engines.mysql import inspect as myinspect
@@ -60,30 +62,42 @@ def _run_script(conn: Any, sql: str) -> None:
             pass
 
 
-def _udf_names(conn: Any) -> frozenset[str]:
-    """The server's loadable functions (mysql.func), lower-cased; none when the plan's
-    user may not read the table (it may not create one either)."""
+# The client's own backstop past the server's bounds (a server without
+# max_statement_time, a wait the server does not count).
+_CLIENT_SECONDS = bounds.STATEMENT_SECONDS + bounds.LOCK_SECONDS + 10
+
+
+def _scratch_session(url: DbUrl, database: str) -> Any:
+    """A session on the scratch's server with the plan's bounds (:mod:`.bounds`)."""
+    conn = connect(url, database=database, read_timeout=_CLIENT_SECONDS)
     try:
-        with conn.cursor() as cur:
-            cur.execute("SELECT name FROM mysql.func")
-            return frozenset(str(row[0]).lower() for row in cur.fetchall())
-    except pymysql.MySQLError:
-        return frozenset()
+        bounds.bound(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
-def _refuse_udf_calls(conn: Any, statements: list[SourceStatement]) -> None:
-    """Refuse a statement that calls one of the server's UDFs (:func:`.confine.udf_call`):
-    the check knows no server's UDFs, so the load asks before anything runs."""
-    udfs = _udf_names(conn)
-    if not udfs:
-        return
-    for statement in statements:
-        lowered = statement.text.lower()
-        if not any(udf in lowered for udf in udfs):
-            continue
-        why = myconfine.udf_call(confine.read_words(statement.text, "mysql"), udfs)
-        if why:
-            raise confine.StatementRefused(statement.line, statement.text, why)
+def _bound_or_error(exc: pymysql.MySQLError) -> str | None:
+    """A bound's reason for ``exc``; the client's own backstop (a lost answer) too."""
+    why = bounds.bound_reached(exc)
+    lost = isinstance(exc, pymysql.err.OperationalError) and exc.args[:1] == (2013,)
+    if why is None and lost:  # the client stopped waiting (read_timeout)
+        why = f"a statement ran longer than the plan's bound ({_CLIENT_SECONDS:g} s)"
+    return why
+
+
+def _drop_scratch(url: DbUrl, name: str, load_thread: int) -> None:
+    """Drop the scratch; first end the load's session on the server, in case the client
+    gave up on it while the server still runs its statement (its locks would hold the
+    drop). Only the plan's own session, by its id."""
+    fresh = _scratch_session(url, "")
+    try:
+        with contextlib.suppress(pymysql.MySQLError):  # already ended: the usual case
+            _run_script(fresh, f"KILL CONNECTION {int(load_thread)}")
+        _run_script(fresh, f"DROP DATABASE IF EXISTS `{name}`")
+    finally:
+        fresh.close()
 
 
 class MysqlOps:
@@ -114,52 +128,77 @@ class MysqlOps:
         """
         url = dev_url or target.url
         name = "ptah_scratch_" + secrets.token_hex(6)
-        conn = connect(url, database="")
+        statements = confine.split(desired_sql, "mysql")
+        conn = _scratch_session(url, "")
+        load_thread = conn.thread_id()
         try:
-            _refuse_udf_calls(conn, confine.split(desired_sql, "mysql"))
             try:
                 _run_script(conn, f"CREATE DATABASE `{name}`")
             except pymysql.MySQLError as exc:
+                waited = _bound_or_error(exc)
+                if waited:
+                    raise ScratchUnavailable(
+                        f"the temporary scratch database was not created: {waited}"
+                    ) from None
                 raise ScratchUnavailable(
                     f"user {url.user} may not create a temporary scratch database ({exc.args[0]});"
                     " give a dev database (PTAH_DEV_URL / --dev-url) or grant CREATE"
                 ) from None
             try:
                 try:
+                    udf.refuse_udf_calls(conn, name, statements)
                     conn.select_db(name)
                     read_as_checked(conn)
                     _run_script(conn, "SET SESSION foreign_key_checks = 1")
-                    for statement in confine.split(desired_sql, "mysql"):
-                        try:
-                            # DROP FUNCTION f: the scratch's f, never the server's UDF f.
-                            _run_script(
-                                conn, myconfine.qualify_function_drops(statement.text, name)
-                            )
-                        except pymysql.MySQLError as exc:
-                            raise DesiredSchemaInvalid(
-                                scrub(load_error(exc, name, statement), *url.secrets)
-                            ) from None
+                    self._load(conn, url, name, statements)
                 finally:
                     # What the file left in its session ends with it: LOCK TABLES or a READ
                     # ONLY transaction kept the scratch from being dropped (left on the
                     # server), max_statement_time or sql_select_limit broke the inspection.
                     conn.close()
-                fresh = connect(url, database=name)
+                fresh = _scratch_session(url, name)
                 try:
                     desired = myinspect.inspect(fresh)
+                except pymysql.MySQLError as exc:
+                    waited = _bound_or_error(exc)
+                    if waited is None:
+                        raise
+                    raise DesiredSchemaInvalid(
+                        f"desired schema could not be inspected: {waited}"
+                    ) from None
                 finally:
                     fresh.close()
             finally:
-                fresh = connect(url, database="")
-                try:
-                    _run_script(fresh, f"DROP DATABASE IF EXISTS `{name}`")
-                finally:
-                    fresh.close()
+                _drop_scratch(url, name, load_thread)
             refuse_unmanaged(desired, policy.ignore)
             return desired, []
         finally:
             if conn.open:
                 conn.close()
+
+    @staticmethod
+    def _load(conn: Any, url: DbUrl, name: str, statements: list[SourceStatement]) -> None:
+        """Run the file's statements in the bounded session, within the load's deadline."""
+        deadline = time.monotonic() + bounds.LOAD_SECONDS
+        for statement in statements:
+            if time.monotonic() > deadline:
+                raise DesiredSchemaInvalid(
+                    f"desired schema does not load: line {statement.line}: the load ran"
+                    f" longer than the plan's bound ({bounds.LOAD_SECONDS:g} s)"
+                    f" (in: {confine.excerpt(statement.text)})"
+                )
+            try:
+                # DROP FUNCTION f: the scratch's f, never the server's UDF f.
+                _run_script(conn, myconfine.qualify_function_drops(statement.text, name))
+            except pymysql.MySQLError as exc:
+                waited = _bound_or_error(exc)
+                message = (
+                    f"desired schema does not load: line {statement.line}: {waited}"
+                    f" (in: {confine.excerpt(statement.text)})"
+                    if waited
+                    else load_error(exc, name, statement)
+                )
+                raise DesiredSchemaInvalid(scrub(message, *url.secrets)) from None
 
     def diff(self, current: Schema, desired: Schema, online: Online = ONLINE) -> list[Statement]:
         return mydiff.diff(current, desired)

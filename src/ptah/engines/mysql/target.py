@@ -15,8 +15,9 @@ if TYPE_CHECKING:
     from ptah.engines.report import DatabaseIdentity
 
 
-def connect(url: DbUrl, database: str | None = None) -> Any:
-    """A PyMySQL connection in autocommit (MariaDB DDL commits implicitly anyway)."""
+def connect(url: DbUrl, database: str | None = None, read_timeout: float | None = None) -> Any:
+    """A PyMySQL connection in autocommit (MariaDB DDL commits implicitly anyway);
+    ``read_timeout``: how long the client waits for any one answer (None: no limit)."""
     return pymysql.connect(
         host=url.host or "localhost",
         port=url.port or 3306,
@@ -25,6 +26,7 @@ def connect(url: DbUrl, database: str | None = None) -> Any:
         database=(database if database is not None else url.database) or None,
         autocommit=True,
         connect_timeout=10,
+        read_timeout=read_timeout,
         client_flag=CLIENT.MULTI_STATEMENTS,
         charset="utf8mb4",
     )

@@ -1,0 +1,103 @@
+"""A MariaDB plan ends: the scratch's sessions are bounded and a file may not lift the bounds.
+
+A desired file that sleeps, spins (an unbounded recursive CTE, an endless loop in a
+stored function) or waits on a lock held the plan for as long as the server let it (a
+day for a metadata lock, without end for a statement). Each session of the scratch
+runs with :mod:`ptah.engines.mysql.bounds`; reached, a bound ends the plan with one
+line naming the statement's line.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from ptah.engines import confine, planner
+from ptah.engines.base import DesiredSchemaInvalid
+from ptah.engines.connect import open_target
+from ptah.engines.mysql import bounds
+
+pytestmark = pytest.mark.integration
+
+
+def test_the_load_runs_with_the_plans_bounds(mysql_db: str) -> None:
+    """The file's own CHECK reads the session's bounds: before, the server's defaults
+    (no statement limit, a day's lock wait) failed the INSERT."""
+    sql = (
+        "CREATE TABLE b (m DOUBLE, l INT, i INT,\n"
+        f"  CHECK (m = {bounds.STATEMENT_SECONDS} AND l = {bounds.LOCK_SECONDS}"
+        f" AND i = {bounds.LOCK_SECONDS}));\n"
+        "INSERT INTO b VALUES (@@max_statement_time, @@lock_wait_timeout,"
+        " @@innodb_lock_wait_timeout);\n"
+    )
+    with open_target(mysql_db) as target:
+        plan = planner.plan(target, sql)
+    assert any("`b`" in st.sql for st in plan.statements), plan
+
+
+@pytest.mark.parametrize(
+    "endless",
+    [
+        # 40 iterations, each doubling the rows: 2^40 of them.
+        "INSERT INTO n WITH RECURSIVE c (i) AS (SELECT 1 UNION ALL SELECT i + 1\n"
+        "  FROM c, (SELECT 1 UNION ALL SELECT 2) d WHERE i < 40) SELECT COUNT(*) FROM c;\n",
+        "DELIMITER //\nCREATE FUNCTION f() RETURNS INT NO SQL\nBEGIN\n  WHILE 1 DO SET @x = 1;"
+        " END WHILE;\n  RETURN 1;\nEND//\nDELIMITER ;\nINSERT INTO n VALUES (f());\n",
+    ],
+    ids=["recursive-cte", "endless-function"],
+)
+def test_an_endless_statement_ends_the_plan_at_its_bound(
+    mysql_db: str, monkeypatch: pytest.MonkeyPatch, endless: str
+) -> None:
+    monkeypatch.setattr(bounds, "STATEMENT_SECONDS", 1.0)
+    sql = f"CREATE TABLE n (i INT);\n{endless}"
+    started = time.monotonic()
+    with open_target(mysql_db) as target, pytest.raises(DesiredSchemaInvalid) as caught:
+        planner.plan(target, sql)
+    assert time.monotonic() - started < 30
+    message = str(caught.value)
+    assert "ran longer than the plan's bound (1 s)" in message, message
+    line = max(i for i, text in enumerate(sql.splitlines(), 1) if text.startswith("INSERT"))
+    assert f"line {line}:" in message, message
+    assert "\n" not in message
+
+
+def test_the_whole_load_has_a_deadline(mysql_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bounds, "LOAD_SECONDS", -1.0)
+    with open_target(mysql_db) as target, pytest.raises(DesiredSchemaInvalid, match="line 1:"):
+        planner.plan(target, "CREATE TABLE n (i INT);\n")
+
+
+@pytest.mark.parametrize(
+    ("sql", "why"),
+    [
+        ("CREATE TABLE t (a INT DEFAULT (SLEEP(100)))", "SLEEP"),
+        ("CREATE TABLE t (a INT, b INT AS (a + sleep (5)) VIRTUAL)", "sleep"),
+        ("CREATE VIEW v AS SELECT BENCHMARK(1e12, MD5('x')) AS b", "BENCHMARK"),
+        ("CREATE TRIGGER g BEFORE INSERT ON t FOR EACH ROW SET @x = SLEEP(9)", "SLEEP"),
+        ("SELECT /*!50000 SLEEP(100) */", "SLEEP"),
+        ("SELECT MASTER_GTID_WAIT('0-1-100')", "MASTER_GTID_WAIT"),
+        ("SET max_statement_time = 0", "max_statement_time"),
+        ("SET SESSION lock_wait_timeout = 86400", "lock_wait_timeout"),
+        ("SET @@session.innodb_lock_wait_timeout = DEFAULT", "innodb_lock_wait_timeout"),
+        ("SET STATEMENT max_statement_time = 0 FOR INSERT INTO t VALUES (1)", "max_statement"),
+        ("SET sql_mode = '', max_statement_time = 1e9", "max_statement_time"),
+    ],
+)
+def test_what_would_hold_the_plan_is_refused(sql: str, why: str) -> None:
+    with pytest.raises(confine.StatementRefused, match=why):
+        confine.check(sql + ";\n", "mysql")
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SET STATEMENT max_statement_time = 10 FOR INSERT INTO t VALUES (1)",
+        "SET SESSION lock_wait_timeout = 5",
+        "CREATE TABLE t (sleep INT, KEY k (sleep))",
+        "CREATE TABLE t (a INT COMMENT 'SLEEP(100)')",
+    ],
+)
+def test_bounded_settings_and_names_are_accepted(sql: str) -> None:
+    confine.check(sql + ";\n", "mysql")
