@@ -502,9 +502,11 @@ def test_column_order_a_plan_cannot_give_is_said(pg_db: str, a: str, b: str) -> 
     with open_target(pg_db) as t:
         plan = planner.plan(t, b)
     assert plan.warnings == [
-        "table public.t: from its column 3 on, the columns will stand as (c, b), not in the"
-        " desired file's order (b, c): PostgreSQL adds columns at the end and cannot reorder"
-        " them without rebuilding the table, which Ptah does not do"
+        "table public.t: from its column 3 on, the columns stand (once this plan ran) as"
+        " (c, b), not in the desired file's order (b, c): PostgreSQL adds columns at"
+        " the end and cannot reorder them without rebuilding the table, which Ptah"
+        " does not do; the order is not compared, so nothing is planned for it:"
+        " write them in that order in the desired file to keep it in step"
     ]
     apply_plan(pg_db, b)
 
@@ -554,9 +556,11 @@ CREATE TABLE public.kid (extra text) INHERITS (public.base);
     with open_target(pg_db) as t:
         plan = planner.plan(t, a.replace("a * 2", "a * 3"))
     assert plan.warnings == [
-        "table public.kid: from its column 3 on, the columns will stand as (extra, b), not in"
-        " the desired file's order (b, extra): PostgreSQL adds columns at the end and cannot"
-        " reorder them without rebuilding the table, which Ptah does not do"
+        "table public.kid: from its column 3 on, the columns stand (once this plan ran) as"
+        " (extra, b), not in the desired file's order (b, extra): PostgreSQL adds columns at"
+        " the end and cannot reorder them without rebuilding the table, which Ptah"
+        " does not do; the order is not compared, so nothing is planned for it:"
+        " write them in that order in the desired file to keep it in step"
     ]
 
 

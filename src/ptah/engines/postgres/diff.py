@@ -297,6 +297,10 @@ class _Diff:
         for name in cur.keys() & want.keys():
             if not same(cur[name], want[name]) and not _replaceable(cur[name], want[name]):
                 self.ch.replaced.add(f"function:{name}")
+        cur, want = self.pair("ctype")
+        for name in sorted(cur.keys() & want.keys()):
+            if not _attributes_in_place(cur[name]["attributes"], want[name]["attributes"]):
+                self.reordered_composite(name, cur[name], want[name])
         for kind in ("range", "collation"):
             cur, want = self.pair(kind)
             for name in cur.keys() & want.keys():
@@ -327,6 +331,31 @@ class _Diff:
                     self.ch.readded.add((name, col))
                 elif o["type"] != n["type"]:
                     self.converts(name, col, o, n)
+
+    def reordered_composite(self, name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+        """A composite type whose attributes would not stand in the desired order after
+        changes in place (``ADD ATTRIBUTE`` appends; nothing moves one): its order is its
+        meaning (``ROW(...)``, ``(x).*``, a function's result), so it is dropped and created
+        again where nothing stores it (what uses it, a function, is rebuilt with it), and
+        refused where a column or another type stores it (its values would be lost)."""
+        node = f"ctype:{name}"
+        users = sorted(
+            child.replace(":", " ", 1)
+            for child, _ in self.dependents(node)
+            if _kind(child) in ("table", "ctype")
+        )
+        if users:
+            was = ", ".join(a[0] for a in old["attributes"])
+            now = ", ".join(a[0] for a in new["attributes"])
+            raise PlanError(
+                f"composite type {name}: its attributes would stand as ({was}) plus new ones"
+                f" at the end, not as the desired file has them ({now}); PostgreSQL adds"
+                " attributes at the end and cannot move one, and the type cannot be created"
+                f" again while {', '.join(users)} stores it: put new attributes last in the"
+                " desired file, or move the data to a new type in a versioned migration",
+                "Unsupported",
+            )
+        self.ch.replaced.add(node)
 
     def converts(self, table: str, col: str, old: dict[str, Any], new: dict[str, Any]) -> None:
         """A column changes type in place by ``ALTER COLUMN ... TYPE`` without ``USING``:
@@ -696,12 +725,6 @@ class _Diff:
             o = {a[0]: a for a in old["attributes"]}
             n = {a[0]: a for a in new["attributes"]}
             kept = [a[0] for a in old["attributes"] if a[0] in n]
-            if [a[0] for a in new["attributes"] if a[0] in o] != kept:
-                raise PlanError(
-                    f"composite type {name} reorders its attributes; PostgreSQL"
-                    " cannot do that in place",
-                    "Unsupported",
-                )
             for a in sorted(o.keys() - n.keys()):
                 self.drop(node, f"ALTER TYPE {name} DROP ATTRIBUTE {a}", DESTRUCTIVE)
             users = [
@@ -1229,7 +1252,13 @@ class _Diff:
         and has no way to move one. Reordering would mean rebuilding the table (a copy of
         its rows under a new table, its dependents, grants and sequences rebuilt), which
         a plan does not do; it says so instead, since the difference is real (``SELECT
-        *``, ``INSERT`` and ``COPY`` without a column list see the table's order)."""
+        *``, ``INSERT`` and ``COPY`` without a column list see the table's order).
+
+        A table's column order is not part of the compared schema (the inspection keeps
+        it private, ``_n``): the plan that adds the column converges, and every plan
+        after it is empty (never planned again), each saying the order still differs
+        until the desired file lists the columns as the table has them. (A composite
+        type's attribute order is compared: :meth:`reordered_composite`.)"""
         out = []
         cur, want = self.pair("table")
         for name in sorted(cur.keys() & want.keys()):
@@ -1244,10 +1273,12 @@ class _Diff:
                 continue
             first = next(i for i, (a, b) in enumerate(zip(result, wanted, strict=True)) if a != b)
             out.append(
-                f"table {name}: from its column {first + 1} on, the columns will stand as"
-                f" ({', '.join(result[first:])}), not in the desired file's order"
-                f" ({', '.join(wanted[first:])}): PostgreSQL adds columns at the end and"
-                " cannot reorder them without rebuilding the table, which Ptah does not do"
+                f"table {name}: from its column {first + 1} on, the columns stand (once"
+                f" this plan ran) as ({', '.join(result[first:])}), not in the desired"
+                f" file's order ({', '.join(wanted[first:])}): PostgreSQL adds columns at"
+                " the end and cannot reorder them without rebuilding the table, which Ptah"
+                " does not do; the order is not compared, so nothing is planned for it:"
+                " write them in that order in the desired file to keep it in step"
             )
         return out
 
@@ -1952,6 +1983,15 @@ def _assignable(
     if arrays and _assignable(s[2], d[2], src_types, dst_types, casts):
         return True
     return bool(d[0] == "S")
+
+
+def _attributes_in_place(old: list[list[str]], new: list[list[str]]) -> bool:
+    """Whether a composite type's attributes reach the desired order in place: the kept
+    ones in their old order, every new one after them (``ADD ATTRIBUTE`` appends)."""
+    was = [a[0] for a in old]
+    now = [a[0] for a in new]
+    kept = [a for a in now if a in was]
+    return kept == [a for a in was if a in now] and now[: len(kept)] == kept
 
 
 def _enum_refusal(name: str, old: list[str], new: list[str]) -> str:
