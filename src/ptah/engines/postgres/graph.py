@@ -90,12 +90,14 @@ FROM unnest(%s::text[], %s::oid[]) AS x(c, o),
      pg_identify_object(x.c::regclass, x.o, 0) i
 """
 
-# Properties of managed objects that inspection does not carry.
+# Properties of managed objects that inspection does not carry. An index's column options
+# are its operator classes' parameters (gist_hstore_ops (siglen = 32)): its definition
+# (pg_get_indexdef) carries them.
 _PROPERTIES = f"""
 SELECT 'column options (ALTER COLUMN ... SET (...))', c.oid, a.attname
 FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
 WHERE c.oid >= {FIRST_USER_OID} AND a.attnum > 0 AND NOT a.attisdropped
-  AND (a.attoptions IS NOT NULL OR a.attfdwoptions IS NOT NULL)
+  AND (a.attoptions IS NOT NULL OR a.attfdwoptions IS NOT NULL) AND c.relkind NOT IN ('i', 'I')
 UNION ALL
 SELECT 'TOAST storage parameters', c.oid, array_to_string(t.reloptions, ',')
 FROM pg_class c JOIN pg_class t ON t.oid = c.reltoastrelid
