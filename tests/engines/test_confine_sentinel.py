@@ -178,6 +178,11 @@ def test_mysql_plans_of_hostile_files_leave_the_sentinel(
         # Lists of tables: the sentinel's table was moved into the scratch and dropped.
         (f"{table}CREATE TABLE c (id INT);\nRENAME TABLE c TO d, {s}.keep TO c;\n", "RENAME"),
         (f"{table}CREATE TABLE c (id INT);\nALTER TABLE c RENAME AS {s}.c;\n", "ALTER"),
+        (f"{table}CREATE TABLE c (id INT);\nALTER TABLE c RENAME = {s}.c;\n", "ALTER"),
+        # A modifier between the verb and the table, a comma in a list of tables.
+        (f"{table}UPDATE IGNORE film, {s}.keep SET keep.v = 'x';\n", "UPDATE"),
+        (f"{table}DELETE IGNORE keep FROM film, {s}.keep;\n", "DELETE"),
+        (f"{table}REPLACE LOW_PRIORITY {s}.keep VALUES (1, 'x');\n", "REPLACE"),
         # A body of one statement, and a handler's statement, ran unjudged at CALL p().
         (f"{table}CREATE PROCEDURE p() DROP DATABASE {s};\nCALL p();\n", "CREATE PROCEDURE"),
         (

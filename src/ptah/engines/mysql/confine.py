@@ -66,8 +66,17 @@ _TABLE_POSITION = OBJECT_POSITIONS | {
     "EXPLAIN",
     "HANDLER",
     "FOR",
-    "RENAME",  # ALTER TABLE t RENAME [TO|AS] x.t
+    "RENAME",  # ALTER TABLE t RENAME [TO|AS|=] x.t
     "AS",
+    # Modifiers between a statement's verb and its table: INSERT DELAYED x.t, UPDATE
+    # LOW_PRIORITY x.t, REPLACE HIGH_PRIORITY x.t, DELETE IGNORE ...
+    "DELAYED",
+    "LOW_PRIORITY",
+    "HIGH_PRIORITY",
+    "IGNORE",
+    "QUICK",
+    "PACKAGE",
+    "BODY",
 }
 # Statements whose lists are of tables only: any qualified name in them is a table's
 # (RENAME TABLE a TO b, x.t TO c moved another database's table into the scratch, which
@@ -227,14 +236,93 @@ def _table_list(words: list[Word]) -> str | None:
     return None
 
 
+# Words that open a list of table references, and the words that end one.
+_REFERENCES_OPEN = {"FROM", "UPDATE", "JOIN", "DELETE", "USING"}
+_REFERENCES_END = {
+    "WHERE",
+    "SET",
+    "ON",
+    "GROUP",
+    "HAVING",
+    "ORDER",
+    "LIMIT",
+    "WINDOW",
+    "UNION",
+    "EXCEPT",
+    "INTERSECT",
+    "INTO",
+    "FOR",
+    "LOCK",
+    "PROCEDURE",
+    "RETURNING",
+    "VALUES",
+    "SELECT",
+}
+_SUBQUERY = {"SELECT", "WITH", "VALUES", "TABLE"}
+
+
+def _listed_tables(words: list[Word]) -> str | None:
+    """A qualified name after a comma in a list of table references (``FROM t, x.u``,
+    ``UPDATE IGNORE t, x.u SET``, ``FROM (t, x.u)``), which the parser-based reading
+    misses where sqlglot cannot parse the statement. A comma in a subquery's or a
+    condition's parenthesis is not the list's."""
+    n = len(words)
+    for start, w in enumerate(words):
+        if w.kind != "word" or w.upper not in _REFERENCES_OPEN:
+            continue
+        lists = [True]  # per open parenthesis since the start: whether it holds tables
+        i = start + 1
+        while i < n:
+            x = words[i]
+            if x.punct(";"):
+                break
+            if x.kind == "word" and x.upper in _REFERENCES_END:
+                if len(lists) == 1:
+                    break  # the list ends: WHERE, SET, ON...
+                lists[-1] = False  # a nested join's ON ...: the rest is a condition
+            elif x.punct("("):
+                nxt = words[i + 1] if i + 1 < n else None
+                table_list = (
+                    lists[-1]
+                    and nxt is not None
+                    and not (nxt.kind == "word" and nxt.upper in _SUBQUERY)
+                    and words[i - 1].upper not in _REFERENCES_END
+                    and (words[i - 1].punct(",") or words[i - 1].punct("(") or i - 1 == start)
+                )
+                lists.append(table_list)
+            elif x.punct(")"):
+                lists.pop()
+                if not lists:
+                    break
+            elif (
+                lists[-1]
+                and x.punct(",")
+                and i + 3 < n
+                and words[i + 1].is_name
+                and words[i + 2].punct(".")
+                and words[i + 3].is_name
+                and not (i + 4 < n and words[i + 4].punct("("))
+            ):
+                return f"names another database ({words[i + 1].text})"
+            i += 1
+    return None
+
+
 def _qualified(words: list[Word], text: str) -> str | None:
-    why = _table_list(words)
+    why = _table_list(words) or _listed_tables(words)
     if why:
         return why
     for name in dotted_names(words):
         if name.before is not None and name.before.punct("@@"):
             continue  # a system variable: @@session.x (SET rules judge global ones)
         if names_an_object(name, _TABLE_POSITION) or name.call in _SEQUENCE_FUNCTIONS:
+            return f"names another database ({'.'.join(name.parts[:-1])})"
+        if (
+            name.before is not None
+            and name.before.punct("=")
+            and name.before2 is not None
+            and name.before2.is_("RENAME")
+        ):
             return f"names another database ({'.'.join(name.parts[:-1])})"
     for db in qualified_tables(text, "mysql"):
         return f"names another database ({db})"

@@ -215,7 +215,7 @@ class MysqlOps:
         (lock-heavy, with the server's reason), probed on empty copies of the tables."""
         url = dev_url or target.url
         statements, warnings = myonline.probe(
-            lambda: connect(url, database=""), current, statements, online
+            lambda: _scratch_session(url, ""), current, statements, online
         )
         return statements, [scrub(w, *url.secrets) for w in warnings]
 
