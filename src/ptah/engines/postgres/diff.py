@@ -283,6 +283,7 @@ class _Diff:
 
     def decide(self) -> None:
         """Step 1 for the kinds whose change is a replacement."""
+        self.moved_extensions()
         for kind in ("view", "index", "constraint", "trigger", "rule", "policy", "event_trigger"):
             cur, want = self.pair(kind)
             for name in cur.keys() & want.keys():
@@ -356,6 +357,23 @@ class _Diff:
                 "Unsupported",
             )
         self.ch.replaced.add(node)
+
+    def moved_extensions(self) -> None:
+        """An extension in another schema than the target's is refused first, before what
+        its move would seem to change: ``ALTER EXTENSION ... SET SCHEMA`` renames every
+        member (types, functions, operator classes) under what uses them, while the plan,
+        reading members by their names, would retype columns to types not there yet (the
+        apply failed, and every plan after it too)."""
+        cur, want = self.pair("extension")
+        for name in sorted(cur.keys() & want.keys()):
+            was, now = cur[name]["schema"], want[name]["schema"]
+            if was != now:
+                raise PlanError(
+                    f"extension {name} moves from schema {was} to {now}; Ptah does not plan"
+                    f" that: run ALTER EXTENSION {name} SET SCHEMA {now} in a versioned"
+                    " migration, then plan again",
+                    "Unsupported",
+                )
 
     def converts(self, table: str, col: str, old: dict[str, Any], new: dict[str, Any]) -> None:
         """A column changes type in place by ``ALTER COLUMN ... TYPE`` without ``USING``:
