@@ -283,10 +283,13 @@ def test_pg_cache_hit_repeats_the_confinement_verdict_of_the_same_code(
     from ptah.engines import confine
 
     checks: list[str] = []
-    real = confine.check
-    monkeypatch.setattr(
-        confine, "check", lambda sql, engine: checks.append(engine) or real(sql, engine)
-    )
+    real = confine.Check.__init__  # PostgreSQL's load checks the source (confine.Check)
+
+    def noted(self: confine.Check, sql: str, engine: str) -> None:
+        checks.append(engine)
+        real(self, sql, engine)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(confine.Check, "__init__", noted)
     with open_target(pg_db) as t:
         planner.plan(t, PG_V1, cache_dir=str(tmp_path))
         hit = planner.plan(t, PG_V1, cache_dir=str(tmp_path))

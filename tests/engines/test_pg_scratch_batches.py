@@ -5,6 +5,8 @@ later batch still names its line of the desired file."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from ptah.engines import planner
@@ -158,3 +160,56 @@ def test_a_dev_database_loads_unqualified_names_and_is_left_as_found(
     created = [s.sql for s in plan.statements]
     assert len(created) == 1 and "plain" in created[0] and "public" in created[0], created
     assert left == (0,)
+
+
+def _roles(pg_db: str, name: str) -> int:
+    with open_target(pg_db) as t:
+        row = t.connection.execute("SELECT count(*) FROM pg_roles WHERE rolname = %s", (name,))
+        return int(row.fetchone()[0])
+
+
+@pytest.mark.parametrize("batch", [4, 2000])  # committed parts; one rolled-back transaction
+def test_a_refusal_in_a_later_part_stops_the_load_before_it(
+    pg_db: str, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    """The scratch loads each part of the file once the check passed it, while the check
+    reads the next: a statement refused in a later part never runs (the role it would
+    make is not made), the parts before it did run (into the scratch, which is gone
+    when the plan returns), and the refusal names its line."""
+    role = f"ptah_part_{uuid.uuid4().hex[:8]}"
+    desired = _desired(12) + f"CREATE ROLE {role};\n"
+    monkeypatch.setattr(scratch, "BATCH", batch)
+    monkeypatch.setattr(scratch, "CHUNK", 4)
+    ran: list[int] = []
+    real = scratch._Loader.allow
+    monkeypatch.setattr(scratch._Loader, "allow", lambda self, n: (ran.append(n), real(self, n)))
+    made: list[str] = []
+    create = scratch._create
+    monkeypatch.setattr(scratch, "_create", lambda *a: (made.append(a[1]), create(*a))[1])
+    with open_target(pg_db) as t, pytest.raises(StatementRefused) as refused:
+        planner.plan(t, desired)
+    assert refused.value.line == len(desired.splitlines())
+    assert _roles(pg_db, role) == 0
+    assert ran and 0 < max(ran) < 25  # parts of the 25 statements before it were let through
+    with open_target(pg_db) as t:
+        left = t.connection.execute(
+            "SELECT count(*) FROM pg_database WHERE datname LIKE 'ptah_scratch_%%'"
+            " AND datname = ANY(%s)",
+            (made or [""],),
+        ).fetchone()
+    assert left == (0,)
+
+
+def test_a_load_error_before_a_refusal_is_reported_as_the_refusal(
+    pg_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A part that fails to load does not end the check: the file is refused for its
+    later statement, as when the whole file was checked before anything ran."""
+    lines = _desired(12).splitlines()
+    lines[2] = "CREATE TABLE app.t0 (x int);"  # exists already: the first part fails
+    desired = "\n".join(lines) + "\nALTER SYSTEM SET work_mem = '64MB';\n"
+    monkeypatch.setattr(scratch, "BATCH", 4)
+    monkeypatch.setattr(scratch, "CHUNK", 4)
+    with open_target(pg_db) as t, pytest.raises(StatementRefused) as refused:
+        planner.plan(t, desired)
+    assert refused.value.line == len(desired.splitlines())

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ptah.engines.base import DesiredSchemaInvalid
-from ptah.engines.confine import StatementRefused, check, uncover_versioned_comments
+from ptah.engines.confine import Check, StatementRefused, check, uncover_versioned_comments
 from ptah.engines.urls import EngineName
 
 REFUSED: list[tuple[EngineName, str, str]] = [
@@ -273,6 +273,55 @@ def test_refusal_names_the_line_of_a_later_statement() -> None:
         check(sql, "mysql")
     assert info.value.line == 5
     assert "USE other" in str(info.value)
+
+
+# A routine that runs dynamic SQL (defining it is allowed), called on line 2: the file's
+# rules refuse the call; line 5's own rule refuses ALTER SYSTEM.
+_OPAQUE_CALLED = (
+    "CREATE FUNCTION d(a text) RETURNS int LANGUAGE plpgsql AS $b$ BEGIN EXECUTE a; RETURN 1;"
+    " END $b$;\nSELECT d('SELECT 1');\nCREATE TABLE a (x int);\nCREATE TABLE b (x int);\n"
+    "ALTER SYSTEM SET work_mem = '64MB';\n"
+)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 4, 5])
+def test_a_prefix_refused_gives_the_whole_files_verdict(count: int) -> None:
+    """A load may run a prefix the check passed while it reads the rest (Check.upto): a
+    refusal found in any prefix is the one check() gives the whole file (its first
+    statement refused by its own rule comes before the file rules' first)."""
+    with pytest.raises(StatementRefused) as whole:
+        check(_OPAQUE_CALLED, "postgres")
+    checking = Check(_OPAQUE_CALLED, "postgres")
+    if count < 2:
+        checking.upto(count)  # the definition alone runs nothing: it passes
+        return
+    with pytest.raises(StatementRefused) as prefix:
+        checking.upto(count)
+    assert (prefix.value.line, prefix.value.why) == (whole.value.line, whole.value.why)
+    assert prefix.value.line == 5
+
+
+def test_a_routine_defined_later_refuses_the_prefix_that_reaches_it() -> None:
+    """What a prefix runs is judged with the routines defined up to it; once the file
+    redefines one (CREATE OR REPLACE) to run dynamic SQL, the event trigger defined
+    before, which fires it on every later statement, is refused in the prefix that
+    holds the redefinition, before any statement after it runs."""
+    sql = (
+        "CREATE FUNCTION h() RETURNS event_trigger LANGUAGE plpgsql AS $b$ BEGIN NULL; END $b$;\n"
+        "CREATE EVENT TRIGGER e ON ddl_command_end EXECUTE FUNCTION h();\n"
+        "CREATE TABLE a (x int);\n"
+        "CREATE OR REPLACE FUNCTION h() RETURNS event_trigger LANGUAGE plpgsql AS"
+        " $b$ BEGIN EXECUTE 'SELECT 1'; END $b$;\n"
+        "CREATE TABLE b (x int);\n"
+    )
+    checking = Check(sql, "postgres")
+    checking.upto(3)  # h runs no dynamic SQL yet: the trigger and the table may run
+    with pytest.raises(StatementRefused) as prefix:
+        checking.upto(4)
+    with pytest.raises(StatementRefused) as whole:
+        check(sql, "postgres")
+    assert prefix.value.line == whole.value.line == 2
+    assert "fires h()" in prefix.value.why
 
 
 def test_unclosed_quote_is_a_load_error_not_a_refusal() -> None:

@@ -41,6 +41,7 @@ from ptah.engines.splitter import SplitError, Statement, mysql_dash_comment, spl
 from ptah.engines.urls import EngineName
 
 __all__ = [
+    "Check",
     "StatementRefused",
     "Word",
     "check",
@@ -618,6 +619,74 @@ def split(sql: str, engine: EngineName) -> list[Statement]:
         raise DesiredSchemaInvalid(f"desired schema does not load: {exc}") from None
 
 
+def _file_refusal(
+    engine: EngineName, read: list[tuple[int, str, list[Word]]]
+) -> tuple[int, str] | None:
+    """The engine's rules over the statements read together (index, why), or None."""
+    if engine == "postgres":
+        # What runs while the file loads depends on the routines the whole file defines.
+        from ptah.engines.postgres.confine import load_time_refusal
+
+        return load_time_refusal(read)
+    if engine == "mysql":
+        # A SET of sql_mode from a user variable depends on what the whole file gives it.
+        from ptah.engines.mysql.confine import file_refusal
+
+        return file_refusal(read)
+    return None
+
+
+class Check:
+    """The check of one source, in growing prefixes: a load may run the first statements
+    while the check still reads the rest (:meth:`upto` says which may run).
+
+    A statement may run only once it passed: its own rules, and the engine's rules over
+    the file read up to it (what runs while a file loads depends on the routines defined
+    before it: a routine defined later does not exist yet when an earlier statement runs,
+    and those rules refuse more, never less, the more of the file they read). The whole
+    file is always read in the end (:meth:`upto` with every statement), and a refusal
+    found in a prefix is reported as :func:`check` reports the whole file's: the first
+    statement its own rules refuse anywhere in the file, else the file rules' first.
+    """
+
+    def __init__(self, sql: str, engine: EngineName) -> None:
+        self.sql = sql
+        self.engine = engine
+        self.statements = split(sql, engine)
+        self._rule = _rule(engine)
+        self._read: list[tuple[int, str, list[Word]]] = []
+
+    def upto(self, count: int) -> None:
+        """Raise :class:`StatementRefused` unless the first ``count`` statements pass."""
+        count = min(count, len(self.statements))
+        self._read_upto(count)
+        found = _file_refusal(self.engine, self._read[:count])
+        if found is not None:
+            if count < len(self.statements):
+                # The whole file's verdict: a later statement's own refusal comes first.
+                self._read_upto(len(self.statements))
+                found = _file_refusal(self.engine, self._read) or found
+            k, why = found
+            line, text, _ = self._read[k]  # by index: several statements may share a line
+            raise StatementRefused(line, text, why)
+        if count == len(self.statements):
+            global _passed
+            _passed = (self.sql, self.engine, list(self.statements))
+
+    def _read_upto(self, count: int) -> None:
+        for statement in self.statements[len(self._read) : count]:
+            try:
+                words = read_words(statement.text, self.engine)
+            except SqlglotError:
+                raise StatementRefused(
+                    statement.line, statement.text, "the statement cannot be read to be checked"
+                ) from None
+            why = self._rule(words, statement.text)
+            if why:
+                raise StatementRefused(statement.line, statement.text, why)
+            self._read.append((statement.line, statement.text, words))
+
+
 def check(sql: str, engine: EngineName) -> list[Statement]:
     """The statements of ``sql``, after refusing any that acts outside one database.
 
@@ -626,38 +695,6 @@ def check(sql: str, engine: EngineName) -> list[Statement]:
     cannot be split. A statement the tokenizer cannot read is refused too: a
     guard that cannot read a statement cannot vouch for it.
     """
-    rule = _rule(engine)
-    statements = split(sql, engine)
-    read: list[tuple[int, str, list[Word]]] = []
-    for statement in statements:
-        try:
-            words = read_words(statement.text, engine)
-        except SqlglotError:
-            raise StatementRefused(
-                statement.line, statement.text, "the statement cannot be read to be checked"
-            ) from None
-        why = rule(words, statement.text)
-        if why:
-            raise StatementRefused(statement.line, statement.text, why)
-        read.append((statement.line, statement.text, words))
-    if engine == "postgres":
-        # What runs while the file loads depends on the routines the whole file defines.
-        from ptah.engines.postgres.confine import load_time_refusal
-
-        found = load_time_refusal(read)
-        if found is not None:
-            k, why = found
-            line, text, _ = read[k]  # by index: several statements may share a line
-            raise StatementRefused(line, text, why)
-    if engine == "mysql":
-        # A SET of sql_mode from a user variable depends on what the whole file gives it.
-        from ptah.engines.mysql.confine import file_refusal
-
-        found = file_refusal(read)
-        if found is not None:
-            k, why = found
-            line, text, _ = read[k]
-            raise StatementRefused(line, text, why)
-    global _passed
-    _passed = (sql, engine, list(statements))
-    return statements
+    checking = Check(sql, engine)
+    checking.upto(len(checking.statements))
+    return checking.statements

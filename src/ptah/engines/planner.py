@@ -191,10 +191,12 @@ def plan(
 ) -> Plan:
     """The statements that take ``target`` to ``desired_sql``; the target is only read.
 
-    The desired source is checked (:mod:`ptah.engines.confine`) before
-    anything else: a statement that acts outside one database is refused and
-    nothing of the source runs anywhere (an engine may create its empty scratch
-    meanwhile, ``reserve_scratch``, and drops it unused then). A cached
+    No statement of the desired source runs before the check passed it
+    (:mod:`ptah.engines.confine`): a statement that acts outside one database is
+    refused, runs nowhere, and the plan is refused (an engine may create its empty
+    scratch meanwhile, ``reserve_scratch``; one that checks the source itself,
+    ``confines_while_loading``, loads each part of it once the check passed it, and
+    drops the scratch with what it ran on a refusal). A cached
     normalisation is keyed by the source and by the confinement code that passed
     it, so a cache hit repeats a verdict this same code gave this same source (and
     runs nothing of it) instead of tokenizing the whole file again; any other cache
@@ -519,10 +521,19 @@ def _desired(
     if reserve is not None:  # an empty scratch, made while the source is checked
         reserve(target, dev_url)
     tc = time.perf_counter()
-    confine.check(desired_sql, target.engine)
-    timings["confine"] = time.perf_counter() - tc
-    read_target()
-    desired, warnings = ops.normalise(target, desired_sql, dev_url, policy)
+    if getattr(ops, "confines_while_loading", False):
+        # The engine checks the source itself, loading each part once it passed while
+        # the check reads the next (the server's load beside the client's check).
+        def passed() -> None:
+            timings["confine"] = time.perf_counter() - tc
+            read_target()
+
+        desired, warnings = ops.normalise(target, desired_sql, dev_url, policy, confined=passed)
+    else:
+        confine.check(desired_sql, target.engine)
+        timings["confine"] = time.perf_counter() - tc
+        read_target()
+        desired, warnings = ops.normalise(target, desired_sql, dev_url, policy)
     return _Side(desired, None, cache_file, list(warnings), key=key)
 
 

@@ -30,6 +30,8 @@ from ptah.engines.urls import DbUrl
 class PostgresOps:
     # The target is read on its own connection; normalising opens others (the scratch).
     concurrent_inspect = True
+    # The source is checked by normalise, part by part as the scratch loads (scratch.py).
+    confines_while_loading = True
     _reserved: scratch.Reserved | None = None
 
     def version_key(self, target: Target) -> str:
@@ -72,10 +74,11 @@ class PostgresOps:
         desired_sql: str,
         dev_url: DbUrl | None,
         policy: SchemaPolicy = DEFAULT_POLICY,
+        confined: Callable[[], None] | None = None,
     ) -> tuple[Schema, list[str]]:
         reserved, self._reserved = self._reserved, None
         return scratch.normalise(
-            target.url, desired_sql, dev_url, policy.ownership, policy.ignore, reserved
+            target.url, desired_sql, dev_url, policy.ownership, policy.ignore, reserved, confined
         )
 
     def settle(self) -> None:

@@ -54,6 +54,18 @@ class Load:
         stmt = self.statements[k]
         return stmt.line + self.sql.count("\n", self.offsets[k], at)
 
+    def part(self, first: int, last: int) -> Load:
+        """Statements ``first`` to ``last`` (excluded) as a load of their own: one round
+        trip, its positions mapped to the desired file's lines as this load's are."""
+        start = self.offsets[first]
+        end = self.offsets[last] if last < len(self.statements) else len(self.sql)
+        return Load(
+            self.sql[start:end],
+            self.statements[first:last],
+            [o - start for o in self.offsets[first:last]],
+            [],
+        )
+
 
 def _body(text: str) -> str:
     return text[_LEADING_COMMENTS.match(text).end() :]  # type: ignore[union-attr]

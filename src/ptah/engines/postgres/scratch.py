@@ -1,14 +1,17 @@
 """Normalise desired PostgreSQL DDL: load it into a scratch database and inspect it.
 
-The planner has already confined the desired file (:mod:`ptah.engines.confine`):
-nothing of a file that acts outside the database runs anywhere. The ownership
-policy and transaction control are applied next (:mod:`.prepare`). The scratch
-is either the dev database given by its own URL (loaded inside a transaction
-that is always rolled back, so it is left as found) or a temporary database
-created on the target's server and dropped afterwards, which needs a role
-that may create databases. The whole desired source goes to the server in
-one simple-protocol round trip; only when it fails without a position is it
-replayed statement by statement (rolled back) to name the line.
+Nothing of the desired file runs before the confinement check passed it
+(:mod:`ptah.engines.confine`): a file that acts outside the database is refused, and
+the statements it refuses run nowhere. The ownership policy and transaction control are
+applied next (:mod:`.prepare`). The scratch is either the dev database given by its
+own URL (checked whole first, then loaded inside a transaction that is always rolled
+back, so it is left as found) or a temporary database created on the target's server
+and dropped afterwards, which needs a role that may create databases. A temporary
+scratch loads the file part by part as the check lets each part through, while the
+check reads the next (:func:`_load_checked`): a refusal stops the load, and the scratch
+is dropped with the part it ran. Each part goes to the server in one simple-protocol
+round trip; only when it fails without a position is it replayed statement by
+statement (rolled back) to name the line.
 
 A temporary database is created while the planner confines the source (empty, it runs
 nothing of it: :class:`Reserved`) and dropped afterwards (on a thread of its own, beside the
@@ -28,11 +31,13 @@ must be empty: an object the planner does not manage stops the plan
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import queue
 import secrets
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -74,40 +79,155 @@ def _failed(failure: psycopg.Error, line: int | None) -> DesiredSchemaInvalid:
     return DesiredSchemaInvalid(f"desired schema does not load{where}: {first}")
 
 
-def _load_batches(conn: Any, load: prepare.Load, seconds: dict[str, float]) -> Schema:
-    """Load a large file into a temporary database in committed batches, then inspect.
+class _Loader:
+    """Sends the statements the check let through to a temporary scratch, on a thread of
+    its own: the server loads one part of the file while the client checks the next
+    (:class:`ptah.engines.confine.Check`). Nothing is sent before :meth:`allow` names it.
 
-    ``conn`` is in autocommit; the inspection runs in a transaction of its own, so that
-    its ``SET LOCAL search_path = pg_catalog`` holds (outside a transaction it would be
-    ignored, and names the file put first on the path would shadow the catalog's)."""
-    t0 = time.perf_counter()
+    ``committed``: each part of at most ``size`` statements is a transaction of its own
+    (``conn`` is in autocommit; see :data:`BATCH`); else all run in the connection's one
+    transaction, which the caller ends by rolling it back."""
+
+    def __init__(self, conn: Any, load: prepare.Load, committed: bool, size: int) -> None:
+        self.conn = conn
+        self.load = load
+        self.committed = committed
+        self.size = size
+        self.sent = 0  # statements run so far
+        # The server's error and the part it failed in (its positions are that part's).
+        self.failure: tuple[psycopg.Error, prepare.Load] | None = None
+        self._error: BaseException | None = None
+        self._allowed: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name="scratch-load")
+        self._thread.start()
+
+    def allow(self, count: int) -> None:
+        """The first ``count`` statements passed the check: they may run."""
+        self._allowed.put(count)
+
+    def finish(self) -> None:
+        """Wait until every statement allowed has run (or one failed)."""
+        self._allowed.put(None)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def stop(self) -> None:
+        """Run nothing more; what runs now is cancelled (the scratch is dropped after)."""
+        self._stopped = True
+        self._allowed.put(None)
+        if self._thread.is_alive():
+            with contextlib.suppress(Exception):
+                self.conn.cancel_safe()
+        self._thread.join()
+
+    def _run(self) -> None:
+        try:
+            with self.conn.cursor() as cur:
+                scope = "" if self.committed else "LOCAL "
+                cur.execute(f"SET {scope}lock_timeout = '10s'")
+                while (count := self._allowed.get()) is not None:
+                    while self.sent < count and not self._stopped:
+                        last = min(self.sent + self.size, count)
+                        part = self.load.part(self.sent, last)
+                        try:
+                            if self.committed:
+                                with self.conn.transaction():
+                                    cur.execute(part.sql.encode())  # one simple-query trip
+                            else:
+                                cur.execute(part.sql.encode())
+                        except psycopg.Error as exc:
+                            self.failure = (exc, part)
+                            return
+                        self.sent = last
+        except BaseException as exc:  # raised by finish(), on the plan's own thread
+            self._error = exc
+
+
+def _load_checked(
+    conn: Any,
+    load: prepare.Load,
+    checking: confine.Check | None,
+    committed: bool,
+    seconds: dict[str, float],
+    confined: Callable[[], None],
+) -> Schema:
+    """Load the file into a temporary scratch as the check lets its statements through,
+    then inspect it.
+
+    ``checking``: the source's check, not run yet (None: checked already). It reads the
+    file in growing prefixes (the first :data:`CHUNK` statements, then half as many
+    again as it has read each time: the file rules read the whole prefix, so they read
+    a few times the file in all, never its square); each prefix's statements are handed
+    to the loader once it passed, and the server loads them while the next prefix is
+    read. A refusal stops the load (the caller drops the scratch); ``confined`` is
+    called once the whole file passed. A failure of the load is reported after the
+    whole file is checked, as when the check came first: a refusal anywhere in the file
+    is the plan's outcome before any load error."""
     size = min(BATCH, CHUNK)
-    with conn.cursor() as cur:
-        cur.execute("SET lock_timeout = '10s'")
-        for first in range(0, len(load.statements), size):
-            last = min(first + size, len(load.statements))
-            start = load.offsets[first]
-            end = load.offsets[last] if last < len(load.statements) else len(load.sql)
-            try:
-                with conn.transaction():
-                    cur.execute(load.sql[start:end].encode())  # one simple-query round trip
-            except psycopg.Error as exc:
-                position = getattr(exc.diag, "statement_position", None)
-                batch = prepare.Load(
-                    load.sql[start:end],
-                    load.statements[first:last],
-                    [o - start for o in load.offsets[first:last]],
-                    [],
-                )
-                line = batch.line_of(int(position)) if position else _locate(conn, batch)
-                raise _failed(exc, line) from None
+    t0 = time.perf_counter()
+    loader = _Loader(conn, load, committed, size)
+    try:
+        if checking is None:
+            loader.allow(len(load.statements))
+        else:
+            _check_in_prefixes(checking, load, loader, size, seconds)
+        if loader.failure is None:
+            confined()
+    except BaseException:
+        loader.stop()
+        raise
+    loader.finish()
     t1 = time.perf_counter()
-    with conn.transaction():
+    if loader.failure is not None:
+        exc, part = loader.failure
+        position = getattr(exc.diag, "statement_position", None)
+        line: int | None
+        if position:
+            line = part.line_of(int(position))
+        elif committed:  # the parts before it are committed: replay this one alone
+            line = _locate(conn, part)
+        else:  # the transaction is gone: replay the file up to the part that failed
+            conn.rollback()
+            line = _locate(conn, load.part(0, loader.sent + len(part.statements)))
+        raise _failed(exc, line)
+    if committed:
+        with conn.transaction():
+            schema = inspect.inspect(conn)
+        with conn.transaction(force_rollback=True):
+            inspect.script_comments(conn, schema)
+    else:
         schema = inspect.inspect(conn)
-    with conn.transaction(force_rollback=True):
         inspect.script_comments(conn, schema)
     seconds.update(load=t1 - t0, inspect=time.perf_counter() - t1)
     return schema
+
+
+def _check_in_prefixes(
+    checking: confine.Check,
+    load: prepare.Load,
+    loader: _Loader,
+    size: int,
+    seconds: dict[str, float],
+) -> None:
+    """Check the source in growing prefixes, allowing the loader each one that passed
+    (counted in the load's statements: those :mod:`.prepare` kept)."""
+    index = {id(s): i for i, s in enumerate(checking.statements)}
+    kept = [index[id(s)] for s in load.statements]  # each loaded statement's place
+    total = len(checking.statements)
+    spent = 0.0
+    count = size
+    while True:
+        count = min(count, total)
+        tc = time.perf_counter()
+        checking.upto(count)
+        spent += time.perf_counter() - tc
+        loader.allow(bisect.bisect_left(kept, count))
+        if count == total:
+            break
+        count += max(size, count // 2)
+    seconds["confine"] = spent
 
 
 def _load_and_inspect(conn: Any, load: prepare.Load, seconds: dict[str, float]) -> Schema:
@@ -148,8 +268,11 @@ AS_CHECKED = "-c standard_conforming_strings=on -c client_encoding=UTF8"
 
 
 # A temporary scratch's loading session does not wait for its commits to reach the disk:
-# the database is dropped after the plan, and a crash loses nothing a plan needs.
-SCRATCH_ONLY = " -c synchronous_commit=off"
+# the database is dropped after the plan, and a crash loses nothing a plan needs. Nor does
+# it plan parallel index builds (each CREATE INDEX otherwise runs the planner to size its
+# workers: 3% of a 1,000-table load, for tables that are all empty); neither changes
+# what the inspection reads.
+SCRATCH_ONLY = " -c synchronous_commit=off -c max_parallel_maintenance_workers=0"
 
 
 def _load_connection(
@@ -188,14 +311,35 @@ def normalise(
     ownership: str = "ignore",
     ignore: Sequence[str] = (),
     reserved: Reserved | None = None,
+    confined: Callable[[], None] | None = None,
 ) -> tuple[Schema, list[str]]:
     """The inspected form of ``desired_sql`` and warnings; refuses what must not run.
 
     ``reserved``: the temporary scratch created while the source was confined (see
-    :class:`Reserved`); without it, and without a dev database, one is created here."""
+    :class:`Reserved`); without it, and without a dev database, one is created here.
+    ``confined``: None when the source was checked already; else it is checked here
+    (:class:`ptah.engines.confine.Check`), and ``confined`` is called once all of it
+    passed. A temporary scratch then loads each part of the file once the check let it
+    through, while the check reads the next (:func:`_load_checked`); a dev database is
+    loaded only after the whole check."""
     t0 = time.perf_counter()
+    checking: confine.Check | None = None
     try:
-        load = prepare.prepare(confine.split(desired_sql, "postgres"), ownership)
+        if confined is not None:
+            checking = confine.Check(desired_sql, "postgres")
+            statements = checking.statements
+        else:
+            statements = confine.split(desired_sql, "postgres")
+        try:
+            load = prepare.prepare(statements, ownership)
+        except DesiredSchemaInvalid:
+            if checking is not None:  # a refusal comes first, as when checked first
+                checking.upto(len(statements))
+            raise
+        if checking is not None and dev_url is not None:  # left as found: nothing to stop
+            checking.upto(len(statements))
+            checking = None
+            confined()  # type: ignore[misc]
     except BaseException:
         if reserved is not None:  # created for this load, which never comes
             reserved.release()
@@ -206,7 +350,9 @@ def normalise(
         if dev_url is not None:
             schema = _load_dev(dev_url, load, seconds)
         else:
-            schema = _temporary_database(target_url, load, seconds, reserved)
+            schema = _temporary_database(
+                target_url, load, seconds, reserved, checking, confined or (lambda: None)
+            )
     except psycopg.Error as exc:
         raise DesiredSchemaInvalid(
             scrub(f"desired schema does not load: {exc}", *secrets_)
@@ -221,21 +367,31 @@ def normalise(
 
 
 def _temporary_database(
-    url: DbUrl, load: prepare.Load, seconds: dict[str, float], reserved: Reserved | None
+    url: DbUrl,
+    load: prepare.Load,
+    seconds: dict[str, float],
+    reserved: Reserved | None,
+    checking: confine.Check | None,
+    confined: Callable[[], None],
 ) -> Schema:
     conn: Any = None
-    if reserved is not None:
-        admin, name, conn = reserved.take(seconds)
-    else:
-        name = "ptah_scratch_" + secrets.token_hex(6)
-        admin = _create(url, name, seconds)
+    try:
+        if reserved is not None:
+            admin, name, conn = reserved.take(seconds)
+        else:
+            name = "ptah_scratch_" + secrets.token_hex(6)
+            admin = _create(url, name, seconds)
+    except BaseException:
+        if checking is not None:  # a refusal comes first, as when checked first
+            checking.upto(len(checking.statements))
+        raise
     try:
         if conn is None:
             conn = _load_connection(url, database=name, scratch=True)
-        if len(load.statements) > BATCH:
+        committed = len(load.statements) > BATCH
+        if committed:
             conn.autocommit = True  # a fresh session: no transaction open yet
-            return _load_batches(conn, load, seconds)
-        return _load_and_inspect(conn, load, seconds)
+        return _load_checked(conn, load, checking, committed, seconds, confined)
     finally:
         _drop_behind(admin, name, seconds, conn)
 
