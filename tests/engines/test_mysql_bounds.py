@@ -101,3 +101,45 @@ def test_what_would_hold_the_plan_is_refused(sql: str, why: str) -> None:
 )
 def test_bounded_settings_and_names_are_accepted(sql: str) -> None:
     confine.check(sql + ";\n", "mysql")
+
+
+def test_an_event_of_the_file_never_fires(mysql_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An event runs in the server's scheduler thread, as its definer, beyond the load's
+    bounds and after the plan: with the scheduler on, one ON SCHEDULE AT CURRENT_TIMESTAMP
+    with a long loop was still running once the plan had returned. The load creates
+    every event DISABLE (its kind is ignored here; the plan does not manage events)."""
+    from ptah.engines.model import SchemaPolicy
+    from ptah.engines.mysql import ops
+
+    seen: list[tuple[str, str]] = []
+    inspect = ops.myinspect.inspect
+
+    def inspect_and_read_events(conn: object) -> object:
+        with conn.cursor() as cur:  # type: ignore[attr-defined]
+            cur.execute(
+                "SELECT event_name, status FROM information_schema.events"
+                " WHERE event_schema = DATABASE() ORDER BY 1"
+            )
+            seen.extend(cur.fetchall())
+        return inspect(conn)
+
+    monkeypatch.setattr(ops.myinspect, "inspect", inspect_and_read_events)
+    sql = (
+        "CREATE TABLE film (id INT PRIMARY KEY);\n"
+        "CREATE EVENT a ON SCHEDULE AT CURRENT_TIMESTAMP + INTERVAL 1 HOUR\n"
+        "  DO INSERT INTO film VALUES (1);\n"
+        "/*!50106 CREATE*/ /*!50117 DEFINER=CURRENT_USER*/ /*!50106 EVENT `b` ON SCHEDULE"
+        " EVERY 1 SECOND ON COMPLETION PRESERVE ENABLE DO INSERT INTO film VALUES (2) */;\n"
+        "CREATE EVENT c ON SCHEDULE EVERY 1 DAY DISABLE DO DELETE FROM film;\n"
+        "ALTER EVENT c ENABLE;\n"
+        "CREATE EVENT d ON SCHEDULE EVERY 1 DAY DISABLE DO DELETE FROM film;\n"
+        "DELIMITER //\nCREATE PROCEDURE p() BEGIN\n  ALTER EVENT d ENABLE;\nEND//\n"
+        "DELIMITER ;\nCALL p();\n"
+        "CREATE TABLE event (enable INT, `do` INT);\n"
+    )
+    policy = SchemaPolicy(ignore=("event", "procedure"))
+    with open_target(mysql_db) as target:
+        plan = planner.plan(target, sql, policy=policy)
+    assert seen == [("a", "DISABLED"), ("b", "DISABLED"), ("c", "DISABLED"), ("d", "DISABLED")]
+    created = "\n".join(st.sql for st in plan.statements)
+    assert "`enable` int" in created and "`do` int" in created, created

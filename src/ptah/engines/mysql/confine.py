@@ -11,6 +11,7 @@ another database (the target's own name included: the scratch is not it).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from ptah.engines.confine import (
     NAME_TOKENS,
@@ -739,4 +740,64 @@ def qualify_function_drops(text: str, database: str) -> str:
             # Quoted after the qualifier: `scratch`.9f is read as a number's ".9f".
             bare = f"`{bare}`"
         text = text[:start] + quoted + bare + text[end:]
+    return text
+
+
+_DEFINER_END = {"EVENT", "PROCEDURE", "FUNCTION", "TRIGGER", "VIEW", "AGGREGATE", "SQL"}
+
+
+def _event_header(tokens: list[Any], verb: int) -> tuple[int, int] | None:
+    """(index of EVENT, index of the header's end: its DO or the end) when the CREATE or
+    ALTER at ``verb`` acts on an event (``CREATE [OR REPLACE] [DEFINER = u] EVENT``)."""
+    j = verb + 1
+    while j < len(tokens) and tokens[j].text.upper() in ("OR", "REPLACE"):
+        j += 1
+    if j < len(tokens) and tokens[j].text.upper() == "DEFINER":
+        k = j + 1
+        while k < len(tokens) and k <= j + 12 and tokens[k].text.upper() not in _DEFINER_END:
+            k += 1
+        j = k
+    if j >= len(tokens) or tokens[j].text.upper() != "EVENT" or tokens[j].token_type in NAME_TOKENS:
+        return None
+    end = j + 1
+    while end < len(tokens) and not (
+        tokens[end].text.upper() == "DO" and tokens[end].token_type not in NAME_TOKENS
+    ):
+        end += 1
+    return j, end
+
+
+def disable_events(text: str) -> str:
+    """``text`` with each event it creates or alters made DISABLE (ENABLE replaced, and
+    DISABLE written before the body's DO where the header says neither).
+
+    An event runs in the server's scheduler thread, as its DEFINER, outside the loading
+    session: beyond the plan's bounds (:mod:`.bounds`) and after the plan ends. An event
+    ON SCHEDULE AT CURRENT_TIMESTAMP with a long loop in its body was still running on
+    the server once the plan had returned and dropped its scratch. Events are not
+    inspected (the census names them), so a disabled one is the same to the plan."""
+    if "event" not in text.lower():
+        return text
+    tokens = digit_names(mysql_tokens(text))
+    edits: list[tuple[int, int, str]] = []
+    for verb, token in enumerate(tokens):
+        if token.text.upper() not in ("CREATE", "ALTER") or token.token_type in NAME_TOKENS:
+            continue
+        header = _event_header(tokens, verb)
+        if header is None:
+            continue
+        at, end = header
+        states = [
+            k
+            for k in range(at + 1, end)
+            if tokens[k].text.upper() in ("ENABLE", "DISABLE")
+            and tokens[k].token_type not in NAME_TOKENS | STRING_TOKENS
+        ]
+        for k in states:
+            if tokens[k].text.upper() == "ENABLE":
+                edits.append((tokens[k].start, tokens[k].end + 1, "DISABLE"))
+        if not states and end < len(tokens):
+            edits.append((tokens[end].start, tokens[end].start, "DISABLE "))
+    for start, stop, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[stop:]
     return text

@@ -188,8 +188,10 @@ class MysqlOps:
                     f" (in: {confine.excerpt(statement.text)})"
                 )
             try:
-                # DROP FUNCTION f: the scratch's f, never the server's UDF f.
-                _run_script(conn, myconfine.qualify_function_drops(statement.text, name))
+                # DROP FUNCTION f: the scratch's f, never the server's UDF f; an event
+                # never fires (the scheduler would run it beyond the plan).
+                text = myconfine.qualify_function_drops(statement.text, name)
+                _run_script(conn, myconfine.disable_events(text))
             except pymysql.MySQLError as exc:
                 waited = _bound_or_error(exc)
                 message = (
