@@ -75,7 +75,30 @@ def _head(words: list[Word], i: int) -> str | None:
         return "writes another database file (VACUUM INTO)"
     if w.is_("PRAGMA"):
         return _pragma(words, i)
+    if w.is_("CREATE") and _creates_temporary_trigger(words, i):
+        return _TEMPORARY_TRIGGER
     return None
+
+
+# A temporary trigger lives in the connection that made it, yet fires on the main
+# schema's tables and writes where its body says: the plan could neither keep it nor
+# show what it does. (A temporary table or view is the file's own scratch work.)
+_TEMPORARY_TRIGGER = "creates a temporary trigger, which the database does not keep"
+
+
+def _creates_temporary_trigger(words: list[Word], i: int) -> bool:
+    """``CREATE TEMP TRIGGER`` or ``CREATE TRIGGER temp.name``."""
+    j = i + 1
+    temporary = j < len(words) and words[j].is_("TEMP", "TEMPORARY")
+    if temporary:
+        j += 1
+    if j >= len(words) or not words[j].is_("TRIGGER"):
+        return False
+    j += 1
+    while j < len(words) and words[j].is_("IF", "NOT", "EXISTS"):
+        j += 1
+    qualified = j + 1 < len(words) and words[j].is_name and words[j + 1].punct(".")
+    return temporary or (qualified and words[j].text.lower() == "temp")
 
 
 # Functions that read or write files or load code (most are absent from Python's
@@ -104,9 +127,16 @@ def refusal(words: list[Word], text: str) -> str | None:
     return None
 
 
+_DENIED_ACTIONS = {
+    sqlite3.SQLITE_ATTACH,
+    sqlite3.SQLITE_DETACH,
+    sqlite3.SQLITE_CREATE_TEMP_TRIGGER,
+}
+
+
 def authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None, _: object) -> int:
     """SQLite's own check while the scratch loads: the same rules, enforced by the library."""
-    if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+    if action in _DENIED_ACTIONS:
         return sqlite3.SQLITE_DENY
     if db is not None and db not in OWN_SCHEMAS:
         return sqlite3.SQLITE_DENY

@@ -16,9 +16,23 @@ from sqlglot import expressions as exp
 from ptah.engines.model import DATA_DEPENDENT, DESTRUCTIVE, LOCK_HEAVY, Schema, Statement
 from ptah.engines.sqlite.inspect import body_segments, canonical_sql, parse, table_options
 
+_NAME = r"(?:\"(?:[^\"]|\"\")+\"|`(?:[^`]|``)+`|\[[^\]]+\]|[\w$]+)"
+# The table's name in its CREATE statement (comments may stand between the words;
+# ``main.`` may qualify it), replaced by the temporary name in a rebuild.
+_GAP = r"(?:\s|--[^\n]*\n|/\*.*?\*/)+"
 _CREATE_TABLE = re.compile(
-    r"^\s*CREATE\s+TABLE\s+(IF\s+NOT\s+EXISTS\s+)?(\"(?:[^\"]|\"\")+\"|`[^`]+`|\[[^\]]+\]|[\w$]+)",
-    re.IGNORECASE,
+    rf"^(?:{_GAP})?CREATE{_GAP}(VIRTUAL{_GAP})?TABLE{_GAP}(IF{_GAP}NOT{_GAP}EXISTS{_GAP})?"
+    rf"(?:{_NAME}(?:{_GAP})?\.(?:{_GAP})?)?{_NAME}",
+    re.IGNORECASE | re.DOTALL,
+)
+_VIRTUAL = re.compile(rf"^(?:{_GAP})?CREATE{_GAP}VIRTUAL{_GAP}", re.IGNORECASE | re.DOTALL)
+# An FTS table's content option: content='' is contentless, content='t' external.
+_CONTENT_OPTION = re.compile(
+    r"[(,]\s*content\s*=\s*('(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|[\w$]+)", re.IGNORECASE
+)
+_QUOTED_OR_COMMENT = re.compile(
+    r"""--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'|"(?:[^"]|"")*"|`(?:[^`]|``)*`|\[[^\]]*\]""",
+    re.DOTALL,
 )
 
 
@@ -98,28 +112,124 @@ def _addable(cur_sql: str, want_sql: str) -> list[str] | None:
     return [" ".join(segments[want.this.expressions.index(c)].split()) for c in extra]
 
 
-def _rebuild(name: str, cur: dict[str, Any], want: dict[str, Any]) -> list[Statement]:
-    tmp = f"ptah_new_{name}"
-    create = _CREATE_TABLE.sub(
-        lambda m: f"CREATE TABLE {m.group(1) or ''}{q(tmp)}", want["_sql"], count=1
-    )
+def _unquoted(sql: str) -> str:
+    """``sql`` without its quoted tokens and comments: the keywords it is written with."""
+    return _QUOTED_OR_COMMENT.sub(" ", sql)
+
+
+def _temp_name(name: str, taken: set[str]) -> str:
+    """A name for the new table that no object of either schema has (names are per
+    database and case-insensitive in SQLite)."""
+    lower = {t.lower() for t in taken}
+    tmp, n = f"ptah_new_{name}", 1
+    while tmp.lower() in lower:
+        n += 1
+        tmp = f"ptah_new{n}_{name}"
+    return tmp
+
+
+def _rowid_alias(columns: list[str]) -> str | None:
+    """A name that means the rowid in a table with these columns (a column may take any
+    of them), or None when all three are taken."""
+    taken = {c.lower() for c in columns}
+    return next((a for a in ("rowid", "_rowid_", "oid") if a not in taken), None)
+
+
+def _has_rowid(sql: str) -> bool:
+    return "WITHOUT ROWID" not in table_options(sql)[1]
+
+
+def _copy(name: str, tmp: str, cur: dict[str, Any], want: dict[str, Any]) -> list[str]:
+    """The statements that carry the rows over, rowids included.
+
+    A table without an INTEGER PRIMARY KEY still has rowids, which applications and
+    other tables' references may hold: they are copied when both shapes have them (a
+    copied INTEGER PRIMARY KEY column, named after it, wins). An FTS table that reads
+    its content elsewhere (``content=``) is rebuilt from that content; a contentless
+    one has nothing to copy.
+    """
+    if _VIRTUAL.match(want["_sql"]):
+        content = _CONTENT_OPTION.search(_virtual_args(want["_sql"]))
+        if content is not None:
+            if content.group(1) in ("''", '""'):
+                return []
+            return [f"INSERT INTO {q(tmp)} ({q(tmp)}) VALUES ('rebuild')"]
     common = [c for c in want["_columns"] if c in cur["_columns"]]
+    targets, sources = [q(c) for c in common], [q(c) for c in common]
+    old_alias = _rowid_alias(cur["_columns"])
+    new_alias = _rowid_alias(want["_columns"])
+    if _has_rowid(cur["_sql"]) and _has_rowid(want["_sql"]) and old_alias and new_alias:
+        targets.insert(0, new_alias)
+        sources.insert(0, old_alias)
+    if not targets:
+        return []
+    return [
+        f"INSERT INTO {q(tmp)} ({', '.join(targets)}) SELECT {', '.join(sources)} FROM {q(name)}"
+    ]
+
+
+def _sequence(name: str, tmp: str, want_sql: str) -> list[str]:
+    """Keep an AUTOINCREMENT table's high-water mark: ids of deleted rows are not
+    handed out again. The copy set the new table's to its largest id; the old one's
+    may be higher. (DROP TABLE removes the old row, the rename renames the new one.)"""
+    if "AUTOINCREMENT" not in _unquoted(want_sql).upper():
+        return []
+    old, new = _literal(name), _literal(tmp)
+    return [
+        f"INSERT INTO sqlite_sequence (name, seq) SELECT {new}, 0"
+        f" WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = {new})",
+        f"UPDATE sqlite_sequence SET seq = max(seq, coalesce((SELECT max(seq)"
+        f" FROM sqlite_sequence WHERE name = {old}), 0)) WHERE name = {new}",
+    ]
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _virtual_args(sql: str) -> str:
+    start = sql.find("(")
+    return sql[start:] if start >= 0 else ""
+
+
+def _rebuild(
+    name: str, cur: dict[str, Any], want: dict[str, Any], taken: set[str]
+) -> list[Statement]:
+    tmp = _temp_name(name, taken)
+    create = _CREATE_TABLE.sub(
+        lambda m: f"CREATE {m.group(1) or ''}TABLE {m.group(2) or ''}{q(tmp)}",
+        want["_sql"],
+        count=1,
+    )
     dropped = [c for c in cur["_columns"] if c not in want["_columns"]]
-    cols = ", ".join(q(c) for c in common)
-    copy_hazards = (DATA_DEPENDENT, LOCK_HEAVY) + ((DESTRUCTIVE,) if dropped else ())
+    copy = _copy(name, tmp, cur, want)
+    copy_hazards = (DATA_DEPENDENT, LOCK_HEAVY) + ((DESTRUCTIVE,) if dropped or not copy else ())
     return [
         Statement(create),
-        Statement(f"INSERT INTO {q(tmp)} ({cols}) SELECT {cols} FROM {q(name)}", copy_hazards),
-        Statement(f"DROP TABLE {q(name)}", (DESTRUCTIVE,) if dropped else (LOCK_HEAVY,)),
+        *(Statement(sql, copy_hazards) for sql in copy),
+        *(Statement(sql) for sql in _sequence(name, tmp, want["_sql"])),
+        Statement(
+            f"DROP TABLE {q(name)}", (DESTRUCTIVE,) if dropped or not copy else (LOCK_HEAVY,)
+        ),
         Statement(f"ALTER TABLE {q(tmp)} RENAME TO {q(name)}"),
     ]
 
 
 def diff(current: Schema, desired: Schema) -> list[Statement]:
+    """The statements that take ``current`` to ``desired``.
+
+    A rebuilt table takes its indexes and triggers with it when it is dropped;
+    and SQLite's RENAME re-reads every view and trigger of the schema, so one
+    that names a table while it is missing (between DROP and RENAME) fails the
+    rename: around any rebuild, every view and trigger is dropped first and
+    created again after. A trigger on a view that is dropped (INSTEAD OF) goes
+    with the view and is created again after it.
+    """
     cur_t, want_t = current["table"], desired["table"]
     drops: list[Statement] = []
     tables: list[Statement] = []
     rebuilt: set[str] = set()
+    taken = {n for schema in (current, desired) for objects in schema.values() for n in objects}
     for name in cur_t.keys() - want_t.keys():
         drops.append(Statement(f"DROP TABLE {q(name)}", (DESTRUCTIVE,)))
     for name in want_t:  # desired order: parents usually first
@@ -131,24 +241,33 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
                 tables.extend(Statement(f"ALTER TABLE {q(name)} ADD COLUMN {c}") for c in extra)
             else:
                 rebuilt.add(name)
-                tables.extend(_rebuild(name, cur_t[name], want_t[name]))
+                tables.extend(_rebuild(name, cur_t[name], want_t[name], taken))
+    cur_v, want_v = current["view"], desired["view"]
+    # Views dropped (and, if still wanted, created again): all of them around a rebuild.
+    gone_views = {
+        name
+        for name in cur_v
+        if rebuilt or name not in want_v or cur_v[name]["def"] != want_v[name]["def"]
+    }
+    gone_with = rebuilt | gone_views | (cur_t.keys() - want_t.keys())
     out_drops: list[Statement] = []
     creates: list[Statement] = []
     for kind in ("view", "trigger", "index"):
         cur, want = current[kind], desired[kind]
         for name in cur:
-            goes_with_table = kind != "view" and (
-                cur[name]["table"] not in want_t or cur[name]["table"] in rebuilt
-            )
+            goes_with_table = kind != "view" and cur[name]["table"] in gone_with
             changed = name not in want or cur[name]["def"] != want[name]["def"]
-            if not goes_with_table and (changed or (kind == "view" and bool(rebuilt))):
+            if kind == "trigger" and rebuilt:
+                changed = True
+            if not goes_with_table and (changed or name in gone_views):
                 out_drops.append(Statement(f"DROP {kind.upper()} {q(name)}"))
         for name, obj in want.items():
             fresh = (
                 name not in cur
                 or cur[name]["def"] != obj["def"]
-                or (kind != "view" and obj["table"] in rebuilt)
-                or (kind == "view" and bool(rebuilt))
+                or (kind == "view" and name in gone_views)
+                or (kind == "trigger" and bool(rebuilt))
+                or (kind != "view" and obj["table"] in gone_with)
             )
             if not fresh:
                 continue
@@ -158,6 +277,13 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
                 if "UNIQUE" in obj["def"].upper().split(" ON ", 1)[0]:
                     hazards = (DATA_DEPENDENT, LOCK_HEAVY)
             creates.append(Statement(obj["_sql"], hazards))
-    order = {"index": 0, "trigger": 1, "view": 2}
-    creates.sort(key=lambda s: order.get(s.sql.split()[1].lower(), 0) if s.sql.split() else 0)
+    # A trigger may be on a view (INSTEAD OF): views first.
+    order = {"index": 0, "view": 1, "trigger": 2}
+    creates.sort(key=lambda s: order.get(_created_kind(s.sql), 0))
     return out_drops + drops + tables + creates
+
+
+def _created_kind(sql: str) -> str:
+    words = _unquoted(sql).split()
+    kinds = [w.lower() for w in words[1:4] if w.lower() in ("index", "view", "trigger")]
+    return kinds[0] if kinds else "index"

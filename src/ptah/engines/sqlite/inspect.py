@@ -37,15 +37,26 @@ def _fold_code(code: str) -> str:
     return _PUNCT.sub(r"\1", re.sub(r"\s+", " ", code))
 
 
+def _bare(token: str) -> str:
+    """A quoted name that needs no quotes, without them: SQLite writes a renamed
+    table's name quoted (``CREATE VIRTUAL TABLE "f" USING ...``), the author may not.
+    String literals ('...') keep their quotes."""
+    inner = token[1:-1]
+    if token[0] in '"`[' and _SIMPLE.match(inner):
+        return inner
+    return token
+
+
 def fold(sql: str) -> str:
     """``sql`` with its whitespace folded, except inside quotes: ``DEFAULT 'a  b'`` and
     ``DEFAULT 'a b'`` (or a literal with CRLF and one with LF) are different values, and a
-    table whose default changed that way must be rebuilt, not called unchanged."""
+    table whose default changed that way must be rebuilt, not called unchanged. A quoted
+    name that needs no quotes is written bare (:func:`_bare`)."""
     out: list[str] = []
     last = 0
     for m in _QUOTED.finditer(sql):
         if m.group(1) is not None:
-            out += [_fold_code(sql[last : m.start()]), m.group(1)]
+            out += [_fold_code(sql[last : m.start()]), _bare(m.group(1))]
             last = m.end()
     out.append(_fold_code(sql[last:]))
     return "".join(out).strip().rstrip(";")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from ptah.engines import confine
+from ptah.engines import confine, deadline
 from ptah.engines.base import DesiredSchemaInvalid, Target
 from ptah.engines.model import (
     DEFAULT_POLICY,
@@ -53,20 +53,36 @@ class SqliteOps:
         """Load the desired source into an in-memory scratch, statement by statement.
 
         SQLite's authorizer enforces the confinement rules a second time while
-        it loads; a load error names the desired file's line.
+        it loads; a load error names the desired file's line. The load has the
+        scratch's deadline (:mod:`ptah.engines.deadline`): a statement that runs
+        on (an unbounded recursive query) is interrupted and named. Foreign keys
+        whose parent key is not a primary key or unique (``foreign key
+        mismatch``) are refused here: every write to such a table fails, the
+        apply's own check included.
         """
-        scratch = sqlite3.connect(":memory:", isolation_level=None)
+        scratch = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         try:
             scratch.set_authorizer(sqconfine.authorizer)
-            for statement in confine.split(desired_sql, "sqlite"):
-                try:
-                    scratch.execute(statement.text).fetchall()
-                except sqlite3.Error as exc:
-                    raise DesiredSchemaInvalid(
-                        f"desired schema does not load: line {statement.line}: {exc}"
-                        f" (in: {confine.excerpt(statement.text)})"
-                    ) from None
+            with deadline.bounded(scratch.interrupt) as bound:
+                for statement in confine.split(desired_sql, "sqlite"):
+                    try:
+                        scratch.execute(statement.text).fetchall()
+                    except sqlite3.Error as exc:
+                        why = str(exc)
+                        if bound.expired:
+                            why = f"still running after {bound.seconds:g} s (interrupted)"
+                        raise DesiredSchemaInvalid(
+                            f"desired schema does not load: line {statement.line}: {why}"
+                            f" (in: {confine.excerpt(statement.text)})"
+                        ) from None
             scratch.set_authorizer(None)
+            try:
+                scratch.execute("PRAGMA foreign_key_check").fetchall()
+            except sqlite3.Error as exc:
+                raise DesiredSchemaInvalid(
+                    f"desired schema is not usable: {exc} (a foreign key's parent columns"
+                    " must be its primary key or have a unique index)"
+                ) from None
             return sqinspect.inspect(scratch), []
         finally:
             scratch.close()

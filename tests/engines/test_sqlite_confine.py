@@ -1,0 +1,54 @@
+"""What a SQLite desired file may not do, refused in one line before anything is planned.
+
+A temporary trigger lives only in the connection that made it, yet fires on the main
+schema's tables and writes where its body says: planned, it would be dropped without a
+word. A statement that
+runs on past the scratch's deadline is interrupted and named, not waited for.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ptah.engines import deadline, planner
+from ptah.engines.base import EngineError
+from ptah.engines.connect import open_target
+from ptah.engines.model import PlanError
+
+pytestmark = pytest.mark.integration
+
+TEMPORARY = {
+    "temp trigger": "CREATE TABLE t (a INT);\n"
+    "CREATE TEMP TRIGGER tt AFTER INSERT ON main.t BEGIN DELETE FROM main.t; END;",
+    "temporary trigger, if not exists": "CREATE TABLE t (a INT);\n"
+    "CREATE TEMPORARY TRIGGER IF NOT EXISTS tt AFTER INSERT ON t BEGIN SELECT 1; END;",
+    "trigger in the temp schema": "CREATE TABLE t (a INT);\n"
+    "CREATE TRIGGER temp.tt AFTER INSERT ON main.t BEGIN DELETE FROM main.t; END;",
+    "quoted temp schema": "CREATE TABLE t (a INT);\n"
+    'CREATE TRIGGER "temp"."tt" AFTER INSERT ON t BEGIN DELETE FROM t; END;',
+}
+
+
+@pytest.mark.parametrize("name", sorted(TEMPORARY))
+def test_temporary_triggers_are_refused(tmp_path: Path, name: str) -> None:
+    url = f"sqlite:///{tmp_path}/t.db"
+    with open_target(url) as t, pytest.raises((PlanError, EngineError)) as caught:
+        planner.plan(t, TEMPORARY[name])
+    message = str(caught.value)
+    assert "temporary" in message and "\n" not in message, message
+
+
+def test_a_statement_that_runs_on_is_interrupted_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(deadline, "LOAD_SECONDS", 0.5)
+    desired = (
+        "CREATE TABLE t (a INT);\n"
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r;\n"
+    )
+    with open_target(f"sqlite:///{tmp_path}/t.db") as t, pytest.raises(EngineError) as caught:
+        planner.plan(t, desired)
+    message = str(caught.value)
+    assert "line 2" in message and "interrupted" in message and "\n" not in message, message
