@@ -931,6 +931,7 @@ class _Diff:
             )
         if old.get("unlogged", False) != new.get("unlogged", False):
             word = "UNLOGGED" if new.get("unlogged") else "LOGGED"
+            self.row_type_kept(name, f"SET {word}")
             self.create(node, f"ALTER TABLE {name} SET {word}", LOCK_HEAVY)
         if self.attaching(name):
             if old.get("partitionOf"):
@@ -1161,6 +1162,8 @@ class _Diff:
         # (a generated column reads them), in the desired file's order.
         for col in sorted(added, key=lambda c: want[c]["_n"]):
             d = want[col]
+            if d["default"] is not None or d["identity"] or d["generated"]:
+                self.row_type_kept(table, f"ADD COLUMN {col} with a default or a generation")
             hazards = []
             if d["notNull"] and d["default"] is None and not d["identity"]:
                 hazards.append(DATA_DEPENDENT)
@@ -1238,6 +1241,7 @@ class _Diff:
         if old["default"] != new["default"] and old["default"] is not None:
             self.drop(node, f"{at} DROP DEFAULT")
         if old["type"] != new["type"] or old["collation"] != new["collation"]:
+            self.row_type_kept(table, f"ALTER COLUMN {col} TYPE")
             coll = f" COLLATE {new['collation']}" if new["collation"] else ""
             self.locking(
                 node,
@@ -1263,6 +1267,35 @@ class _Diff:
             else:
                 self.create(node, f"{at} DROP NOT NULL")
         self.column_storage(table, col, {**old, "_": 1}, new)
+
+    def row_type_kept(self, table: str, change: str) -> None:
+        """Refuse a change PostgreSQL makes by rewriting the table (a type change, a
+        column added with a default, identity or generation, SET LOGGED/UNLOGGED) while
+        a column that stays stores the table's row type (``r public.b``, ``public.b[]``):
+        the server refuses it then (cannot alter table ... because column ... uses its
+        row type), and the plan failed on apply, and every plan after it."""
+        stored = {table, f"{table}[]"}
+        users = [
+            f"{name}.{col}"
+            for name, t in sorted(self.cur.get("table", {}).items())
+            for col, c in sorted(t["columns"].items())
+            if c["type"] in stored
+            and self.want.get("table", {}).get(name, {}).get("columns", {}).get(col, {}).get("type")
+            == c["type"]
+        ]
+        users += [
+            f"type {name}"
+            for name, t in sorted(self.cur.get("ctype", {}).items())
+            if any(a[1] in stored for a in t["attributes"]) and name in self.want.get("ctype", {})
+        ]
+        if users:
+            raise PlanError(
+                f"table {table}: {change} would rewrite the table, and PostgreSQL refuses that"
+                f" while {', '.join(users)} {'stores' if len(users) == 1 else 'store'} its"
+                " row type; move that off the row type in a versioned migration, then plan"
+                " again",
+                "Unsupported",
+            )
 
     def column_order(self) -> list[str]:
         """Where a table's columns stand in an order other than the desired file's once the
