@@ -373,3 +373,28 @@ def test_an_escape_string_continued_on_the_next_line_reads_escapes_there_too() -
     sql = "CREATE TABLE ok (x int);\nSELECT E'a'\n'\\', ' ; COPY (SELECT 1) TO PROGRAM $$true$$ ;"
     with pytest.raises(StatementRefused, match="line 3: reads or writes files or programs"):
         confine.check(sql + " SELECT ' AS q --';\n;\n", "postgres")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT lo_export(1, '/tmp/x')",
+        "SELECT LO_EXPORT  (1, 'x')",
+        "SELECT x.lo_export\n(1)",
+        "SELECT xlo_export(1), lo_export_x(2), lo_exportx (3)",
+        "SELECT \u212a(1), pg_read_\u017file('x')",  # case variants Python's re folds
+        "SELECT pg_read_file ( 'x' ) , dblink('a')",
+        "lo_export(",
+        "SELECT (lo_export)(1)",
+        "SELECT 1lo_export(2), _lo_export(3), \u00e9lo_export(4)",
+        "SELECT lo_export -- x\n(1)",
+        "",
+    ],
+)
+def test_the_call_search_finds_what_the_call_pattern_finds(text: str) -> None:
+    """The candidate search gives the same first call, name as written, as the pattern
+    of every name (kept as the reference: it is the rule, the search its faster form)."""
+    from ptah.engines.postgres.confine import _CALL, _call_search
+
+    fast, rule = _call_search(text), _CALL.search(text)
+    assert (fast and (fast.start(1), fast.group(1))) == (rule and (rule.start(1), rule.group(1)))

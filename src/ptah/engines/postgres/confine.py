@@ -193,6 +193,24 @@ _SQL_TEXT_FUNCTIONS = frozenset(
 )
 _OUTSIDE_FUNCTIONS = _OUTSIDE_FUNCTIONS | _SQL_TEXT_FUNCTIONS
 _CALL = re.compile(r"\b(" + "|".join(sorted(_OUTSIDE_FUNCTIONS)) + r")\s*\(", re.IGNORECASE)
+# What _CALL finds, found faster: each name it matches is a whole run of word characters
+# (a boundary before it, a space or "(" after it), so only runs followed by "(" are
+# candidates, and each is matched against the same names as _CALL matches them. One
+# alternation of dozens of names tried at every word boundary of a schema of thousands
+# of statements took a quarter of the confinement check.
+_CALL_CANDIDATE = re.compile(r"(?<!\w)(\w+)\s*\(")
+_CALL_NAME = re.compile("|".join(sorted(_OUTSIDE_FUNCTIONS)), re.IGNORECASE)
+
+
+def _call_search(text: str) -> re.Match[str] | None:
+    """The first call of an :data:`_OUTSIDE_FUNCTIONS` function in ``text``, as
+    ``_CALL.search(text)`` finds it (its group 1 is the name as written)."""
+    for found in _CALL_CANDIDATE.finditer(text):
+        if _CALL_NAME.fullmatch(found.group(1)):
+            return found
+    return None
+
+
 # Statements that run code while the file loads (a routine body only runs when called).
 _RUNS_AT_LOAD = {
     "SELECT",
@@ -300,7 +318,7 @@ def _calls_outside(words: list[Word], text: str) -> str | None:
     if words[0].is_("CREATE") and any(x.is_("FUNCTION", "PROCEDURE") for x in words[:4]):
         return None
     scan = text if words[0].is_("DO") else " ".join(x.text for x in words if x.kind != "string")
-    found = _CALL.search(scan)
+    found = _call_search(scan)
     name = found.group(1).lower() if found is not None else None
     if name is None:
         seqs = _all_words(words) if words[0].is_("DO") else [words]
@@ -1200,7 +1218,7 @@ def load_time_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[in
             (_language(w) or "SQL") not in _READABLE_LANGUAGES  # a standard body: SQL
             or any(x.is_("EXECUTE") for body in _bodies(w) for x in body)
             # a body that calls what acts outside the database (allowed to be defined)
-            or any(_CALL.search(x.text) for x in w if x.kind == "string")
+            or any(_call_search(x.text) for x in w if x.kind == "string")
             # ... in a string body or a standard one (RETURN ..., BEGIN ATOMIC ... END: words
             # of the statement itself, which ran lo_export at SELECT f() in a plan)
             or _named_outside(_all_words(w)) is not None
