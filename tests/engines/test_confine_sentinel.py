@@ -478,6 +478,36 @@ def test_mysql_a_column_named_like_a_udf_keeps_its_prefix_index(
     assert f"(`{mysql_udf}`(10))" in created and f"(`{mysql_udf}`(3))" in created, created
 
 
+def test_mysql_a_quoted_built_in_reads_no_server_file(
+    mysql_db: str, mysql_url: str, tmp_path: Path
+) -> None:
+    """```load_file`(x)`` is the built-in (a quoted name resolves to it as a bare one
+    does): the check looked for the bare word only, and the load's error echoed the
+    server's file into the plan's message ('Incorrect integer value: ...')."""
+    with open_target(mysql_url) as admin, admin.connection.cursor() as cur:
+        cur.execute("SELECT LOAD_FILE('/etc/hostname')")
+        content = cur.fetchone()[0]
+    if not content:
+        missing("the server reads no /etc/hostname (secure_file_priv or no such file)")
+    secret = content.decode().strip()
+    table = "CREATE TABLE film (\n  id INT PRIMARY KEY\n);\n"
+    for call in ("`load_file`('/etc/hostname')", "`LOAD_FILE` ('/etc/hostname')"):
+        sql = f"{table}CREATE TABLE leak (n INT);\nINSERT INTO leak VALUES ({call});\n"
+        got = _refused_plan(mysql_db, sql, tmp_path)
+        assert got["reason"] == "StatementRefused", got
+        assert "line 5:" in str(got["message"]) and secret not in str(got["message"]), got
+
+
+@pytest.mark.parametrize("name", ["sleep", "load_file", "get_lock", "benchmark"])
+def test_mysql_a_column_named_like_a_built_in_keeps_its_prefix_index(
+    mysql_db: str, name: str
+) -> None:
+    sql = f"CREATE TABLE u (\n  {name} VARCHAR(40),\n  KEY k ({name}(10))\n);\n"
+    with open_target(mysql_db) as target:
+        plan = planner.plan(target, sql)
+    assert any(f"(`{name}`(10))" in st.sql for st in plan.statements), plan
+
+
 # -- SQLite --------------------------------------------------------------------------
 
 

@@ -83,6 +83,9 @@ def test_the_whole_load_has_a_deadline(mysql_db: str, monkeypatch: pytest.Monkey
         ("SET @@session.innodb_lock_wait_timeout = DEFAULT", "innodb_lock_wait_timeout"),
         ("SET STATEMENT max_statement_time = 0 FOR INSERT INTO t VALUES (1)", "max_statement"),
         ("SET sql_mode = '', max_statement_time = 1e9", "max_statement_time"),
+        # A built-in is called quoted too.
+        ("SELECT `SLEEP` (100)", "SLEEP"),
+        ("SELECT `get_lock`('x', 100)", "named lock"),
     ],
 )
 def test_what_would_hold_the_plan_is_refused(sql: str, why: str) -> None:
@@ -97,6 +100,10 @@ def test_what_would_hold_the_plan_is_refused(sql: str, why: str) -> None:
         "SET SESSION lock_wait_timeout = 5",
         "CREATE TABLE t (sleep INT, KEY k (sleep))",
         "CREATE TABLE t (a INT COMMENT 'SLEEP(100)')",
+        # A column's prefix in an index is no call, whatever the column's name.
+        "CREATE TABLE t (sleep VARCHAR(20), KEY k (sleep(10)), UNIQUE KEY (`benchmark` (4)))",
+        "CREATE TABLE t (load_file TEXT, get_lock TEXT, KEY (load_file(10), get_lock(5)))",
+        "CREATE INDEX i ON t (sleep(3))",
     ],
 )
 def test_bounded_settings_and_names_are_accepted(sql: str) -> None:

@@ -29,6 +29,7 @@ from ptah.engines.confine import (
 )
 from ptah.engines.mysql import bounds
 from ptah.engines.mysql.modes import SAFE_MODES
+from ptah.engines.mysql.udf import calls
 
 _OBJECT_WHY = {
     "DATABASE": "acts on a whole database",
@@ -178,7 +179,7 @@ _OUTSIDE_ENGINES = {"FEDERATED", "FEDERATEDX", "CONNECT", "SPIDER", "S3", "OQGRA
 
 
 def _server_files(words: list[Word]) -> str | None:
-    """Files on the server and other servers: OUTFILE/DUMPFILE, LOAD_FILE(), table
+    """Files on the server and other servers: OUTFILE/DUMPFILE, table
     files placed by DATA/INDEX DIRECTORY, engines and CONNECTION options that read
     files or reach another server."""
     # Where "UNION (" can only be a MERGE table's list: an ALTER, or a CREATE naming the
@@ -205,12 +206,6 @@ def _server_files(words: list[Word]) -> str | None:
                     return "names another database's table in a MERGE table"
         if w.is_("INTO") and nxt is not None and nxt.is_("OUTFILE", "DUMPFILE"):
             return "writes a file on the server"
-        if w.is_("LOAD_FILE") and nxt is not None and nxt.punct("("):
-            return "reads a file on the server"
-        if w.is_("GET_LOCK") and nxt is not None and nxt.punct("("):
-            # Named locks are the server's, not a database's: one taken while the scratch
-            # loads blocks whatever else on the server waits on that name.
-            return "takes a server-wide named lock (GET_LOCK)"
     return None
 
 
@@ -650,30 +645,37 @@ def _lifted_bound(words: list[Word]) -> str | None:
     return None
 
 
-# Functions that wait or spin by design: a plan must end (``DEFAULT (SLEEP(100))`` runs
-# at each INSERT, a view's or a generated column's at each read or write).
-_WAITING_FUNCTIONS = {
-    "SLEEP",
-    "BENCHMARK",
-    "MASTER_POS_WAIT",
-    "SOURCE_POS_WAIT",
-    "MASTER_GTID_WAIT",
-    "WAIT_FOR_EXECUTED_GTID_SET",
-    "WAIT_UNTIL_SQL_THREAD_AFTER_GTIDS",
-    "WSREP_SYNC_WAIT_UPTO_GTID",
+# Built-in functions that act beyond the scratch. Named locks are the server's, not a
+# database's: one taken while the scratch loads blocks whatever else on the server waits
+# on that name. Those that wait or spin by design would hold the plan (``DEFAULT
+# (SLEEP(100))`` runs at each INSERT, a view's or a generated column's at each read or
+# write). A built-in is called quoted too (```load_file`(x)`` reads the file).
+_WAITS = "which waits by design: the plan must end"
+_REFUSED_FUNCTIONS = {
+    "LOAD_FILE": "reads a file on the server",
+    "GET_LOCK": "takes a server-wide named lock (GET_LOCK)",
+    "SLEEP": _WAITS,
+    "BENCHMARK": _WAITS,
+    "MASTER_POS_WAIT": _WAITS,
+    "SOURCE_POS_WAIT": _WAITS,
+    "MASTER_GTID_WAIT": _WAITS,
+    "WAIT_FOR_EXECUTED_GTID_SET": _WAITS,
+    "WAIT_UNTIL_SQL_THREAD_AFTER_GTIDS": _WAITS,
+    "WSREP_SYNC_WAIT_UPTO_GTID": _WAITS,
 }
 
 
-def _waits(words: list[Word]) -> str | None:
-    """A call of a function that waits or spins (SLEEP, BENCHMARK, replication waits)."""
-    for i, w in enumerate(words[:-1]):
-        if (
-            w.is_name
-            and w.text.upper() in _WAITING_FUNCTIONS
-            and words[i + 1].punct("(")
-            and not (i > 0 and words[i - 1].punct("."))
-        ):
-            return f"calls {w.text}, which waits by design: the plan must end"
+def _function_call(words: list[Word]) -> str | None:
+    """A call of a built-in of :data:`_REFUSED_FUNCTIONS` (never a column's prefix in an
+    index, ``KEY k (sleep(10))``, nor an object's name: :func:`.udf.calls`)."""
+    if not any(w.text.upper() in _REFUSED_FUNCTIONS for w in words if w.is_name):
+        return None
+    for w in calls(words):
+        why = _REFUSED_FUNCTIONS.get(w.text.upper())
+        if why is _WAITS:
+            return f"calls {w.text}, {why}"
+        if why:
+            return why
     return None
 
 
@@ -686,7 +688,7 @@ def refusal(words: list[Word], text: str) -> str | None:
         or _set_scope(words)
         or _server_session_variable(words)
         or _lifted_bound(words)
-        or _waits(words)
+        or _function_call(words)
         or _server_files(words)
         or _qualified(words, text)
     )
