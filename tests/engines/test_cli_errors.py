@@ -9,6 +9,7 @@ closed loopback port for an unreachable server; real files for SQLite.
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -279,3 +280,51 @@ def test_every_class_has_a_distinct_code_and_is_documented() -> None:
         assert f"{c.exit_code:>3}  {c.meaning}" in " ".join(help_text.split("\n")) or (
             f"[{c.reason}]" in help_text
         ), c
+
+
+FP = "sha256:" + "0" * 64  # never checked: a plan that cannot be read runs nothing
+FORGED_PLANS = {
+    "truncated": '{"statements": [{"sql": "DROP TABLE a"}], "fingerprintBefore": "' + FP,
+    "not UTF-8": b"\xff\xfe{}",
+    "not an object": "[]",
+    "statements not a list": '{"statements": "DROP TABLE a", "fingerprintBefore": "' + FP + '"}',
+    "hazards a string": '{"statements": [{"sql": "DROP TABLE a", "hazards": "destructive"}],'
+    ' "fingerprintBefore": "' + FP + '"}',
+    "sql not a string": '{"statements": [{"sql": 5}], "fingerprintBefore": "' + FP + '"}',
+    "statement null": '{"statements": [null], "fingerprintBefore": "' + FP + '"}',
+    "fingerprint null": '{"statements": [{"sql": "DROP TABLE a"}], "fingerprintBefore": null}',
+    "nested too deeply": "[" * 100_000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORGED_PLANS))
+def test_runner_refuses_a_plan_file_it_cannot_read_as_a_plan(tmp_path: Path, name: str) -> None:
+    """Truncated, damaged or forged: InputInvalid in one line, and nothing of it runs.
+
+    ``"hazards": "destructive"`` was read as the letters of a string: the statement lost
+    its destructive mark and ran without --allow-destructive; a deeply nested file was an
+    internal error with a traceback."""
+    db = tmp_path / "app.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE a (id INTEGER PRIMARY KEY)")
+    conn.close()
+    plan = tmp_path / "plan.json"
+    body = FORGED_PLANS[name]
+    plan.write_bytes(body if isinstance(body, bytes) else body.encode())
+    runner = [sys.executable, "-m", "ptah.runner.main", "apply", "--operation-id", "op-p"]
+    proc = subprocess.run(
+        [*runner, "--plan", str(plan)],
+        env=_env(f"sqlite:///{db}"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    frame = parse_result_for(proc.stdout, "op-p").frame
+    assert frame is not None, proc.stdout
+    assert frame.reason == failures.INPUT_INVALID.reason, frame
+    line = _one_line(proc.stderr)
+    assert line.startswith("ptah-runner apply: the plan ") and "is not valid: " in line, line
+    assert proc.returncode == failures.INPUT_INVALID.exit_code
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("a",)]
+    conn.close()

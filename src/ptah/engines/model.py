@@ -114,12 +114,26 @@ class Statement:
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Statement:
-        sql = str(raw["sql"])
-        hazards = tuple(str(h) for h in raw.get("hazards", ()))
-        transaction = str(raw.get("transaction") or (NONE if _is_concurrent(sql) else SHARED))
+        """A statement as a plan file holds it, each field of its own type.
+
+        Not coerced: a plan file is input (a forged or damaged one included), and
+        ``"hazards": "destructive"`` read as the letters of a string was a statement
+        without its destructive mark, applied without ``--allow-destructive``.
+        Raises ``ValueError`` naming the field."""
+        if not isinstance(raw, dict):
+            raise ValueError("a statement is not an object")
+        sql, hazards = raw.get("sql"), raw.get("hazards", [])
+        transaction, lock = raw.get("transaction"), raw.get("lock", "")
+        if not isinstance(sql, str) or not sql.strip():
+            raise ValueError("a statement's sql is not a non-empty string")
+        if not isinstance(hazards, list) or not all(isinstance(h, str) for h in hazards):
+            raise ValueError("a statement's hazards are not a list of strings")
+        if not isinstance(transaction, str | None) or not isinstance(lock, str):
+            raise ValueError("a statement's transaction or lock is not a string")
+        transaction = transaction or (NONE if _is_concurrent(sql) else SHARED)
         if transaction not in TRANSACTIONS:
             raise ValueError(f"unknown transaction {transaction!r}")
-        return cls(sql=sql, hazards=hazards, transaction=transaction, lock=str(raw.get("lock", "")))
+        return cls(sql=sql, hazards=tuple(hazards), transaction=transaction, lock=lock)
 
 
 def _is_concurrent(sql: str) -> bool:

@@ -68,9 +68,20 @@ def plan(
 def _read_plan(plan_file: str) -> tuple[list[Statement], str, str]:
     from ptah.engines.model import Statement
 
-    raw = json.loads(Path(plan_file).read_text())
-    statements = [Statement.from_json(s) for s in raw["statements"]]
-    return statements, str(raw["fingerprintBefore"]), str(raw.get("fingerprintAfter", ""))
+    try:
+        raw = json.loads(Path(plan_file).read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError("not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc.msg} at line {exc.lineno})") from None
+    except RecursionError:
+        raise ValueError("not JSON this reader can hold (nested too deeply)") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("statements"), list):
+        raise ValueError("no list of statements")
+    before, after = raw.get("fingerprintBefore"), raw.get("fingerprintAfter", "")
+    if not isinstance(before, str) or not before or not isinstance(after, str):
+        raise ValueError("fingerprintBefore (or fingerprintAfter) is not a string")
+    return [Statement.from_json(s) for s in raw["statements"]], before, after
 
 
 def apply(
@@ -95,8 +106,8 @@ def apply(
     except OSError as exc:
         message = f"cannot read the plan {plan_file}: {exc.strerror or exc}"
         return run.frame("failed", failures.INPUT_UNREADABLE.reason, {"message": message})
-    except (ValueError, KeyError, TypeError) as exc:
-        message = f"the plan {plan_file} is not valid: {type(exc).__name__}"
+    except ValueError as exc:
+        message = f"the plan {plan_file} is not valid: {exc}"
         return run.frame("failed", failures.INPUT_INVALID.reason, {"message": message})
     from ptah.engines import planner
     from ptah.engines.ops import timeouts_from_env
