@@ -276,3 +276,26 @@ def test_inheritance_rules_and_identity_edits(pg_db: str) -> None:
     )
     got = _edit(pg_db, alone)
     assert "ALTER TABLE public.child_b NO INHERIT public.base" in got
+
+
+def test_partition_added_beside_a_default_one_is_data_dependent(pg_url: str, pg_db: str) -> None:
+    """The server moves no row: a new partition whose bound takes rows the default
+    partition holds fails. The plan said nothing of it (no hazard, no lock named)."""
+    ensure_roles(pg_url)
+    with_default = BASE + "CREATE TABLE s.log_rest PARTITION OF s.log DEFAULT;\n"
+    apply_plan(pg_db, with_default)
+    added = with_default + (
+        "CREATE TABLE s.log_2025 PARTITION OF s.log FOR VALUES FROM ('2025-01-01') TO"
+        " ('2026-01-01');\n"
+    )
+    with open_target(pg_db) as t:
+        (stmt,) = planner.plan(t, added).statements
+        assert stmt.sql.startswith("CREATE TABLE s.log_2025 PARTITION OF s.log")
+        assert DATA_DEPENDENT in stmt.hazards and stmt.lock == "ACCESS EXCLUSIVE"
+        t.connection.execute("INSERT INTO s.log VALUES ('2025-06-01', 'held by the default')")
+        t.connection.commit()
+        plan = planner.plan(t, added)
+        result = planner.apply(
+            t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
+        )
+        assert result.outcome == "failed" and "default partition" in result.message

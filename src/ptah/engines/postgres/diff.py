@@ -874,6 +874,19 @@ class _Diff:
         for name in sorted(cur.keys() & want.keys()):
             self.alter_table(name, cur[name], want[name])
 
+    def default_partition(self, t: dict[str, Any]) -> str | None:
+        """The target's default partition that a new partition of the same parent takes
+        rows from (it is not new itself, and it stays the parent's)."""
+        parent = t.get("partitionOf")
+        if not parent or t.get("bound") == "DEFAULT":
+            return None
+        for name, other in sorted(self.cur.get("table", {}).items()):
+            if other.get("partitionOf") == parent and other.get("bound") == "DEFAULT":
+                kept = self.want.get("table", {}).get(name, {})
+                if kept.get("partitionOf") == parent:
+                    return name
+        return None
+
     def referenced(self, table: str) -> bool:
         """Whether a foreign key of the target references ``table`` or a partitioned table
         it is a partition of."""
@@ -908,7 +921,13 @@ class _Diff:
             sql += f" USING {t['accessMethod']}"
         if t.get("reloptions"):
             sql += f" WITH ({', '.join(t.get('_reloptions') or t['reloptions'])})"
-        self.create(node, sql)
+        if default := self.default_partition(t):
+            # The server scans the default partition (under its lock) for rows the new
+            # partition's bound takes: one there fails the apply.
+            self.locking(node, sql, ACCESS_EXCLUSIVE, SCANS_TABLE, DATA_DEPENDENT)
+            self.extra_deps.setdefault(node, set()).add(f"table:{default}")
+        else:
+            self.create(node, sql)
         if t.get("partitionOf"):
             parent = self.want["table"].get(t["partitionOf"], {}).get("columns", {})
             for col, d in sorted(t["columns"].items(), key=lambda kv: kv[1]["_n"]):
