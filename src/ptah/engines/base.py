@@ -58,11 +58,14 @@ class ScratchUnavailable(EngineError):
 
 
 class DesiredSchemaInvalid(ScratchUnavailable):
-    """The desired source does not load: the same source will fail the same way again."""
+    """The desired source does not load: the same source will fail the same way again.
 
-    def __init__(self, message: str) -> None:
+    ``line``: the desired file's line of the statement that failed, when known."""
+
+    def __init__(self, message: str, line: int | None = None) -> None:
         super().__init__(message)
         self.reason = "DesiredSchemaInvalid"
+        self.line = line
 
 
 class Target(ABC):

@@ -29,6 +29,11 @@ class Deadline:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.expired = False
+        self.disarmed = False
+
+    def disarm(self) -> None:
+        """Cancel nothing more (the caller bounds what it runs next by other means)."""
+        self.disarmed = True
 
 
 @contextlib.contextmanager
@@ -48,7 +53,7 @@ def bounded(
         if done.wait(deadline.seconds):
             return
         deadline.expired = True
-        while not done.is_set():
+        while not done.is_set() and not deadline.disarmed:
             with contextlib.suppress(Exception):
                 cancel()
             done.wait(every)

@@ -42,7 +42,7 @@ from typing import Any
 
 import psycopg
 
-from ptah.engines import confine
+from ptah.engines import confine, deadline
 from ptah.engines.base import DesiredSchemaInvalid, ScratchUnavailable
 from ptah.engines.model import Schema, refuse_unmanaged
 from ptah.engines.postgres import inspect, prepare
@@ -60,23 +60,66 @@ BATCH = 2000
 CHUNK = 500
 
 
-def _locate(conn: Any, load: prepare.Load) -> int | None:
-    """The line of the first statement that fails when the file is replayed one by one."""
+def _locate(conn: Any, load: prepare.Load, bound: deadline.Deadline) -> int | None:
+    """The line of the first statement that fails when the file is replayed one by one.
+
+    When the load ran past its bound, the bound's cancels stop and each statement of the
+    replay gets a timeout of its own instead, set again before each (the file may set
+    another): the one that computes or waits fails there, and none of the quick ones
+    before it is cancelled by a cancel that happened to arrive while it ran."""
+    slow = None
+    if bound.expired:
+        bound.disarm()
+        slow = f"SET LOCAL statement_timeout = '{int(min(bound.seconds, 5.0) * 1000)}ms'"
     with conn.transaction(force_rollback=True), conn.cursor() as cur:
         cur.execute("SET LOCAL lock_timeout = '10s'")
         for stmt in load.statements:
             try:
                 with conn.transaction():
+                    if slow:
+                        cur.execute(slow)
                     cur.execute(stmt.text.encode())
             except psycopg.Error:
                 return stmt.line
     return None
 
 
-def _failed(failure: psycopg.Error, line: int | None) -> DesiredSchemaInvalid:
+def _failed(
+    failure: psycopg.Error, line: int | None, bound: deadline.Deadline
+) -> DesiredSchemaInvalid:
     where = f" (line {line} of the desired file)" if line else ""
+    if bound.expired:
+        return DesiredSchemaInvalid(
+            f"desired schema did not load within {bound.seconds:g} s{where}: a statement"
+            " computes or waits while the file loads, and a desired file holds definitions",
+            line,
+        )
     first = str(failure).strip().splitlines()[0] if str(failure).strip() else "error"
-    return DesiredSchemaInvalid(f"desired schema does not load{where}: {first}")
+    return DesiredSchemaInvalid(f"desired schema does not load{where}: {first}", line)
+
+
+def _bound(conn: Any) -> contextlib.AbstractContextManager[deadline.Deadline]:
+    """The load's bound (:mod:`ptah.engines.deadline`) on the session ``conn``."""
+    return deadline.bounded(lambda: conn.cancel_safe(timeout=5.0))
+
+
+def _inspect(conn: Any, bound: deadline.Deadline, committed: bool) -> Schema:
+    """Inspect the loaded scratch (``committed``: in autocommit, so in transactions of
+    its own); cancelled past the bound, the plan is refused as a load past it is."""
+    try:
+        if not committed:
+            schema = inspect.inspect(conn)
+            inspect.script_comments(conn, schema)
+            return schema
+        with conn.transaction():
+            schema = inspect.inspect(conn)
+        with conn.transaction(force_rollback=True):
+            inspect.script_comments(conn, schema)
+        return schema
+    except psycopg.Error as exc:
+        if not bound.expired:
+            raise
+        raise _failed(exc, None, bound) from None
 
 
 class _Loader:
@@ -166,40 +209,34 @@ def _load_checked(
     whole file is checked, as when the check came first: a refusal anywhere in the file
     is the plan's outcome before any load error."""
     size = min(BATCH, CHUNK)
-    t0 = time.perf_counter()
-    loader = _Loader(conn, load, committed, size)
-    try:
-        if checking is None:
-            loader.allow(len(load.statements))
-        else:
-            _check_in_prefixes(checking, load, loader, size, seconds)
-        if loader.failure is None:
-            confined()
-    except BaseException:
-        loader.stop()
-        raise
-    loader.finish()
-    t1 = time.perf_counter()
-    if loader.failure is not None:
-        exc, part = loader.failure
-        position = getattr(exc.diag, "statement_position", None)
-        line: int | None
-        if position:
-            line = part.line_of(int(position))
-        elif committed:  # the parts before it are committed: replay this one alone
-            line = _locate(conn, part)
-        else:  # the transaction is gone: replay the file up to the part that failed
-            conn.rollback()
-            line = _locate(conn, load.part(0, loader.sent + len(part.statements)))
-        raise _failed(exc, line)
-    if committed:
-        with conn.transaction():
-            schema = inspect.inspect(conn)
-        with conn.transaction(force_rollback=True):
-            inspect.script_comments(conn, schema)
-    else:
-        schema = inspect.inspect(conn)
-        inspect.script_comments(conn, schema)
+    with _bound(conn) as bound:
+        t0 = time.perf_counter()
+        loader = _Loader(conn, load, committed, size)
+        try:
+            if checking is None:
+                loader.allow(len(load.statements))
+            else:
+                _check_in_prefixes(checking, load, loader, size, seconds)
+            if loader.failure is None:
+                confined()
+        except BaseException:
+            loader.stop()
+            raise
+        loader.finish()
+        t1 = time.perf_counter()
+        if loader.failure is not None:
+            exc, part = loader.failure
+            position = getattr(exc.diag, "statement_position", None)
+            line: int | None
+            if position:
+                line = part.line_of(int(position))
+            elif committed:  # the parts before it are committed: replay this one alone
+                line = _locate(conn, part, bound)
+            else:  # the transaction is gone: replay the file up to the part that failed
+                conn.rollback()
+                line = _locate(conn, load.part(0, loader.sent + len(part.statements)), bound)
+            raise _failed(exc, line, bound)
+        schema = _inspect(conn, bound, committed)
     seconds.update(load=t1 - t0, inspect=time.perf_counter() - t1)
     return schema
 
@@ -238,25 +275,21 @@ def _load_and_inspect(conn: Any, load: prepare.Load, seconds: dict[str, float]) 
     that drops the database (rolling back a load of thousands of relations truncates
     each one's files, which the plan need not wait for). On failure it is rolled back
     here, the failing line located, and :class:`DesiredSchemaInvalid` raised."""
-    failure: psycopg.Error | None = None
-    with conn.cursor() as cur:
+    with _bound(conn) as bound, conn.cursor() as cur:
         cur.execute("SET LOCAL lock_timeout = '10s'")
         t0 = time.perf_counter()
         try:
             with conn.transaction():  # a savepoint: the failure is caught, not the end
                 cur.execute(load.sql.encode())  # no parameters: one simple-query round trip
         except psycopg.Error as exc:
-            failure = exc
-        else:
-            t1 = time.perf_counter()
-            schema = inspect.inspect(conn)
-            inspect.script_comments(conn, schema)
-            seconds.update(load=t1 - t0, inspect=time.perf_counter() - t1)
-            return schema
-    conn.rollback()
-    position = getattr(failure.diag, "statement_position", None)
-    line = load.line_of(int(position)) if position else _locate(conn, load)
-    raise _failed(failure, line)
+            conn.rollback()
+            position = getattr(exc.diag, "statement_position", None)
+            line = load.line_of(int(position)) if position else _locate(conn, load, bound)
+            raise _failed(exc, line, bound) from None
+        t1 = time.perf_counter()
+        schema = _inspect(conn, bound, False)
+    seconds.update(load=t1 - t0, inspect=time.perf_counter() - t1)
+    return schema
 
 
 # The lexing the confinement check reads a desired file with: the server's default
