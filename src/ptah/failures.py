@@ -54,7 +54,8 @@ INPUT_UNREADABLE = FailureClass(
 INPUT_INVALID = FailureClass(
     "InputInvalid",
     16,
-    "an input was read but is not valid (migration file names or directives, plan, version)",
+    "an input was read but is not valid (migration file names or directives, plan, version,"
+    " a desired schema file with no statement)",
 )
 REALM_BUSY = FailureClass(
     "RealmBusy", 17, "another run holds the database's fence; nothing ran", transient=True

@@ -328,3 +328,57 @@ def test_runner_refuses_a_plan_file_it_cannot_read_as_a_plan(tmp_path: Path, nam
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("a",)]
     conn.close()
+
+
+EMPTY_DESIRED = {
+    "empty": "",
+    "blank lines": "\n  \n\t\n",
+    "comments only": "-- the schema\n/* was here */\n# and here\n",
+    "byte order mark": "\ufeff\n",
+    "empty statements": ";\n ;\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMPTY_DESIRED))
+def test_a_desired_file_without_a_statement_is_refused_not_planned(
+    tmp_path: Path, name: str
+) -> None:
+    """Planned, it would drop every table: ``ptah apply --yes`` of an empty file emptied
+    the database. InputInvalid in one line from ``ptah`` and the runner; nothing dropped."""
+    db = tmp_path / "app.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE a (id INTEGER PRIMARY KEY)")
+    conn.close()
+    desired = tmp_path / "desired.sql"
+    desired.write_text(EMPTY_DESIRED[name])
+    url = f"sqlite:///{db}"
+    commands = [
+        ["ptah.cli.main", "apply", "--yes", "--url", url, "--desired", str(desired)],
+        ["ptah.runner.main", "plan", "--operation-id", "op-e", "--desired", str(desired)],
+    ]
+    for command in commands:
+        proc = subprocess.run(
+            [sys.executable, "-m", *command], env=_env(url), capture_output=True, text=True
+        )
+        line = _one_line(proc.stderr)
+        assert "holds no SQL statement" in line, (command, line)
+        assert f"[{failures.INPUT_INVALID.reason}, exit 16]" in line, (command, line)
+        assert proc.returncode == failures.INPUT_INVALID.exit_code, (command, line)
+    frame = parse_result_for(proc.stdout, "op-e").frame
+    assert frame is not None and frame.reason == failures.INPUT_INVALID.reason, proc.stdout
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("a",)]
+    conn.close()
+
+
+def test_a_desired_file_with_comments_before_its_statement_is_planned(tmp_path: Path) -> None:
+    desired = tmp_path / "desired.sql"
+    desired.write_text("\ufeff-- schema\n/* x */ ;\nCREATE TABLE a (id INTEGER);\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "ptah.cli.main", "plan", "--desired", str(desired), "--url", f"sqlite:///{tmp_path}/app.db"],
+        env=_env(None),
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "CREATE TABLE a (id INTEGER);" in proc.stdout

@@ -62,15 +62,9 @@ def _plan(args: argparse.Namespace) -> tuple[Any, Plan]:
     from ptah.engines import planner
     from ptah.engines.connect import open_target
     from ptah.engines.model import Online, SchemaPolicy
-    from ptah.engines.splitter import read_sql
+    from ptah.runner.operations import read_desired
 
-    try:
-        desired = read_sql(args.desired)
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise failures.Failure(
-            failures.INPUT_UNREADABLE, f"cannot read the desired schema file {args.desired}: {why}"
-        ) from None
+    desired = read_desired(args.desired)
     dev = parse_url(args.dev_url) if args.dev_url else None
     target = open_target(args.url)
     try:

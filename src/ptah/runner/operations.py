@@ -14,6 +14,7 @@ start-up reaches the database first. Frames are plain JSON (``wire.payload``).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +32,37 @@ def identify(run: Run) -> Payload:
     return run.frame("succeeded")
 
 
+# What may stand before a desired file's first statement: blanks, comments (``#`` too:
+# MariaDB's, and no statement of another engine starts with it) and empty statements.
+_NOTHING = re.compile(r"(?:\s+|--[^\n]*|#[^\n]*|/\*.*?\*/|;)*", re.DOTALL)
+
+
+def read_desired(desired_file: str) -> str:
+    """The desired schema file's text, for ``ptah plan``/``apply`` and the runner alike.
+
+    A file that holds no statement (empty, blanks, comments) is refused: planned, it
+    would drop every table, view and index of the database, and an empty file is far
+    more often a truncated copy or a wrong path than that wish. Raises
+    :class:`ptah.failures.Failure` (InputUnreadable, InputInvalid)."""
+    from ptah.engines.splitter import read_sql
+
+    try:
+        sql = read_sql(desired_file)
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise failures.Failure(
+            failures.INPUT_UNREADABLE, f"cannot read the desired schema file {desired_file}: {why}"
+        ) from None
+    head = _NOTHING.match(sql, 1 if sql.startswith("\ufeff") else 0)
+    if head is not None and head.end() == len(sql):
+        raise failures.Failure(
+            failures.INPUT_INVALID,
+            f"the desired schema file {desired_file} holds no SQL statement"
+            " (planned, it would drop every object of the database)",
+        )
+    return sql
+
+
 def plan(
     run: Run,
     desired_file: str,
@@ -39,14 +71,10 @@ def plan(
     ignore: Sequence[str] = (),
     offline: Sequence[str] = (),
 ) -> Payload:
-    from ptah.engines.splitter import read_sql
-
     try:
-        desired_sql = read_sql(desired_file)
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        message = f"cannot read the desired schema file {desired_file}: {why}"
-        return run.frame("failed", failures.INPUT_UNREADABLE.reason, {"message": message})
+        desired_sql = read_desired(desired_file)
+    except failures.Failure as exc:
+        return run.frame("failed", exc.failure.reason, {"message": str(exc)})
     from ptah.engines import planner
     from ptah.engines.model import Online, PlanError, SchemaPolicy
 
