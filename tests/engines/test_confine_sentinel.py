@@ -456,6 +456,15 @@ def test_mysql_a_udf_call_is_refused_when_the_user_may_not_read_mysql_func(
             f"  KEY k ({mysql_udf}(10)),\n  KEY n (note(20))\n);\n"
             "CREATE VIEW w AS SELECT CONCAT(id, '-', kind) AS label, IF(id > 1, 'x', 'y') AS f"
             " FROM u;\n"
+            "CREATE TABLE pr (id INT, d DATE) PARTITION BY RANGE (YEAR(d))\n"
+            "  (PARTITION p0 VALUES LESS THAN (2000), PARTITION p1 VALUES LESS THAN MAXVALUE);\n"
+            "CREATE TABLE ph (id INT) PARTITION BY LINEAR HASH (id) PARTITIONS 2;\n"
+            "CREATE TABLE pl (a INT) PARTITION BY LIST COLUMNS (a)\n"
+            "  (PARTITION p VALUES IN (1, 2));\n"
+            "CREATE TABLE pk (a INT) PARTITION BY KEY (a) PARTITIONS 2;\n"
+            "CREATE TABLE ft (id INT PRIMARY KEY, b TEXT, FULLTEXT KEY f (b));\n"
+            "CREATE VIEW fv AS SELECT id, COUNT(*) OVER (ORDER BY id) AS n FROM ft\n"
+            "  WHERE MATCH (b) AGAINST ('x' IN BOOLEAN MODE) GROUP BY id;\n"
         )
         with open_target(url) as target:
             plan = planner.plan(target, ordinary)

@@ -90,6 +90,15 @@ _NAMED_HERE = OBJECT_POSITIONS | {
     "WITH",
     "RECURSIVE",
 }
+# Words that are the grammar's after these (a partitioning's clauses), though a generic
+# call reaches a function of their name elsewhere (``than(1)`` calls one).
+_GRAMMAR_AFTER = {
+    "THAN": {"LESS"},
+    "HASH": {"BY", "LINEAR"},
+    "LIST": {"BY"},
+    "COLUMNS": {"LIST", "RANGE"},
+    "AGAINST": {")"},
+}
 _KEY_WORDS = frozenset({"KEY", "INDEX", "UNIQUE", "FULLTEXT", "SPATIAL", "PRIMARY"})
 
 
@@ -157,6 +166,8 @@ def calls(words: list[Word]) -> list[Word]:
             continue  # KEY k (...), ON t (...): the index's or table's name
         if i > 0 and (words[i - 1].punct(".") or words[i - 1].upper in _NAMED_HERE):
             continue
+        if i > 0 and (words[i - 1].upper or words[i - 1].text) in _GRAMMAR_AFTER.get(w.upper, ()):
+            continue  # PARTITION BY LIST COLUMNS (a), VALUES LESS THAN (10), MATCH (a) AGAINST
         if depth_in and depth_in[-1] == depth and _prefix(words, i):
             continue
         found.append(w)
