@@ -16,6 +16,7 @@ import pytest
 from ptah.engines import confine, planner
 from ptah.engines.base import DesiredSchemaInvalid
 from ptah.engines.connect import open_target
+from ptah.engines.model import SchemaPolicy
 from ptah.engines.mysql import bounds
 
 pytestmark = pytest.mark.integration
@@ -44,8 +45,10 @@ def test_the_load_runs_with_the_plans_bounds(mysql_db: str) -> None:
         "  FROM c, (SELECT 1 UNION ALL SELECT 2) d WHERE i < 40) SELECT COUNT(*) FROM c;\n",
         "DELIMITER //\nCREATE FUNCTION f() RETURNS INT NO SQL\nBEGIN\n  WHILE 1 DO SET @x = 1;"
         " END WHILE;\n  RETURN 1;\nEND//\nDELIMITER ;\nINSERT INTO n VALUES (f());\n",
+        "DELIMITER //\nCREATE PROCEDURE p() BEGIN\n  WHILE 1 DO INSERT INTO n VALUES (1);"
+        " DELETE FROM n; END WHILE;\nEND//\nDELIMITER ;\nCALL p();\n",
     ],
-    ids=["recursive-cte", "endless-function"],
+    ids=["recursive-cte", "endless-function", "endless-procedure"],
 )
 def test_an_endless_statement_ends_the_plan_at_its_bound(
     mysql_db: str, monkeypatch: pytest.MonkeyPatch, endless: str
@@ -53,12 +56,14 @@ def test_an_endless_statement_ends_the_plan_at_its_bound(
     monkeypatch.setattr(bounds, "STATEMENT_SECONDS", 1.0)
     sql = f"CREATE TABLE n (i INT);\n{endless}"
     started = time.monotonic()
+    policy = SchemaPolicy(ignore=("function", "procedure"))
     with open_target(mysql_db) as target, pytest.raises(DesiredSchemaInvalid) as caught:
-        planner.plan(target, sql)
+        planner.plan(target, sql, policy=policy)
     assert time.monotonic() - started < 30
     message = str(caught.value)
     assert "ran longer than the plan's bound (1 s)" in message, message
-    line = max(i for i, text in enumerate(sql.splitlines(), 1) if text.startswith("INSERT"))
+    lines = enumerate(sql.splitlines(), 1)
+    line = max(i for i, text in lines if text.startswith(("INSERT", "CALL")))
     assert f"line {line}:" in message, message
     assert "\n" not in message
 
@@ -115,7 +120,6 @@ def test_an_event_of_the_file_never_fires(mysql_db: str, monkeypatch: pytest.Mon
     bounds and after the plan: with the scheduler on, one ON SCHEDULE AT CURRENT_TIMESTAMP
     with a long loop was still running once the plan had returned. The load creates
     every event DISABLE (its kind is ignored here; the plan does not manage events)."""
-    from ptah.engines.model import SchemaPolicy
     from ptah.engines.mysql import ops
 
     seen: list[tuple[str, str]] = []
