@@ -118,6 +118,20 @@ CASES = {
         "SELECT (SELECT a FROM t), (SELECT z FROM ptah_new_t)",
         [(1, 9)],
     ),
+    "a column spelled in other letters' case is the same column": Case(
+        "CREATE TABLE t (Name TEXT, b INT);",
+        "CREATE TABLE t (name TEXT, b INT, c INT UNIQUE);",
+        "INSERT INTO t VALUES ('x', 1);",
+        "SELECT name, b FROM t",
+        [("x", 1)],
+    ),
+    "a table spelled in other letters' case is the same table": Case(
+        "CREATE TABLE Users (id INTEGER PRIMARY KEY, n TEXT);\nCREATE INDEX i ON Users (n);",
+        "CREATE TABLE users (id INTEGER PRIMARY KEY, n TEXT);\nCREATE INDEX i ON users (n);",
+        "INSERT INTO Users VALUES (1, 'x');",
+        "SELECT name, (SELECT n FROM users WHERE id = 1) FROM sqlite_master WHERE type = 'table'",
+        [("users", "x")],
+    ),
     "a table created with comments and main. before its name": Case(
         "CREATE /* c */ TABLE main.t (a INT);",
         "CREATE /* c */ TABLE -- x\n main . t (a INT, b INT UNIQUE);",

@@ -154,8 +154,11 @@ def _copy(name: str, tmp: str, cur: dict[str, Any], want: dict[str, Any]) -> lis
             if content.group(1) in ("''", '""'):
                 return []
             return [f"INSERT INTO {q(tmp)} ({q(tmp)}) VALUES ('rebuild')"]
-    common = [c for c in want["_columns"] if c in cur["_columns"]]
-    targets, sources = [q(c) for c in common], [q(c) for c in common]
+    # SQLite's names are case-insensitive: "Name" and "name" are one column.
+    old_columns = {c.lower(): c for c in cur["_columns"]}
+    common = [c for c in want["_columns"] if c.lower() in old_columns]
+    targets = [q(c) for c in common]
+    sources = [q(old_columns[c.lower()]) for c in common]
     old_alias = _rowid_alias(cur["_columns"])
     new_alias = _rowid_alias(want["_columns"])
     if _has_rowid(cur["_sql"]) and _has_rowid(want["_sql"]) and old_alias and new_alias:
@@ -193,24 +196,25 @@ def _virtual_args(sql: str) -> str:
 
 
 def _rebuild(
-    name: str, cur: dict[str, Any], want: dict[str, Any], taken: set[str]
+    name: str, cur: dict[str, Any], want: dict[str, Any], taken: set[str], old: str
 ) -> list[Statement]:
+    """The 12 steps for table ``old``, to become ``name`` (the same name, or another
+    spelling of it: SQLite's names are case-insensitive)."""
     tmp = _temp_name(name, taken)
     create = _CREATE_TABLE.sub(
         lambda m: f"CREATE {m.group(1) or ''}TABLE {m.group(2) or ''}{q(tmp)}",
         want["_sql"],
         count=1,
     )
-    dropped = [c for c in cur["_columns"] if c not in want["_columns"]]
-    copy = _copy(name, tmp, cur, want)
+    kept = {c.lower() for c in want["_columns"]}
+    dropped = [c for c in cur["_columns"] if c.lower() not in kept]
+    copy = _copy(old, tmp, cur, want)
     copy_hazards = (DATA_DEPENDENT, LOCK_HEAVY) + ((DESTRUCTIVE,) if dropped or not copy else ())
     return [
         Statement(create),
         *(Statement(sql, copy_hazards) for sql in copy),
-        *(Statement(sql) for sql in _sequence(name, tmp, want["_sql"])),
-        Statement(
-            f"DROP TABLE {q(name)}", (DESTRUCTIVE,) if dropped or not copy else (LOCK_HEAVY,)
-        ),
+        *(Statement(sql) for sql in _sequence(old, tmp, want["_sql"])),
+        Statement(f"DROP TABLE {q(old)}", (DESTRUCTIVE,) if dropped or not copy else (LOCK_HEAVY,)),
         Statement(f"ALTER TABLE {q(tmp)} RENAME TO {q(name)}"),
     ]
 
@@ -225,7 +229,16 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
     created again after. A trigger on a view that is dropped (INSTEAD OF) goes
     with the view and is created again after it.
     """
-    cur_t, want_t = current["table"], desired["table"]
+    cur_t, want_t = dict(current["table"]), desired["table"]
+    # A table the desired file spells in other letters' case is the same table (SQLite's
+    # names are case-insensitive): rebuilt under the new spelling, not dropped and created.
+    spelled = {n.lower(): n for n in cur_t}
+    old_name: dict[str, str] = {}
+    for name in want_t:
+        old = spelled.get(name.lower())
+        if old is not None and old != name and name not in cur_t and old not in want_t:
+            old_name[name] = old
+            cur_t[name] = cur_t.pop(old)
     drops: list[Statement] = []
     tables: list[Statement] = []
     rebuilt: set[str] = set()
@@ -237,11 +250,12 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
             tables.append(Statement(want_t[name]["_sql"]))
         elif cur_t[name]["def"] != want_t[name]["def"]:
             extra = _addable(cur_t[name]["_sql"], want_t[name]["_sql"])
-            if extra is not None:
+            if extra is not None and name not in old_name:
                 tables.extend(Statement(f"ALTER TABLE {q(name)} ADD COLUMN {c}") for c in extra)
             else:
-                rebuilt.add(name)
-                tables.extend(_rebuild(name, cur_t[name], want_t[name], taken))
+                old = old_name.get(name, name)
+                rebuilt |= {name, old}
+                tables.extend(_rebuild(name, cur_t[name], want_t[name], taken, old))
     cur_v, want_v = current["view"], desired["view"]
     # Views dropped (and, if still wanted, created again): all of them around a rebuild.
     gone_views = {
