@@ -25,7 +25,10 @@ Per plan: the plan with changes (the desired normalisation not cached), the no-o
 the desired side is read from the cache and the target's reading is the validated
 cached one), each with where its time went: the confinement check and preparation of
 the desired file, the scratch database's create, load, inspection and drop, the
-census, the target's inspection, and the diff.
+census, the target's inspection, and the diff. Phases overlap: the scratch is created
+while the check runs, loads each part of the file while the check reads the next (its
+load time runs from the first part sent to the last part done), and the target is read
+while the scratch loads; the wall time is the plan's, not the phases' sum.
 
     .venv/bin/python bench/plan.py [--tables 1000] [--changed 10] [--rounds 3]
 
