@@ -23,6 +23,7 @@ import pytest
 
 from ptah.engines import confine, planner
 from ptah.engines.connect import open_target
+from ptah.engines.model import SchemaPolicy
 from ptah.engines.sqlite import confine as sqconfine
 from ptah.runner import operations
 from ptah.runner.emit import Run
@@ -469,6 +470,27 @@ def test_mysql_a_udf_call_is_refused_when_the_user_may_not_read_mysql_func(
         with open_target(url) as target:
             plan = planner.plan(target, ordinary)
         assert any("`u`" in st.sql for st in plan.statements), plan
+
+
+def test_mysql_a_name_no_function_can_have_leaves_the_others_classified(
+    mysql_db: str, mysql_url: str, mysql_udf: str, tmp_path: Path
+) -> None:
+    """A name the server cannot create a function of (longer than 64 characters, written
+    before a parenthesis in a comment) made every name unclassified, and the file's own
+    stored function's call was refused; the UDF's call still is."""
+    long = "x" * 70
+    own = (
+        "CREATE TABLE film (\n  id INT PRIMARY KEY\n);\n"
+        "CREATE FUNCTION add1(x INT) RETURNS INT DETERMINISTIC RETURN x + 1;\n"
+        f"CREATE VIEW v AS SELECT add1(id) /* {long}(see the notes) */ AS n FROM film;\n"
+    )
+    with _mysql_user(mysql_url, mysql_db, "ALL") as url:
+        with open_target(url) as target:
+            plan = planner.plan(target, own, policy=SchemaPolicy(ignore=("function",)))
+        assert any("`v`" in st.sql for st in plan.statements), plan
+        hostile = f"{own}SELECT {mysql_udf}(1);\n"
+        got = _refused_plan(url, hostile, tmp_path)
+        assert "loadable function ptah_udf" in str(got["message"]), got
 
 
 def test_mysql_a_column_named_like_a_udf_keeps_its_prefix_index(

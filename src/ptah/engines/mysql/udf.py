@@ -198,9 +198,13 @@ def _called_names(statements: list[Statement], natives: frozenset[str]) -> set[s
             if before and (before.group(1) == "." or before.group(1).upper() in _NAMED_HERE):
                 continue  # x.f( (refused by the check), TABLE t (, KEY k (: no call
             if name.startswith("`"):
-                found.add(name[1:-1].replace("``", "`").lower())
+                unquoted = name[1:-1].replace("``", "`").lower()
+                if len(unquoted) <= 64:
+                    found.add(unquoted)
                 continue
             lowered = name.lower()
+            if len(lowered) > 64:
+                continue  # no function's name (the server refuses the call itself)
             if gap:
                 if lowered not in GRAMMAR_WORDS or lowered in SPACE_CALLED:
                     found.add(lowered)
@@ -229,9 +233,14 @@ def _mysql_func(conn: Any) -> frozenset[str] | None:
         return None
 
 
-def _probe(conn: Any, scratch: str, name: str) -> bool | None:
+# The server's answers that the plan's user may not create a routine in the scratch.
+_DENIED = {1044, 1045, 1142, 1227, 1370, 1419}
+
+
+def _probe(conn: Any, scratch: str, name: str) -> bool | int:
     """Whether ``name`` is a loaded UDF, by the server's own refusal to create a stored
-    function of that name in the empty scratch; None when the user may not create one."""
+    function of that name in the empty scratch; else the server's error code (the user
+    may not create one, or the name is none a function can have)."""
     quoted = "`" + scratch.replace("`", "``") + "`.`" + name.replace("`", "``") + "`"
     try:
         with conn.cursor() as cur:
@@ -239,9 +248,8 @@ def _probe(conn: Any, scratch: str, name: str) -> bool | None:
             cur.execute(f"DROP FUNCTION {quoted}")
         return False
     except pymysql.MySQLError as exc:
-        if exc.args and exc.args[0] == _ALREADY_EXISTS:
-            return True
-        return None
+        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else -1
+        return True if code == _ALREADY_EXISTS else code
 
 
 def refuse_udf_calls(conn: Any, scratch: str, statements: list[Statement]) -> None:
@@ -257,13 +265,15 @@ def refuse_udf_calls(conn: Any, scratch: str, statements: list[Statement]) -> No
     if listed is not None:
         udfs = names & listed
     else:  # the user may not read the table: the server's own answer, name by name
-        for name in sorted(names):
-            is_udf = _probe(conn, scratch, name)
-            if is_udf is None:  # nor create a routine in the scratch: fail closed
-                unclassified = names
-                break
-            if is_udf:
+        for k, name in enumerate(sorted(names)):
+            answer = _probe(conn, scratch, name)
+            if answer is True:
                 udfs.add(name)
+            elif answer in _DENIED:  # nor create a routine in the scratch: fail closed
+                unclassified.update(sorted(names)[k:])
+                break
+            elif answer is not False:
+                unclassified.add(name)  # the server said neither: this name fails closed
     if not udfs and not unclassified:
         return
     for statement in statements:
