@@ -1278,6 +1278,7 @@ class _Diff:
                 self.create(node, f"{at} SET GENERATED {kind}")
             else:
                 self.create(node, f"{at} ADD GENERATED {kind} AS IDENTITY{_identity_options(new)}")
+                self.identity_past_rows(table, col, new)
         if new["identity"] and old["identity"] and (changes := _identity_changes(old, new)):
             self.create(node, f"{at} {changes}")
         if old["notNull"] != new["notNull"]:
@@ -1362,6 +1363,23 @@ class _Diff:
             return False
         parents = [t["partitionOf"]] if t.get("partitionOf") else t.get("inherits", [])
         return any(self.moves(p, col) for p in parents)
+
+    def identity_past_rows(self, table: str, col: str, new: dict[str, Any]) -> None:
+        """An identity added to a column that already holds values (a ``serial`` made an
+        identity) starts at its START: the next insert would take a value a row has (a
+        duplicate key, or two rows under one id). Its sequence is moved past the column's
+        largest value, as a migration by hand does; ascending identities only (a
+        descending one counts down from its START, below the rows). The sequence's
+        position is no part of the schema: the plan's fingerprint is the same."""
+        seq = new.get("identitySequence") or {}
+        if not seq.get("name") or int(seq.get("increment", 1)) <= 0:
+            return
+        self.create(
+            f"table:{table}",
+            f"SELECT pg_catalog.setval({_lit(seq['name'])}, max({col})) FROM {table}"
+            f" HAVING max({col}) IS NOT NULL",
+            DATA_DEPENDENT,
+        )
 
     def set_not_null(self, table: str, col: str) -> None:
         """``SET NOT NULL``; under online not-null, proved first by a check added ``NOT
