@@ -24,8 +24,9 @@ from ptah.engines.model import Schema
 # Triggers and other statements sqlglot does not model fall back to folding; no warnings.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 _SIMPLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_VIRTUAL = re.compile(r"\s*CREATE\s+VIRTUAL\s", re.IGNORECASE)
 _PUNCT = re.compile(r"\s*([(),;])\s*")
-# A comment (no group: folded with the code around it) or a quoted token (group 1: kept
+# A comment (no group: dropped, a space in its place) or a quoted token (group 1: kept
 # as it is, its whitespace being its value's or its name's).
 _QUOTED = re.compile(
     r"""--[^\n]*|/\*.*?\*/|('(?:[^']|'')*'|"(?:[^"]|"")*"|`(?:[^`]|``)*`|\[[^\]]*\])""",
@@ -47,19 +48,37 @@ def _bare(token: str) -> str:
     return token
 
 
-def fold(sql: str) -> str:
+def fold(sql: str, lower: bool = False) -> str:
     """``sql`` with its whitespace folded, except inside quotes: ``DEFAULT 'a  b'`` and
     ``DEFAULT 'a b'`` (or a literal with CRLF and one with LF) are different values, and a
     table whose default changed that way must be rebuilt, not called unchanged. A quoted
-    name that needs no quotes is written bare (:func:`_bare`)."""
+    name that needs no quotes is written bare (:func:`_bare`).
+
+    Comments are dropped: SQLite keeps them in the stored text, but they change nothing
+    the database does, and a table rebuilt (or a trigger or view dropped and created)
+    for a changed comment is work and locks for nothing. With ``lower``, what is not
+    quoted is lower-cased: keywords and bare names are case-insensitive to SQLite
+    (``using FTS5`` is ``USING fts5``); for text sqlglot cannot read (triggers, virtual
+    tables), which has no other canonical spelling."""
+
+    def code(text: str) -> str:
+        text = _fold_code(text)
+        return text.lower() if lower else text
+
     out: list[str] = []
     last = 0
     for m in _QUOTED.finditer(sql):
-        if m.group(1) is not None:
-            out += [_fold_code(sql[last : m.start()]), _bare(m.group(1))]
-            last = m.end()
-    out.append(_fold_code(sql[last:]))
-    return "".join(out).strip().rstrip(";")
+        if m.group(1) is None:
+            out.append(code(sql[last : m.start()] + " "))
+        else:
+            bare = _bare(m.group(1))
+            out += [
+                code(sql[last : m.start()]),
+                bare.lower() if lower and bare[0] not in "'\"`[" else bare,
+            ]
+        last = m.end()
+    out.append(code(sql[last:]))
+    return _fold_code("".join(out)).strip().rstrip(";").rstrip()
 
 
 def parse(sql: str) -> exp.Expression | None:
@@ -74,8 +93,10 @@ def parse(sql: str) -> exp.Expression | None:
         tree: Any = sqlglot.parse_one(core, read="sqlite")
     except sqlglot.errors.ParseError:
         return None
-    if tree is None or isinstance(tree, exp.Command):
+    if not isinstance(tree, exp.Create):  # a trigger reads as a Block of its raw text
         return None
+    for node in tree.walk():
+        node.comments = None  # see fold: a comment changes nothing
     for ident in tree.find_all(exp.Identifier):
         if ident.quoted and _SIMPLE.match(ident.name):
             ident.set("quoted", False)
@@ -84,9 +105,13 @@ def parse(sql: str) -> exp.Expression | None:
 
 
 def canonical_sql(sql: str) -> str:
-    tree = parse(sql)
+    """The spelling definitions are compared in: sqlglot's rendering, or :func:`fold`.
+
+    A virtual table's arguments belong to its module (sqlglot reads ``fts5(...)`` as
+    a call and keeps the module name's case): folded, not rendered."""
+    tree = None if _VIRTUAL.match(sql) else parse(sql)
     core, options = table_options(sql)
-    base = fold(core) if tree is None else fold(tree.sql(dialect="sqlite"))
+    base = fold(core, lower=True) if tree is None else fold(tree.sql(dialect="sqlite"))
     return f"{base} {options}" if options else base
 
 

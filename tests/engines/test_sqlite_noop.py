@@ -1,0 +1,139 @@
+"""A database already in the desired shape plans to nothing, however either was written.
+
+SQLite keeps each object's CREATE text as written (comments, whitespace, quotes,
+letters' case) and edits it itself on ALTER TABLE (RENAME quotes the new name). Each
+case builds a real database file with SQLite from ``live``, then plans ``desired``
+against it: no statement may come out. The first group plans each real-schema idiom
+against itself; the second, a database grown by ALTERs or written in another
+spelling against the same schema written cleanly.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from ptah.engines import planner
+from ptah.engines.connect import open_target
+
+pytestmark = pytest.mark.integration
+
+ITSELF = {
+    "strict and without rowid": "CREATE TABLE t (a INTEGER, b TEXT, PRIMARY KEY (a))"
+    " STRICT, WITHOUT ROWID;",
+    "generated columns": "CREATE TABLE t (a INT, b INT GENERATED ALWAYS AS (a * 2) VIRTUAL,"
+    " c INT AS (a + 1) STORED);",
+    "named and unnamed checks": "CREATE TABLE t (a INT CHECK (a > 0), b INT CONSTRAINT pos"
+    " CHECK (b >= 0), CONSTRAINT ab CHECK (a <> b), CHECK (a < 100));",
+    "partial and expression indexes": "CREATE TABLE t (a INT, b TEXT);\n"
+    "CREATE INDEX i ON t (a) WHERE b IS NOT NULL;\n"
+    "CREATE UNIQUE INDEX j ON t (lower(b), a + 1 DESC);",
+    "collations": "CREATE TABLE t (a TEXT COLLATE NOCASE, b TEXT COLLATE RTRIM);\n"
+    "CREATE INDEX i ON t (a COLLATE BINARY);",
+    "foreign keys": "CREATE TABLE p (id INTEGER PRIMARY KEY);\n"
+    "CREATE TABLE c (id INT, pid INT REFERENCES p (id) ON DELETE CASCADE DEFERRABLE"
+    " INITIALLY DEFERRED, FOREIGN KEY (id) REFERENCES p (id) ON UPDATE SET NULL);",
+    "triggers and an INSTEAD OF trigger": "CREATE TABLE t (a INT);\nCREATE TABLE log (x INT);\n"
+    "CREATE TRIGGER tr AFTER INSERT ON t WHEN new.a > 0 BEGIN INSERT INTO log VALUES (new.a);"
+    " END;\nCREATE VIEW v AS SELECT a FROM t;\n"
+    "CREATE TRIGGER tv INSTEAD OF INSERT ON v BEGIN INSERT INTO t (a) VALUES (new.a); END;",
+    "FTS5 external content and R*Tree": "CREATE TABLE d (id INTEGER PRIMARY KEY, body TEXT);\n"
+    "CREATE VIRTUAL TABLE f USING fts5(body, content='d', content_rowid='id',"
+    " tokenize = 'porter unicode61');\n"
+    "CREATE VIRTUAL TABLE r USING rtree(id, minx, maxx, miny, maxy);",
+    "quoted, unicode and keyword names": 'CREATE TABLE "Ünï cödé" ("sélect" INT, "a""b" TEXT,'
+    ' [order] INT, `group` INT);\nCREATE INDEX "ïdx" ON "Ünï cödé" ("sélect");\n'
+    'CREATE VIEW "select" AS SELECT "order" FROM "Ünï cödé";',
+    "comments and odd whitespace": "CREATE TABLE t ( -- the id\n  a INTEGER PRIMARY KEY,"
+    " /* b */\n\tb   TEXT\n) ;\nCREATE   INDEX\n i ON t(b) ; -- x\n",
+    "affinities spelled differently": "CREATE TABLE t (a VARCHAR(255), b DOUBLE PRECISION,"
+    " c UNSIGNED BIG INT, d NVARCHAR(10), e BOOLEAN, f DATETIME, g DECIMAL(10,5), h blob, i);",
+    "defaults": "CREATE TABLE t (a TEXT DEFAULT CURRENT_TIMESTAMP, b INT DEFAULT (1+2),"
+    " c INT DEFAULT -5, d TEXT DEFAULT 'it''s', e REAL DEFAULT +1.5, f BLOB DEFAULT x'00ff',"
+    " h INT DEFAULT NULL, i TEXT DEFAULT (datetime('now')), j INT DEFAULT TRUE);",
+    "autoincrement": "CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT);",
+}
+
+GROWN = {
+    "renamed table": (
+        "CREATE TABLE old (a INT, b TEXT);\nALTER TABLE old RENAME TO users;",
+        "CREATE TABLE users (a INT, b TEXT);",
+    ),
+    "renamed column with its index and check": (
+        "CREATE TABLE t (a INT, b INT CHECK (b > 0));\nCREATE INDEX i ON t (b);\n"
+        "ALTER TABLE t RENAME COLUMN b TO c;",
+        "CREATE TABLE t (a INT, c INT CHECK (c > 0));\nCREATE INDEX i ON t (c);",
+    ),
+    "renamed parent of a foreign key, a view and a trigger": (
+        "CREATE TABLE p (id INTEGER PRIMARY KEY);\nCREATE TABLE c (pid INT REFERENCES p (id));\n"
+        "CREATE VIEW v AS SELECT id FROM p;\nCREATE TABLE l (x);\n"
+        "CREATE TRIGGER tr AFTER INSERT ON p BEGIN INSERT INTO l VALUES (new.id); END;\n"
+        "ALTER TABLE p RENAME TO parent;",
+        "CREATE TABLE parent (id INTEGER PRIMARY KEY);\n"
+        "CREATE TABLE c (pid INT REFERENCES parent (id));\n"
+        "CREATE VIEW v AS SELECT id FROM parent;\nCREATE TABLE l (x);\n"
+        "CREATE TRIGGER tr AFTER INSERT ON parent BEGIN INSERT INTO l VALUES (new.id); END;",
+    ),
+    "added and dropped columns": (
+        "CREATE TABLE t (a INT, x INT);\nALTER TABLE t ADD COLUMN b TEXT DEFAULT 'x';\n"
+        "ALTER TABLE t DROP COLUMN x;",
+        "CREATE TABLE t (a INT, b TEXT DEFAULT 'x');",
+    ),
+    "renamed virtual table": (
+        "CREATE VIRTUAL TABLE f USING fts5(a);\nALTER TABLE f RENAME TO g;",
+        "CREATE VIRTUAL TABLE g USING fts5(a);",
+    ),
+    "virtual table in other letters' case and spacing": (
+        "create virtual table f using FTS5 ( a , b );",
+        "CREATE VIRTUAL TABLE f USING fts5(a, b);",
+    ),
+    "quoted names and lower-case keywords": (
+        'create table "t" ("a" integer primary key autoincrement, [b] text not null'
+        " default 'x', `c` int) strict;\n"
+        'create trigger "tr" after insert on "t" begin select 1; end;',
+        "CREATE TABLE t (a INTEGER PRIMARY KEY AUTOINCREMENT, b TEXT NOT NULL DEFAULT 'x',"
+        " c INT) STRICT;\nCREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END;",
+    ),
+    "a table's comment differs": (
+        "CREATE TABLE t (a INT, -- the key\n b TEXT /* free text */);",
+        "CREATE TABLE t (a INT, b TEXT);",
+    ),
+    "a view's comment differs": (
+        "CREATE TABLE t (a INT);\nCREATE VIEW v AS SELECT a -- only a\n FROM t;",
+        "CREATE TABLE t (a INT);\nCREATE VIEW v AS SELECT a FROM t;",
+    ),
+    "a trigger's comment and line breaks differ": (
+        "CREATE TABLE t (a INT);\nCREATE TRIGGER tr AFTER INSERT ON t\nBEGIN -- log it\n"
+        "  SELECT 1;\nEND;",
+        "CREATE TABLE t (a INT);\nCREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END;",
+    ),
+}
+
+
+def _plan(tmp_path: Path, live: str, desired: str) -> list[str]:
+    path = tmp_path / "t.db"
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.executescript(live)
+    raw.close()
+    with open_target(f"sqlite:///{path}") as t:
+        return [s.sql for s in planner.plan(t, desired).statements]
+
+
+@pytest.mark.parametrize("name", sorted(ITSELF))
+def test_a_schema_planned_against_itself_is_no_change(tmp_path: Path, name: str) -> None:
+    assert _plan(tmp_path, ITSELF[name], ITSELF[name]) == []
+
+
+@pytest.mark.parametrize("name", sorted(GROWN))
+def test_a_database_grown_or_spelled_otherwise_is_no_change(tmp_path: Path, name: str) -> None:
+    live, desired = GROWN[name]
+    assert _plan(tmp_path, live, desired) == []
+
+
+def test_a_changed_string_in_a_trigger_is_still_a_change(tmp_path: Path) -> None:
+    """Folding case and comments stops at quotes: 'Neg' and 'neg' are different values."""
+    live = "CREATE TABLE t (a INT);\nCREATE TRIGGER tr BEFORE INSERT ON t WHEN new.a < 0"
+    live += " BEGIN SELECT RAISE(ABORT, 'Neg'); END;"
+    assert _plan(tmp_path, live, live.replace("'Neg'", "'neg'")) != []
