@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from ptah.engines.base import Target
+from ptah.engines.base import EngineError, Target
 from ptah.engines.model import (
     DEFAULT_POLICY,
     NEW,
@@ -25,6 +25,12 @@ from ptah.engines.postgres import online as pgonline
 from ptah.engines.postgres import probe as pgprobe
 from ptah.engines.postgres import scratch
 from ptah.engines.urls import DbUrl
+
+# How long a reading of the target waits for a lock another session holds on one of its
+# relations (some catalog functions lock what they describe: pg_get_indexdef). Unbounded,
+# a reading behind a long transaction waited for as long, holding the locks it took
+# before: an ALTER queued behind those would stop the application's queries too.
+READ_LOCK_SECONDS = 10.0
 
 
 class PostgresOps:
@@ -54,13 +60,22 @@ class PostgresOps:
         ``reuse``, the digest is read first, in the same snapshot, and what ``reuse``
         gives for it is returned instead of reading the schema again."""
         conn = target.connection
-        with conn.transaction(force_rollback=True):
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            if reuse is None:
-                return pginspect.inspect(conn), None
-            digest = pgprobe.probe(conn)
-            cached = reuse(digest)
-            return (cached if cached is not None else pginspect.inspect(conn)), digest
+        try:
+            with conn.transaction(force_rollback=True):
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                conn.execute(f"SET LOCAL lock_timeout = '{int(READ_LOCK_SECONDS * 1000)}ms'")
+                if reuse is None:
+                    return pginspect.inspect(conn), None
+                digest = pgprobe.probe(conn)
+                cached = reuse(digest)
+                return (cached if cached is not None else pginspect.inspect(conn)), digest
+        except psycopg.errors.LockNotAvailable:
+            raise EngineError(
+                f"reading the database's schema waited {READ_LOCK_SECONDS:g} s for a lock another"
+                " session holds (a long transaction, a running ALTER); nothing was changed, and"
+                " it is read again later",
+                reason="LockBusy",
+            ) from None
 
     def reserve_scratch(self, target: Target, dev_url: DbUrl | None) -> None:
         """Create the temporary scratch while the planner confines the source (without a
