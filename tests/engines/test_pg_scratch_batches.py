@@ -45,6 +45,8 @@ def test_batched_load_plans_what_one_transaction_plans(
     [
         "CREATE TABLE app.broken (id bigint REFERENCES app.nowhere(id));",  # no position
         "CREATE TABLE app.broken (id bigint,, name text);",  # a syntax error's position
+        # ... at the end of its line: a position read a few characters off names the next
+        "CREATE TABLE app.broken (id bigint,,\n  name text);",
     ],
 )
 def test_a_failure_in_a_later_batch_names_its_line(

@@ -126,6 +126,12 @@ def _inspect(conn: Any, bound: deadline.Deadline, committed: bool) -> Schema:
         raise _failed(exc, None, bound) from None
 
 
+# What a committed part is sent between (see :class:`_Loader`); a position the server
+# reports in it is shifted by the opening's length.
+_OPEN = "BEGIN;\n"
+_CLOSE = "\n;COMMIT"
+
+
 class _Loader:
     """Sends the statements the check let through to a temporary scratch, on a thread of
     its own: the server loads one part of the file while the client checks the next
@@ -179,12 +185,18 @@ class _Loader:
                         last = min(self.sent + self.size, count)
                         part = self.load.part(self.sent, last)
                         try:
-                            if self.committed:
-                                with self.conn.transaction():
-                                    cur.execute(part.sql.encode())  # one simple-query trip
-                            else:
-                                cur.execute(part.sql.encode())
+                            # One simple-query round trip each (a committed part opens and
+                            # ends its transaction in it: a BEGIN and a COMMIT of their own
+                            # were two more, each waiting for the interpreter).
+                            cur.execute(
+                                f"{_OPEN}{part.sql}{_CLOSE}".encode()
+                                if self.committed
+                                else part.sql.encode()
+                            )
                         except psycopg.Error as exc:
+                            if self.committed:  # the part's transaction, failed, is ended
+                                with contextlib.suppress(psycopg.Error):
+                                    cur.execute("ROLLBACK")
                             self.failure = (exc, part)
                             return
                         self.sent = last
@@ -231,9 +243,10 @@ def _load_checked(
         if loader.failure is not None:
             exc, part = loader.failure
             position = getattr(exc.diag, "statement_position", None)
+            at = int(position) - (len(_OPEN) if committed else 0) if position else 0
             line: int | None
-            if position:
-                line = part.line_of(int(position))
+            if at > 0:
+                line = part.line_of(at)
             elif committed:  # the parts before it are committed: replay this one alone
                 line = _locate(conn, part, bound)
             else:  # the transaction is gone: replay the file up to the part that failed
