@@ -849,6 +849,14 @@ class _Diff:
                 table = owned.rsplit(".", 1)[0]
                 self.extra_deps[node] = {f"sequence:{name}", f"table:{table}"}
                 self.create(node, f"ALTER SEQUENCE {name} OWNED BY {owned}")
+                table, col = owned.rsplit(".", 1)
+                held = self.cur.get("table", {}).get(table, {}).get("columns", {})
+                if (
+                    name not in cur
+                    and held.get(col, {}).get("type") in ("smallint", "integer", "bigint")
+                    and (table, col) not in self.ch.readded
+                ):
+                    self.past_rows(node, name, want[name], table, col)
             elif not owned and name in cur and cur[name]["ownedBy"]:
                 self.create(node, f"ALTER SEQUENCE {name} OWNED BY NONE")
 
@@ -1366,17 +1374,26 @@ class _Diff:
 
     def identity_past_rows(self, table: str, col: str, new: dict[str, Any]) -> None:
         """An identity added to a column that already holds values (a ``serial`` made an
-        identity) starts at its START: the next insert would take a value a row has (a
+        identity; an identity made a ``serial`` is the same, :meth:`sequences`) starts at
+        its START: the next insert would take a value a row has (a
         duplicate key, or two rows under one id). Its sequence is moved past the column's
         largest value, as a migration by hand does; ascending identities only (a
         descending one counts down from its START, below the rows). The sequence's
         position is no part of the schema: the plan's fingerprint is the same."""
         seq = new.get("identitySequence") or {}
-        if not seq.get("name") or int(seq.get("increment", 1)) <= 0:
+        if seq.get("name"):
+            self.past_rows(f"table:{table}", seq["name"], seq, table, col)
+
+    def past_rows(
+        self, node: str, sequence: str, seq: dict[str, Any], table: str, col: str
+    ) -> None:
+        """A new sequence that numbers a column with values already (an identity added,
+        a serial's sequence created for it): moved past the column's largest value."""
+        if int(seq.get("increment", 1)) <= 0:
             return
         self.create(
-            f"table:{table}",
-            f"SELECT pg_catalog.setval({_lit(seq['name'])}, max({col})) FROM {table}"
+            node,
+            f"SELECT pg_catalog.setval({_lit(sequence)}, max({col})) FROM {table}"
             f" HAVING max({col}) IS NOT NULL",
             DATA_DEPENDENT,
         )
