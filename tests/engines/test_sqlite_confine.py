@@ -52,3 +52,24 @@ def test_a_statement_that_runs_on_is_interrupted_and_named(
         planner.plan(t, desired)
     message = str(caught.value)
     assert "line 2" in message and "interrupted" in message and "\n" not in message, message
+
+
+BULK = {
+    "rows beyond the scratch's size": "CREATE TABLE t (b BLOB);\nWITH RECURSIVE r(n) AS"
+    " (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 300)"
+    " INSERT INTO t SELECT zeroblob(1000000) FROM r;",
+    "one value beyond the value bound": "CREATE TABLE t (a INT);\n"
+    "SELECT length(zeroblob(20000000));",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BULK))
+def test_a_file_that_fills_the_scratch_is_refused_at_its_line(tmp_path: Path, name: str) -> None:
+    """The scratch holds a schema: 256 MB in all, 16 MB a value (ops.SCRATCH_BYTES,
+    VALUE_BYTES), not the memory of the process that plans."""
+    url = f"sqlite:///{tmp_path}/t.db"
+    with open_target(url) as t, pytest.raises(EngineError) as caught:
+        planner.plan(t, BULK[name])
+    message = str(caught.value)
+    assert "line 2" in message and "\n" not in message, message
+    assert "full" in message or "too big" in message, message

@@ -29,6 +29,25 @@ def _violations(conn: sqlite3.Connection) -> dict[tuple[str, str], int]:
     return counts
 
 
+# The scratch holds the desired file's schema, not data: a bound on its size and on any
+# one value stops a file (INSERT ... SELECT of a recursive query, zeroblob) from
+# filling the memory of the process that plans (the CLI, the runner's Pod) before the
+# load's deadline. 10,000 tables with their indexes take some 20 MB.
+SCRATCH_BYTES = 256 * 1024 * 1024
+VALUE_BYTES = 16 * 1024 * 1024
+
+
+def _scratch() -> sqlite3.Connection:
+    """An in-memory database with those bounds (the file cannot lift them: ``PRAGMA
+    max_page_count = ...`` writes a setting and is refused)."""
+    scratch = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    scratch.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, VALUE_BYTES)
+    scratch.execute("PRAGMA temp_store = MEMORY")
+    page_size = scratch.execute("PRAGMA page_size").fetchone()[0]
+    scratch.execute(f"PRAGMA max_page_count = {SCRATCH_BYTES // page_size}")
+    return scratch
+
+
 class SqliteOps:
     def version_key(self, target: Target) -> str:
         return f"sqlite-{sqlite3.sqlite_version}"
@@ -60,13 +79,14 @@ class SqliteOps:
         mismatch``) are refused here: every write to such a table fails, the
         apply's own check included.
         """
-        scratch = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        scratch = _scratch()
         try:
             scratch.set_authorizer(sqconfine.authorizer)
             with deadline.bounded(scratch.interrupt) as bound:
                 for statement in confine.split(desired_sql, "sqlite"):
                     try:
-                        scratch.execute(statement.text).fetchall()
+                        for _row in scratch.execute(statement.text):
+                            pass  # a SELECT's rows are run through, not held
                     except sqlite3.Error as exc:
                         why = str(exc)
                         if bound.expired:
