@@ -316,3 +316,21 @@ def test_policy_ignore_lets_an_unmanaged_kind_through(pg_db: str) -> None:
     with open_target(pg_db) as t:
         plan = planner.plan(t, sql, policy=SchemaPolicy(ignore=("statistics object",)))
     assert plan.statements and not any("STATISTICS" in s.sql for s in plan.statements)
+
+
+def test_create_index_concurrently_in_the_desired_file_loads(pg_db: str) -> None:
+    """Hand-written schema files build indexes CONCURRENTLY; the scratch's loading
+    transaction refused the word (the index is the same without it), and an error after
+    it still names its own line."""
+    sql = (
+        BASE + "/* by hand */ create unique index concurrently t_a ON public.t (a);\n"
+        "CREATE INDEX CONCURRENTLY IF NOT EXISTS t_b ON public.t (b);\n"
+    )
+    with open_target(pg_db) as t:
+        plan = planner.plan(t, sql)
+        assert "CREATE UNIQUE INDEX t_a ON public.t USING btree (a)" in [
+            s.sql for s in plan.statements
+        ]
+        with pytest.raises(Exception) as err:
+            planner.plan(t, sql + "CREATE INDEX t_c ON public.t (no_such_column);\n")
+    assert "line 4 of the desired file" in str(err.value)

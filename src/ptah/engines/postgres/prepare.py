@@ -10,6 +10,8 @@ database. What is left to decide is policy, statement by statement:
 * pg_dump's ``\\restrict``/``\\unrestrict`` lines (psql-only guards) are left out;
 * ``COPY ... FROM STDIN`` (a dump with its rows) is refused with its line: rows are not
   a schema, and the rows that follow the statement are not SQL;
+* ``CREATE INDEX CONCURRENTLY`` loads as ``CREATE INDEX`` (the same index; the word
+  cannot run in the loading transaction);
 * top-level transaction control (``BEGIN``/``START TRANSACTION``/``COMMIT``/
   ``END``) is left out with a warning: the whole file loads in one transaction
   that is always rolled back, and a ``COMMIT`` in it would end that
@@ -36,6 +38,12 @@ _OWNER_TO = re.compile(
 )
 _COPY_STDIN = re.compile(r"\ACOPY\s.*\sFROM\s+STDIN\b", re.DOTALL | re.IGNORECASE)
 _TRANSACTION = re.compile(r"\A(?:BEGIN|COMMIT|END|START\s+TRANSACTION)\b", re.IGNORECASE)
+# CREATE INDEX CONCURRENTLY cannot run in the loading transaction; the index it makes is
+# the same without the word (how the plan builds it is the plan's: online indexes).
+_CONCURRENT_INDEX = re.compile(
+    r"\A((?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/)*CREATE\s+(?:UNIQUE\s+)?INDEX\s+)CONCURRENTLY\b",
+    re.DOTALL | re.IGNORECASE,
+)
 
 
 @dataclass
@@ -71,6 +79,15 @@ def _body(text: str) -> str:
     return text[_LEADING_COMMENTS.match(text).end() :]  # type: ignore[union-attr]
 
 
+def loadable(text: str) -> str:
+    """The statement as the loading transaction runs it: ``CONCURRENTLY`` of a ``CREATE
+    INDEX`` blanked, not cut, so positions the server reports keep their lines."""
+    m = _CONCURRENT_INDEX.match(text)
+    if m is None:
+        return text
+    return text[: m.end(1)] + " " * len("CONCURRENTLY") + text[m.end() :]
+
+
 def prepare(statements: list[Statement], ownership: str = "ignore") -> Load:
     kept: list[Statement] = []
     warnings: list[str] = []
@@ -104,7 +121,7 @@ def prepare(statements: list[Statement], ownership: str = "ignore") -> Load:
     pos = 0
     for stmt in kept:
         offsets.append(pos)
-        piece = stmt.text + "\n;\n"
+        piece = loadable(stmt.text) + "\n;\n"
         parts.append(piece)
         pos += len(piece)
     return Load("".join(parts), kept, offsets, warnings)

@@ -82,7 +82,7 @@ def _locate(conn: Any, load: prepare.Load, bound: deadline.Deadline) -> int | No
                 with conn.transaction():
                     if slow:
                         cur.execute(slow)
-                    cur.execute(stmt.text.encode())
+                    cur.execute(prepare.loadable(stmt.text).encode())
             except psycopg.Error:
                 return stmt.line
     return None
