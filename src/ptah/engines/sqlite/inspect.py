@@ -9,6 +9,7 @@ fallback when sqlglot cannot parse a statement.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import sqlite3
@@ -104,11 +105,14 @@ def parse(sql: str) -> exp.Expression | None:
     return result
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def canonical_sql(sql: str) -> str:
     """The spelling definitions are compared in: sqlglot's rendering, or :func:`fold`.
 
     A virtual table's arguments belong to its module (sqlglot reads ``fts5(...)`` as
-    a call and keeps the module name's case): folded, not rendered."""
+    a call and keeps the module name's case): folded, not rendered. Remembered by text:
+    a plan reads each definition twice (the target's and the scratch's, most often the
+    same text), at some 2 ms a parse."""
     tree = None if _VIRTUAL.match(sql) else parse(sql)
     core, options = table_options(sql)
     base = fold(core, lower=True) if tree is None else fold(tree.sql(dialect="sqlite"))
