@@ -375,10 +375,54 @@ def test_a_desired_file_with_comments_before_its_statement_is_planned(tmp_path: 
     desired = tmp_path / "desired.sql"
     desired.write_text("\ufeff-- schema\n/* x */ ;\nCREATE TABLE a (id INTEGER);\n")
     proc = subprocess.run(
-        [sys.executable, "-m", "ptah.cli.main", "plan", "--desired", str(desired), "--url", f"sqlite:///{tmp_path}/app.db"],
+        [
+            sys.executable,
+            "-m",
+            "ptah.cli.main",
+            "plan",
+            "--desired",
+            str(desired),
+            "--url",
+            f"sqlite:///{tmp_path}/app.db",
+        ],
         env=_env(None),
         capture_output=True,
         text=True,
     )
     assert proc.returncode == 0, proc.stderr
     assert "CREATE TABLE a (id INTEGER);" in proc.stdout
+
+
+def _damaged(path: Path, how: str) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.executescript("".join(f"CREATE TABLE t{i} (a INT, b TEXT);" for i in range(50)))
+    conn.close()
+    data = bytearray(path.read_bytes())
+    if how == "schema page overwritten":
+        data[200:4000] = b"A" * 3800
+    else:
+        data = data[: len(data) // 2]
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("how", ["schema page overwritten", "truncated"])
+def test_a_damaged_sqlite_file_is_not_a_database_for_both_commands(
+    tmp_path: Path, how: str
+) -> None:
+    """A damaged file was InternalError with a traceback (schema page overwritten) or the
+    transient TargetUnavailable (truncated), which the operator retries for ever."""
+    db = tmp_path / "app.db"
+    _damaged(db, how)
+    desired = tmp_path / "desired.sql"
+    desired.write_text("CREATE TABLE a (id INTEGER PRIMARY KEY);\n")
+    url = f"sqlite:///{db}"
+    for command in (
+        ["ptah.cli.main", "plan", "--url", url, "--desired", str(desired)],
+        ["ptah.runner.main", "plan", "--operation-id", "op-d", "--desired", str(desired)],
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-m", *command], env=_env(url), capture_output=True, text=True
+        )
+        line = _one_line(proc.stderr)
+        assert "is not a usable SQLite database (database disk image is malformed)" in line
+        assert proc.returncode == failures.NOT_A_DATABASE.exit_code, (command, line)

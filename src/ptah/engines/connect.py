@@ -89,9 +89,10 @@ def _open_sqlite(parsed: DbUrl) -> Target:
             )
     target = SqliteTarget.open(parsed)
     try:
-        # SQLite reads the file only when first asked: make "not a database" an
-        # opening failure, not a surprise half-way through an operation.
-        target.connection.execute("PRAGMA schema_version").fetchone()
+        # SQLite reads the file only when first asked: make "not a database" (or a
+        # schema it cannot read: a damaged file) an opening failure, not a surprise
+        # half-way through an operation.
+        target.connection.execute("SELECT count(sql) FROM sqlite_master").fetchone()
     except Exception:
         target.close()
         raise
@@ -118,6 +119,12 @@ def classify(exc: BaseException, url: DbUrl) -> TargetUnavailable:
         if name == "SQLITE_NOTADB" or "not a database" in text:
             return TargetUnavailable(
                 f"{where} is not an SQLite database ({detail})", failures.NOT_A_DATABASE.reason
+            )
+        if name == "SQLITE_CORRUPT" or "malformed" in text:
+            # Damaged, not busy: trying again cannot help (TargetUnavailable is transient).
+            return TargetUnavailable(
+                f"{where} is not a usable SQLite database ({detail})",
+                failures.NOT_A_DATABASE.reason,
             )
         return TargetUnavailable(
             f"cannot open the SQLite database {where}: {detail}", failures.UNREACHABLE.reason
