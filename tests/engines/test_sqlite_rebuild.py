@@ -132,6 +132,20 @@ CASES = {
         "SELECT name, (SELECT n FROM users WHERE id = 1) FROM sqlite_master WHERE type = 'table'",
         [("users", "x")],
     ),
+    "a generated column that becomes a plain one keeps its values": Case(
+        "CREATE TABLE t (a INT, g INT GENERATED ALWAYS AS (a * 2) STORED);",
+        "CREATE TABLE t (a INT, g INT);",
+        "INSERT INTO t (a) VALUES (3);",
+        "SELECT a, g FROM t",
+        [(3, 6)],
+    ),
+    "a plain column that becomes a generated one": Case(
+        "CREATE TABLE t (a INT, g INT);",
+        "CREATE TABLE t (a INT, g INT GENERATED ALWAYS AS (a * 2) VIRTUAL);",
+        "INSERT INTO t VALUES (3, 99);",
+        "SELECT a, g FROM t",
+        [(3, 6)],
+    ),
     "a table created with comments and main. before its name": Case(
         "CREATE /* c */ TABLE main.t (a INT);",
         "CREATE /* c */ TABLE -- x\n main . t (a INT, b INT UNIQUE);",

@@ -155,7 +155,7 @@ def _copy(name: str, tmp: str, cur: dict[str, Any], want: dict[str, Any]) -> lis
                 return []
             return [f"INSERT INTO {q(tmp)} ({q(tmp)}) VALUES ('rebuild')"]
     # SQLite's names are case-insensitive: "Name" and "name" are one column.
-    old_columns = {c.lower(): c for c in cur["_columns"]}
+    old_columns = {c.lower(): c for c in cur.get("_readable", cur["_columns"])}
     common = [c for c in want["_columns"] if c.lower() in old_columns]
     targets = [q(c) for c in common]
     sources = [q(old_columns[c.lower()]) for c in common]

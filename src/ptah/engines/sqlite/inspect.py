@@ -216,6 +216,8 @@ def inspect(conn: sqlite3.Connection) -> Schema:
             cols = conn.execute(f'PRAGMA table_xinfo("{quoted}")').fetchall()
             # Generated columns (hidden 2, 3) cannot be copied into: only plain ones.
             entry["_columns"] = [c[1] for c in cols if c[6] == 0]
+            # ... but they can be read: a column that stops being generated keeps its values.
+            entry["_readable"] = [c[1] for c in cols if c[6] in (0, 2, 3)]
         else:
             entry["table"] = table
         if kind in schema:
