@@ -73,3 +73,27 @@ def test_a_file_that_fills_the_scratch_is_refused_at_its_line(tmp_path: Path, na
     message = str(caught.value)
     assert "line 2" in message and "\n" not in message, message
     assert "full" in message or "too big" in message, message
+
+
+QUOTED_CALLS = {
+    "double-quoted, in a trigger": "CREATE TABLE t (a INT);\nCREATE TRIGGER tr AFTER INSERT"
+    " ON t BEGIN SELECT \"load_extension\"('/tmp/x.so'); END;",
+    "bracketed, in a view": "CREATE TABLE t (a INT);\n"
+    "CREATE VIEW v AS SELECT [load_extension]('/tmp/x.so');",
+    "backticked, in a default": "CREATE TABLE t (a INT);\n"
+    "CREATE TABLE u (b BLOB DEFAULT (`readfile`('/etc/passwd')));",
+    "upper case and quoted, in a check": "CREATE TABLE t (a INT);\n"
+    'CREATE TABLE u (b TEXT CHECK ("FTS3_TOKENIZER"(b) IS NULL));',
+}
+
+
+@pytest.mark.parametrize("name", sorted(QUOTED_CALLS))
+def test_a_function_called_by_a_quoted_name_is_refused(tmp_path: Path, name: str) -> None:
+    """SQLite calls "load_extension"(...) as load_extension(...); in a trigger or a view
+    nothing calls it while the scratch loads, so the authorizer never sees it: the plan
+    would create it on the target, where it runs when the trigger fires."""
+    url = f"sqlite:///{tmp_path}/t.db"
+    with open_target(url) as t, pytest.raises(PlanError) as caught:
+        planner.plan(t, QUOTED_CALLS[name])
+    message = str(caught.value)
+    assert "line 2" in message and "reaches outside the database" in message, message

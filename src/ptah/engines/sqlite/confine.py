@@ -112,7 +112,10 @@ def refusal(words: list[Word], text: str) -> str | None:
     if why:
         return why
     for i, w in enumerate(words[:-1]):
-        if w.kind == "word" and w.text.lower() in OUTSIDE_FUNCTIONS and words[i + 1].punct("("):
+        # A quoted name calls the function too: SQLite reads "load_extension"(...) and
+        # [load_extension](...) as load_extension(...).
+        called = w.kind in ("word", "ident") and words[i + 1].punct("(")
+        if called and w.text.lower() in OUTSIDE_FUNCTIONS:
             return f"calls {w.text.lower()}(), which reaches outside the database"
     if words and words[0].is_("PRAGMA"):
         return None
