@@ -97,3 +97,37 @@ def test_a_function_called_by_a_quoted_name_is_refused(tmp_path: Path, name: str
         planner.plan(t, QUOTED_CALLS[name])
     message = str(caught.value)
     assert "line 2" in message and "reaches outside the database" in message, message
+
+
+OUTSIDE_TABLES = {
+    "fsdir in a trigger": "CREATE TABLE t (a INT);\nCREATE TRIGGER tr AFTER INSERT ON t BEGIN"
+    " INSERT INTO t SELECT length(name) FROM fsdir('/etc'); END;",
+    "zipfile joined in a view": "CREATE TABLE t (a INT);\n"
+    "CREATE VIEW v AS SELECT name FROM t, zipfile('/tmp/x.zip');",
+    "raw pages written by a trigger": "CREATE TABLE t (a INT);\nCREATE TRIGGER tr AFTER INSERT"
+    ' ON t BEGIN UPDATE "sqlite_dbpage" SET data = zeroblob(4096) WHERE pgno = 1; END;',
+    "a csv virtual table": "CREATE TABLE t (a INT);\n"
+    "CREATE VIRTUAL TABLE c USING csv(filename='/etc/passwd');",
+}
+OWN_NAMES = (
+    "CREATE TABLE csv (a INTEGER PRIMARY KEY, zipfile TEXT, fsdir INT);\n"
+    "CREATE TABLE zipfile (b INT REFERENCES csv (a));\n"
+    "CREATE VIEW v AS SELECT zipfile, fsdir FROM csv;\n"
+    "CREATE TRIGGER tr AFTER INSERT ON csv BEGIN INSERT INTO zipfile (b) VALUES (new.a); END;\n"
+)
+
+
+@pytest.mark.parametrize("name", sorted(OUTSIDE_TABLES))
+def test_tables_and_modules_that_reach_files_are_refused(tmp_path: Path, name: str) -> None:
+    """Absent from Python's sqlite3, they load in the scratch inside a trigger or view,
+    and would read files or write raw pages on a target whose build has them."""
+    url = f"sqlite:///{tmp_path}/t.db"
+    with open_target(url) as t, pytest.raises((PlanError, EngineError)) as caught:
+        planner.plan(t, OUTSIDE_TABLES[name])
+    message = str(caught.value)
+    assert "line 2" in message and "reaches outside the database" in message, message
+
+
+def test_the_files_own_objects_may_have_those_names(tmp_path: Path) -> None:
+    with open_target(f"sqlite:///{tmp_path}/t.db") as t:
+        assert len(planner.plan(t, OWN_NAMES).statements) == 4

@@ -104,6 +104,38 @@ def _creates_temporary_trigger(words: list[Word], i: int) -> bool:
 # Functions that read or write files or load code (most are absent from Python's
 # sqlite3, but a build may have them).
 OUTSIDE_FUNCTIONS = {"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"}
+# Tables, table-valued functions and virtual-table modules that read or write files or
+# the database's raw pages (SQLite's dbpage, fileio, zipfile and csv extensions: absent
+# from Python's sqlite3, so a trigger or view naming them loads in the scratch, and would
+# run them on a target whose build has them). The raw-page tables' names are reserved
+# (sqlite_*): named anywhere a table is, they are SQLite's; the others are refused
+# where they can only be SQLite's (called, or a module): a table of the file may be
+# named csv.
+RAW_PAGE_TABLES = {"sqlite_dbpage", "sqlite_dbdata", "sqlite_dbptr"}
+FILE_TABLE_FUNCTIONS = {"fsdir", "zipfile"} | RAW_PAGE_TABLES
+FILE_MODULES = {"csv", "fileio"} | FILE_TABLE_FUNCTIONS
+_TABLE_POSITIONS = {"FROM", "JOIN", "INTO", "UPDATE"}
+# Words before a name with parentheses that is the file's own table: CREATE TABLE
+# zipfile (...), INSERT INTO zipfile (...), REFERENCES zipfile (...).
+_NAMING_POSITIONS = ("TABLE", "EXISTS", "INTO", "ON", "REFERENCES")
+
+
+def _outside_table(words: list[Word], i: int) -> bool:
+    w = words[i]
+    if w.kind not in ("word", "ident") or i == 0:
+        return False
+    name, before = w.text.lower(), words[i - 1]
+    after = words[i + 1] if i + 1 < len(words) else None
+    return (
+        (name in RAW_PAGE_TABLES and (before.upper in _TABLE_POSITIONS or before.punct(",")))
+        or (
+            name in FILE_TABLE_FUNCTIONS
+            and after is not None
+            and after.punct("(")
+            and not before.is_(*_NAMING_POSITIONS)
+        )
+        or (name in FILE_MODULES and before.is_("USING"))
+    )
 
 
 def refusal(words: list[Word], text: str) -> str | None:
@@ -117,6 +149,9 @@ def refusal(words: list[Word], text: str) -> str | None:
         called = w.kind in ("word", "ident") and words[i + 1].punct("(")
         if called and w.text.lower() in OUTSIDE_FUNCTIONS:
             return f"calls {w.text.lower()}(), which reaches outside the database"
+    for i, w in enumerate(words):
+        if _outside_table(words, i):
+            return f"uses {w.text.lower()}, which reaches outside the database"
     if words and words[0].is_("PRAGMA"):
         return None
     for name in dotted_names(words):
