@@ -335,3 +335,35 @@ def test_identity_made_serial_goes_on_past_the_rows(pg_db: str) -> None:
     with open_target(pg_db) as t:
         row = t.connection.execute("INSERT INTO public.t (v) VALUES ('c') RETURNING id").fetchone()
         assert row == (3,)
+
+
+LOSSY = {
+    "numeric scale": ("numeric(12,2)", "numeric(12,0)"),
+    "unconstrained numeric": ("numeric", "numeric(10,2)"),
+    "float to integer": ("double precision", "integer"),
+    "timestamp to date": ("timestamp with time zone", "date"),
+    "seconds precision": ("timestamp(6) without time zone", "timestamp(0) without time zone"),
+    "time zone dropped": ("timestamp with time zone", "timestamp without time zone"),
+    "bigint to real": ("bigint", "real"),
+}
+KEEPS = {
+    "wider numeric": ("numeric(10,2)", "numeric(14,2)"),
+    "integer to bigint": ("integer", "bigint"),
+    "integer to numeric": ("integer", "numeric(12,2)"),
+    "longer varchar": ("character varying(5)", "character varying(10)"),
+    "shorter varchar (fails, not cut)": ("text", "character varying(5)"),
+    "finer timestamp": ("timestamp(0) without time zone", "timestamp without time zone"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOSSY) + sorted(KEEPS))
+def test_type_change_that_changes_values_is_destructive(pg_db: str, name: str) -> None:
+    """The server's assignment cast rounds 1.55 to 2 and 2.5 to 2, cuts a timestamp to
+    its date, reads a timestamptz again in the session's zone, all without an error:
+    planned as if nothing were lost, the values changed silently."""
+    old, new = LOSSY.get(name) or KEEPS[name]
+    apply_plan(pg_db, f"CREATE TABLE public.t (v {old});")
+    with open_target(pg_db) as t:
+        (stmt,) = planner.plan(t, f"CREATE TABLE public.t (v {new});").statements
+    assert stmt.sql == f"ALTER TABLE public.t ALTER COLUMN v TYPE {new}"
+    assert (DESTRUCTIVE in stmt.hazards) == (name in LOSSY)

@@ -21,6 +21,7 @@ existing rows.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -1270,11 +1271,14 @@ class _Diff:
         if old["type"] != new["type"] or old["collation"] != new["collation"]:
             self.row_type_kept(table, f"ALTER COLUMN {col} TYPE")
             coll = f" COLLATE {new['collation']}" if new["collation"] else ""
+            # A conversion that changes values without an error loses data: destructive.
+            lossy = (DESTRUCTIVE,) if _narrows(old["type"], new["type"]) else ()
             self.locking(
                 node,
                 f"{at} TYPE {new['type']}{coll}",
                 ACCESS_EXCLUSIVE,
                 REWRITES_TABLE,
+                *lossy,
                 DATA_DEPENDENT,
                 LOCK_HEAVY,
             )
@@ -2097,6 +2101,57 @@ def _attributes_in_place(old: list[list[str]], new: list[list[str]]) -> bool:
     now = [a[0] for a in new]
     kept = [a for a in now if a in was]
     return kept == [a for a in was if a in now] and now[: len(kept)] == kept
+
+
+_TYPE = re.compile(
+    r"\A(?P<name>[a-z ]+?)(?:\((?P<mods>[0-9, ]+)\))?(?P<zone> with(?:out)? time zone)?\Z"
+)
+_INTEGERS = {"smallint", "integer", "bigint"}
+_TIMES = {"timestamp", "time", "interval"}
+
+
+def _narrows(old: str, new: str) -> str | None:
+    """What a column's values lose without an error when ``ALTER COLUMN ... TYPE`` takes
+    them from the ``old`` type to the ``new`` one by the server's assignment cast
+    (``format_type`` spellings): digits rounded away (a smaller numeric scale, a float or
+    numeric made an integer or a float), time cut off (a date from a timestamp, a smaller
+    seconds precision) or read in the session's time zone. ``None`` where the server
+    keeps every value or fails on one that does not fit (a shorter ``varchar``, a
+    smaller integer): the apply then rolls back, nothing lost."""
+    if old.endswith("[]") != new.endswith("[]"):
+        return None
+    a, b = _TYPE.match(old.removesuffix("[]")), _TYPE.match(new.removesuffix("[]"))
+    if a is None or b is None:
+        return None
+    src, dst = a["name"], b["name"]
+    smods, dmods = (a["mods"] or "").split(","), (b["mods"] or "").split(",")
+    if dst == "numeric" and b["mods"]:
+        scale = int(dmods[1]) if len(dmods) > 1 else 0
+        if src == "numeric" and (not a["mods"] or (int(smods[1]) if len(smods) > 1 else 0) > scale):
+            return "digits past the new scale are rounded away"
+        if src in ("real", "double precision") and scale < 15:
+            return "digits past the new scale are rounded away"
+    if dst in _INTEGERS and (
+        src in ("real", "double precision")
+        or (src == "numeric" and (not a["mods"] or (len(smods) > 1 and int(smods[1]) > 0)))
+    ):
+        return "fractions are rounded away"
+    if dst == "real" and src in ("double precision", "numeric", "integer", "bigint"):
+        return "digits past a real's precision are rounded away"
+    if dst == "double precision" and src in ("numeric", "bigint"):
+        return "digits past a double's precision are rounded away"
+    if dst == "date" and src == "timestamp":
+        return "the time of day is cut off"
+    if dst == "time" and src == "timestamp":
+        return "the date is cut off"
+    if src == dst and src in _TIMES:
+        if a["zone"] != b["zone"] and src == "timestamp":
+            return "values are read again in the session's time zone"
+        was = int(a["mods"]) if a["mods"] else 6
+        now = int(b["mods"]) if b["mods"] else 6
+        if now < was:
+            return "fractions of a second are rounded away"
+    return None
 
 
 def _enum_refusal(name: str, old: list[str], new: list[str]) -> str:
