@@ -23,6 +23,7 @@ import pytest
 
 from ptah.engines import deadline
 from ptah.engines.connect import open_target
+from ptah.engines.urls import parse_url
 from ptah.runner import operations
 from ptah.runner.emit import Run
 from ptah.runner.frame import ResultFrame
@@ -69,9 +70,10 @@ def safety_net(pg_url: str) -> Iterator[str]:
 def _plan(url: str, sql: str, tmp_path: Path, dev_url: str | None = None) -> ResultFrame:
     desired = tmp_path / "desired.sql"
     desired.write_text(sql)
+    dev = parse_url(dev_url) if dev_url else None
     with open_target(url) as target:
-        run = Run.on(target, "plan", "op-deadline")
-        frame = ResultFrame.model_validate(operations.plan(run, str(desired), dev_url))
+        run = Run.on(target, "plan", "op-deadline", dev)
+        frame = ResultFrame.model_validate(operations.plan(run, str(desired), None))
     return frame
 
 
