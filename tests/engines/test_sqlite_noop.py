@@ -137,3 +137,17 @@ def test_a_changed_string_in_a_trigger_is_still_a_change(tmp_path: Path) -> None
     live = "CREATE TABLE t (a INT);\nCREATE TRIGGER tr BEFORE INSERT ON t WHEN new.a < 0"
     live += " BEGIN SELECT RAISE(ABORT, 'Neg'); END;"
     assert _plan(tmp_path, live, live.replace("'Neg'", "'neg'")) != []
+
+
+def test_objects_named_like_sqlites_own_are_planned(tmp_path: Path) -> None:
+    """Only sqlite_... is SQLite's: a LIKE 'sqlite_%' (its '_' any character) hid a table
+    named sqlitedata and an index named sqlite1 from both sides, so they were never
+    created."""
+    desired = (
+        "CREATE TABLE sqlitedata (x INT);\nCREATE INDEX sqlite1 ON sqlitedata (x);\n"
+        "CREATE TABLE s (id INTEGER PRIMARY KEY AUTOINCREMENT);\n"  # makes sqlite_sequence
+    )
+    planned = _plan(tmp_path, "CREATE TABLE a (x INT);", desired)
+    assert "CREATE TABLE sqlitedata (x INT)" in planned
+    assert "CREATE INDEX sqlite1 ON sqlitedata (x)" in planned
+    assert not any("sqlite_sequence" in s for s in planned), planned

@@ -204,7 +204,9 @@ def inspect(conn: sqlite3.Connection) -> Schema:
     schema: Schema = {"table": {}, "index": {}, "view": {}, "trigger": {}}
     rows = conn.execute(
         "SELECT type, name, tbl_name, sql FROM sqlite_master"
-        " WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY rowid"
+        # SQLite's own objects are named sqlite_... ('_' escaped: in LIKE it is any
+        # character, and a table named sqlitedata was invisible on both sides)
+        " WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY rowid"
     ).fetchall()
     shadow = _shadow_tables(conn)
     for kind, name, table, sql in rows:
