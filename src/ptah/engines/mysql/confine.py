@@ -272,6 +272,8 @@ def _listed_tables(words: list[Word]) -> str | None:
             x = words[i]
             if x.punct(";"):
                 break
+            if i > start and lists[-1] and x.kind == "word" and x.upper in _REFERENCES_OPEN:
+                break  # the next list's own scan reads on from here (linear, not quadratic)
             if x.kind == "word" and x.upper in _REFERENCES_END:
                 if len(lists) == 1:
                     break  # the list ends: WHERE, SET, ON...
