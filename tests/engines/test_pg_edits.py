@@ -345,6 +345,8 @@ LOSSY = {
     "seconds precision": ("timestamp(6) without time zone", "timestamp(0) without time zone"),
     "time zone dropped": ("timestamp with time zone", "timestamp without time zone"),
     "bigint to real": ("bigint", "real"),
+    "json to jsonb": ("json", "jsonb"),
+    "inet to cidr": ("inet", "cidr"),
 }
 KEEPS = {
     "wider numeric": ("numeric(10,2)", "numeric(14,2)"),

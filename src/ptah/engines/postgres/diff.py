@@ -2140,12 +2140,16 @@ def _narrows(old: str, new: str) -> str | None:
         return "digits past a real's precision are rounded away"
     if dst == "double precision" and src in ("numeric", "bigint"):
         return "digits past a double's precision are rounded away"
+    if (src, dst) == ("json", "jsonb"):
+        return "duplicate keys are dropped, keys and spaces rewritten"
+    if (src, dst) == ("inet", "cidr"):
+        return "host bits are cut off"
     if dst == "date" and src == "timestamp":
         return "the time of day is cut off"
     if dst == "time" and src == "timestamp":
         return "the date is cut off"
     if src == dst and src in _TIMES:
-        if a["zone"] != b["zone"] and src == "timestamp":
+        if a["zone"] != b["zone"] and src in ("timestamp", "time"):
             return "values are read again in the session's time zone"
         was = int(a["mods"]) if a["mods"] else 6
         now = int(b["mods"]) if b["mods"] else 6
