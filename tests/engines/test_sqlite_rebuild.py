@@ -146,6 +146,23 @@ CASES = {
         "SELECT a, g FROM t",
         [(3, 6)],
     ),
+    "unicode, keyword and quoted names": Case(
+        'CREATE TABLE "Ünï cödé" ("sélect" INT, "a""b" TEXT, [order] INT);\n'
+        'CREATE INDEX "ïdx" ON "Ünï cödé" ("sélect");',
+        'CREATE TABLE "Ünï cödé" ("sélect" INT, "a""b" TEXT, [order] INT, "from" INT UNIQUE);\n'
+        'CREATE INDEX "ïdx" ON "Ünï cödé" ("sélect");',
+        "INSERT INTO \"Ünï cödé\" VALUES (1, 'x', 2);",
+        'SELECT "sélect", "a""b", [order], "from" FROM "Ünï cödé"',
+        [(1, "x", 2, None)],
+    ),
+    "strict, without rowid and a self reference": Case(
+        "CREATE TABLE t (k TEXT PRIMARY KEY, up TEXT REFERENCES t (k)) STRICT, WITHOUT ROWID;",
+        "CREATE TABLE t (k TEXT PRIMARY KEY, up TEXT REFERENCES t (k) ON DELETE CASCADE,"
+        " n INT NOT NULL DEFAULT 0) STRICT, WITHOUT ROWID;",
+        "PRAGMA foreign_keys = ON; INSERT INTO t VALUES ('a', NULL), ('b', 'a');",
+        "SELECT k, up, n FROM t ORDER BY k",
+        [("a", None, 0), ("b", "a", 0)],
+    ),
     "a table created with comments and main. before its name": Case(
         "CREATE /* c */ TABLE main.t (a INT);",
         "CREATE /* c */ TABLE -- x\n main . t (a INT, b INT UNIQUE);",
@@ -166,7 +183,9 @@ def test_rebuild_keeps_what_the_table_had(tmp_path: Path, name: str) -> None:
     with open_target(f"sqlite:///{path}") as t:
         plan = planner.plan(t, case.after)
         assert plan.statements, "the change must plan something"
-        result = planner.apply(t, plan.statements, plan.fingerprint_before, True)
+        result = planner.apply(
+            t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
+        )
         assert result.outcome == "succeeded", result.message
         assert planner.plan(t, case.after).statements == [], [s.sql for s in plan.statements]
         assert t.connection.execute(case.query).fetchall() == case.expected
