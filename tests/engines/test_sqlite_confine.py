@@ -131,3 +131,35 @@ def test_tables_and_modules_that_reach_files_are_refused(tmp_path: Path, name: s
 def test_the_files_own_objects_may_have_those_names(tmp_path: Path) -> None:
     with open_target(f"sqlite:///{tmp_path}/t.db") as t:
         assert len(planner.plan(t, OWN_NAMES).statements) == 4
+
+
+FORGED_STATEMENTS = {
+    "attach": "ATTACH DATABASE '{dir}/other.db' AS other",
+    "an ordinary statement (control)": "CREATE TABLE other_copy AS SELECT 1 AS x",
+    "load an extension": "SELECT load_extension('{dir}/ext.so')",
+    "write a setting": "PRAGMA user_version = 7",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORGED_STATEMENTS))
+def test_an_applied_plan_is_held_to_the_same_rules(tmp_path: Path, name: str) -> None:
+    """A plan file is input: its statements run under the scratch's authorizer, so a
+    forged one that matches the target's fingerprint still cannot attach another file,
+    load code or write a database setting; the apply fails whole and nothing stays."""
+    from ptah.engines.model import Statement
+
+    url = f"sqlite:///{tmp_path}/t.db"
+    sql = FORGED_STATEMENTS[name].format(dir=tmp_path)
+    with open_target(url) as t:
+        t.connection.execute("CREATE TABLE a (id INTEGER PRIMARY KEY)")
+        before = planner.current_fingerprint(t)
+        statements = [Statement("CREATE TABLE b (x INT)"), Statement(sql)]
+        result = planner.apply(t, statements, before, True)
+        version = t.connection.execute("PRAGMA user_version").fetchone()[0]
+        tables = t.connection.execute("SELECT name FROM sqlite_master").fetchall()
+    if name == "an ordinary statement (control)":
+        assert result.outcome == "succeeded", result.message
+        return
+    assert result.outcome == "failed" and "not authorized" in result.message, result.message
+    assert result.progress.committed == 0 and tables == [("a",)] and version == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.db", "t.db-ptah-fence"]

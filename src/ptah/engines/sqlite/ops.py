@@ -140,10 +140,16 @@ class SqliteOps:
                 if actual != expected_before:
                     raise DriftedError(actual)
                 violations_before = _violations(conn)
-                for stmt in statements:
-                    progress.failed_index = progress.executed
-                    conn.execute(stmt.sql)
-                    progress.executed += 1
+                # The plan's statements under the scratch's rules too: a plan file is
+                # input (a forged one could ATTACH, load an extension, write settings).
+                conn.set_authorizer(sqconfine.authorizer)
+                try:
+                    for stmt in statements:
+                        progress.failed_index = progress.executed
+                        conn.execute(stmt.sql)
+                        progress.executed += 1
+                finally:
+                    conn.set_authorizer(None)
                 progress.failed_index = None
                 after = _violations(conn)
                 bad = sorted(k for k, n in after.items() if n > violations_before.get(k, 0))
