@@ -301,10 +301,12 @@ def _named_outside(seqs: list[list[Word]], bare: bool = False) -> str | None:
     schema named dblink)."""
     for seq in seqs:
         for i, w in enumerate(seq):
+            # The name first (a word's upper-cased text is kept: Word.upper), then its place.
+            if not (w.is_name and (w.upper or w.text.upper()) in _OUTSIDE_FUNCTIONS):
+                continue
             prev = seq[i - 1] if i > 0 else None
             named = prev is not None and (prev.punct("=") or prev.is_("FUNCTION", "ROUTINE"))
-            called = (bare and named) or (i + 1 < len(seq) and seq[i + 1].punct("("))
-            if called and w.is_name and w.text.upper() in _OUTSIDE_FUNCTIONS:
+            if (bare and named) or (i + 1 < len(seq) and seq[i + 1].punct("(")):
                 return w.text.lower()
     return None
 
