@@ -19,6 +19,19 @@ from ptah.engines.model import PlanError
 
 pytestmark = pytest.mark.integration
 
+
+def _refusal(tmp_path: Path, desired: str) -> str:
+    """The one-line message a plan of ``desired`` fails with (it must fail)."""
+    with (
+        open_target(f"sqlite:///{tmp_path}/t.db") as t,
+        pytest.raises((PlanError, EngineError)) as caught,
+    ):
+        planner.plan(t, desired)
+    message = str(caught.value)
+    assert "\n" not in message, message
+    return message
+
+
 TEMPORARY = {
     "temp trigger": "CREATE TABLE t (a INT);\n"
     "CREATE TEMP TRIGGER tt AFTER INSERT ON main.t BEGIN DELETE FROM main.t; END;",
@@ -33,10 +46,7 @@ TEMPORARY = {
 
 @pytest.mark.parametrize("name", sorted(TEMPORARY))
 def test_temporary_triggers_are_refused(tmp_path: Path, name: str) -> None:
-    url = f"sqlite:///{tmp_path}/t.db"
-    with open_target(url) as t, pytest.raises((PlanError, EngineError)) as caught:
-        planner.plan(t, TEMPORARY[name])
-    message = str(caught.value)
+    message = _refusal(tmp_path, TEMPORARY[name])
     assert "temporary" in message and "\n" not in message, message
 
 
@@ -48,9 +58,7 @@ def test_a_statement_that_runs_on_is_interrupted_and_named(
         "CREATE TABLE t (a INT);\n"
         "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r;\n"
     )
-    with open_target(f"sqlite:///{tmp_path}/t.db") as t, pytest.raises(EngineError) as caught:
-        planner.plan(t, desired)
-    message = str(caught.value)
+    message = _refusal(tmp_path, desired)
     assert "line 2" in message and "interrupted" in message and "\n" not in message, message
 
 
@@ -67,10 +75,7 @@ BULK = {
 def test_a_file_that_fills_the_scratch_is_refused_at_its_line(tmp_path: Path, name: str) -> None:
     """The scratch holds a schema: 256 MB in all, 16 MB a value (ops.SCRATCH_BYTES,
     VALUE_BYTES), not the memory of the process that plans."""
-    url = f"sqlite:///{tmp_path}/t.db"
-    with open_target(url) as t, pytest.raises(EngineError) as caught:
-        planner.plan(t, BULK[name])
-    message = str(caught.value)
+    message = _refusal(tmp_path, BULK[name])
     assert "line 2" in message and "\n" not in message, message
     assert "full" in message or "too big" in message, message
 
@@ -92,10 +97,7 @@ def test_a_function_called_by_a_quoted_name_is_refused(tmp_path: Path, name: str
     """SQLite calls "load_extension"(...) as load_extension(...); in a trigger or a view
     nothing calls it while the scratch loads, so the authorizer never sees it: the plan
     would create it on the target, where it runs when the trigger fires."""
-    url = f"sqlite:///{tmp_path}/t.db"
-    with open_target(url) as t, pytest.raises(PlanError) as caught:
-        planner.plan(t, QUOTED_CALLS[name])
-    message = str(caught.value)
+    message = _refusal(tmp_path, QUOTED_CALLS[name])
     assert "line 2" in message and "reaches outside the database" in message, message
 
 
@@ -121,10 +123,7 @@ OWN_NAMES = (
 def test_tables_and_modules_that_reach_files_are_refused(tmp_path: Path, name: str) -> None:
     """Absent from Python's sqlite3, they load in the scratch inside a trigger or view,
     and would read files or write raw pages on a target whose build has them."""
-    url = f"sqlite:///{tmp_path}/t.db"
-    with open_target(url) as t, pytest.raises((PlanError, EngineError)) as caught:
-        planner.plan(t, OUTSIDE_TABLES[name])
-    message = str(caught.value)
+    message = _refusal(tmp_path, OUTSIDE_TABLES[name])
     assert "line 2" in message and "reaches outside the database" in message, message
 
 
