@@ -96,6 +96,20 @@ GROWN = {
         "CREATE TABLE t (a INTEGER PRIMARY KEY AUTOINCREMENT, b TEXT NOT NULL DEFAULT 'x',"
         " c INT) STRICT;\nCREATE TRIGGER tr AFTER INSERT ON t BEGIN SELECT 1; END;",
     ),
+    "collation names in other letters' case": (
+        "CREATE TABLE t (a TEXT COLLATE nocase, b TEXT);\nCREATE INDEX i ON t (b COLLATE rtrim);",
+        "CREATE TABLE t (a TEXT COLLATE NOCASE, b TEXT);\nCREATE INDEX i ON t (b COLLATE RTRIM);",
+    ),
+    "an explicit ASC in an index": (
+        "CREATE TABLE t (a INT, b INT);\nCREATE INDEX i ON t (a ASC, b DESC);",
+        "CREATE TABLE t (a INT, b INT);\nCREATE INDEX i ON t (a, b DESC);",
+    ),
+    "constant defaults in parentheses": (
+        "CREATE TABLE t (a INT DEFAULT (0), b INT DEFAULT (-1), c TEXT DEFAULT ('x'),"
+        " d REAL DEFAULT (1.5), e DEFAULT (NULL));",
+        "CREATE TABLE t (a INT DEFAULT 0, b INT DEFAULT -1, c TEXT DEFAULT 'x',"
+        " d REAL DEFAULT 1.5, e DEFAULT NULL);",
+    ),
     "a table's comment differs": (
         "CREATE TABLE t (a INT, -- the key\n b TEXT /* free text */);",
         "CREATE TABLE t (a INT, b TEXT);",
@@ -130,6 +144,12 @@ def test_a_schema_planned_against_itself_is_no_change(tmp_path: Path, name: str)
 def test_a_database_grown_or_spelled_otherwise_is_no_change(tmp_path: Path, name: str) -> None:
     live, desired = GROWN[name]
     assert _plan(tmp_path, live, desired) == []
+
+
+def test_an_expression_default_is_not_a_constant_one(tmp_path: Path) -> None:
+    """Only a constant loses its parentheses: (1 + 2) and 3 are different defaults."""
+    live = "CREATE TABLE t (a INT DEFAULT (1 + 2));"
+    assert _plan(tmp_path, live, "CREATE TABLE t (a INT DEFAULT 3);") != []
 
 
 def test_a_changed_string_in_a_trigger_is_still_a_change(tmp_path: Path) -> None:

@@ -105,6 +105,28 @@ def parse(sql: str) -> exp.Expression | None:
     return result
 
 
+_CONSTANT = (exp.Literal, exp.Null, exp.Boolean, exp.HexString)
+
+
+def _same_meaning(tree: exp.Expression) -> None:
+    """One spelling for what SQLite reads alike, so that re-spelling it is no change
+    (a table rebuilt, an index built again, for nothing): a collation's name in any
+    case (``nocase`` is ``NOCASE``), an explicit ``ASC`` in an index, a constant default
+    in parentheses (``DEFAULT (0)`` is ``DEFAULT 0``)."""
+    for node in list(tree.walk()):
+        if isinstance(node, exp.CollateColumnConstraint) and isinstance(node.this, exp.Column):
+            node.set("this", exp.Var(this=node.this.name.upper()))
+        elif isinstance(node, exp.Collate) and isinstance(node.expression, exp.Var | exp.Column):
+            node.set("expression", exp.Var(this=node.expression.name.upper()))
+        elif isinstance(node, exp.Ordered) and node.args.get("desc") is False:
+            node.set("desc", None)
+        elif isinstance(node, exp.DefaultColumnConstraint) and isinstance(node.this, exp.Paren):
+            inner = node.this.this
+            value = inner.this if isinstance(inner, exp.Neg) else inner
+            if isinstance(value, _CONSTANT):
+                node.set("this", inner)
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def canonical_sql(sql: str) -> str:
     """The spelling definitions are compared in: sqlglot's rendering, or :func:`fold`.
@@ -114,6 +136,8 @@ def canonical_sql(sql: str) -> str:
     a plan reads each definition twice (the target's and the scratch's, most often the
     same text), at some 2 ms a parse."""
     tree = None if _VIRTUAL.match(sql) else parse(sql)
+    if tree is not None:
+        _same_meaning(tree)
     core, options = table_options(sql)
     base = fold(core, lower=True) if tree is None else fold(tree.sql(dialect="sqlite"))
     return f"{base} {options}" if options else base
