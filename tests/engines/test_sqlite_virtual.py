@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -35,3 +36,27 @@ def test_fts5_table_applies_and_replans_to_nothing(sqlite_db: str) -> None:
         conn.execute("INSERT INTO doc (title) VALUES ('hello world')")
         hits = conn.execute("SELECT rowid FROM doc_fts WHERE doc_fts MATCH 'hello'").fetchall()
     assert hits == [(1,)]
+
+
+def test_a_virtual_table_of_a_module_sqlite_lacks_refuses_the_plan_naming_it(
+    tmp_path: Path,
+) -> None:
+    """An application that loads an extension (sqlite-vec, SpatiaLite) has virtual tables
+    this SQLite cannot open: the plan was an internal error with a traceback; it is a
+    refusal naming the table and the module."""
+    from ptah.engines.model import PlanError
+
+    path = tmp_path / "app.db"
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("CREATE TABLE a (x INT)")
+    raw.execute("PRAGMA writable_schema = ON")  # as if made where the module was loaded
+    raw.execute(
+        "INSERT INTO sqlite_master (type, name, tbl_name, rootpage, sql) VALUES"
+        " ('table', 'v', 'v', 0, 'CREATE VIRTUAL TABLE v USING vec0(embedding float[3])')"
+    )
+    raw.close()
+    with open_target(f"sqlite:///{path}") as t, pytest.raises(PlanError) as caught:
+        planner.plan(t, "CREATE TABLE a (x INT);\n")
+    message = str(caught.value)
+    assert "'v'" in message and "no such module: vec0" in message and "\n" not in message
+    assert caught.value.reason == "Unsupported"

@@ -20,7 +20,7 @@ from sqlglot import expressions as exp
 from sqlglot.dialects.sqlite import SQLite
 from sqlglot.tokens import TokenType  # type: ignore[attr-defined]
 
-from ptah.engines.model import Schema
+from ptah.engines.model import PlanError, Schema
 
 # Triggers and other statements sqlglot does not model fall back to folding; no warnings.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
@@ -224,6 +224,22 @@ def _shadow_tables(conn: sqlite3.Connection) -> set[str]:
     return {str(row[1]) for row in rows if row[2] == "shadow"}
 
 
+def _columns(conn: sqlite3.Connection, name: str) -> list[Any]:
+    """``table_xinfo`` of the table; a virtual table of a module this SQLite lacks (an
+    extension the application loads: sqlite-vec, SpatiaLite, ...) cannot be read, and
+    neither created, copied nor dropped here: the plan is refused, naming it."""
+    quoted = name.replace('"', '""')
+    try:
+        rows: list[Any] = conn.execute(f'PRAGMA table_xinfo("{quoted}")').fetchall()
+    except sqlite3.OperationalError as exc:
+        raise PlanError(
+            f"table {name!r} cannot be inspected ({exc}): SQLite {sqlite3.sqlite_version}"
+            " here lacks what it needs, so Ptah can neither read nor change it",
+            "Unsupported",
+        ) from None
+    return rows
+
+
 def inspect(conn: sqlite3.Connection) -> Schema:
     schema: Schema = {"table": {}, "index": {}, "view": {}, "trigger": {}}
     rows = conn.execute(
@@ -238,8 +254,7 @@ def inspect(conn: sqlite3.Connection) -> Schema:
             continue
         entry: dict[str, Any] = {"def": canonical_sql(sql), "_sql": sql}
         if kind == "table":
-            quoted = name.replace('"', '""')
-            cols = conn.execute(f'PRAGMA table_xinfo("{quoted}")').fetchall()
+            cols = _columns(conn, name)
             # Generated columns (hidden 2, 3) cannot be copied into: only plain ones.
             entry["_columns"] = [c[1] for c in cols if c[6] == 0]
             # ... but they can be read: a column that stops being generated keeps its values.
