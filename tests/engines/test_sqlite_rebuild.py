@@ -204,3 +204,33 @@ def test_a_foreign_key_to_columns_that_are_not_unique_is_refused_when_planned(
         planner.plan(t, desired)
     message = str(caught.value)
     assert "foreign key mismatch" in message and "\n" not in message, message
+
+
+def test_rebuilding_a_parent_keeps_its_cascading_children(tmp_path: Path) -> None:
+    """The 12 steps' foreign_keys off around the rebuild: with them on, DROP TABLE of the
+    old parent would delete every child row (ON DELETE CASCADE). The connection's own
+    setting is back on after the apply."""
+    path = tmp_path / "t.db"
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.executescript(
+        "CREATE TABLE p (id INTEGER PRIMARY KEY, n TEXT);\n"
+        "CREATE TABLE c (pid INT REFERENCES p (id) ON DELETE CASCADE DEFERRABLE INITIALLY"
+        " DEFERRED);\nINSERT INTO p VALUES (1, 'a'); INSERT INTO c VALUES (1);"
+    )
+    raw.close()
+    desired = (
+        "CREATE TABLE p (id INTEGER PRIMARY KEY, n TEXT, m INT UNIQUE);\n"
+        "CREATE TABLE c (pid INT REFERENCES p (id) ON DELETE CASCADE DEFERRABLE INITIALLY"
+        " DEFERRED);\n"
+    )
+    with open_target(f"sqlite:///{path}") as t:
+        t.connection.execute("PRAGMA foreign_keys = ON")
+        plan = planner.plan(t, desired)
+        assert plan.statements[0].sql.startswith('CREATE TABLE "ptah_new_p"')
+        result = planner.apply(
+            t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
+        )
+        assert result.outcome == "succeeded", result.message
+        assert t.connection.execute("SELECT pid FROM c").fetchall() == [(1,)]
+        assert t.connection.execute("PRAGMA foreign_keys").fetchone() == (1,)
+        assert t.connection.execute("PRAGMA foreign_key_check").fetchall() == []
