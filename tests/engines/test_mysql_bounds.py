@@ -59,9 +59,11 @@ def test_an_endless_statement_ends_the_plan_at_its_bound(
     policy = SchemaPolicy(ignore=("function", "procedure"))
     with open_target(mysql_db) as target, pytest.raises(DesiredSchemaInvalid) as caught:
         planner.plan(target, sql, policy=policy)
-    assert time.monotonic() - started < 30
+    # The server's bound (1 s here) or, should the server not stop the statement, the
+    # client's own backstop: either way the plan ends with the bound's one line.
+    assert time.monotonic() - started < 120
     message = str(caught.value)
-    assert "ran longer than the plan's bound (1 s)" in message, message
+    assert "ran longer than the plan's bound" in message, message
     lines = enumerate(sql.splitlines(), 1)
     line = max(i for i, text in lines if text.startswith(("INSERT", "CALL")))
     assert f"line {line}:" in message, message
@@ -171,4 +173,21 @@ def test_the_udf_scan_is_linear_on_any_text(blob: str) -> None:
     statements = split_statements(f"INSERT INTO t VALUES ('{blob}');\n", "mysql")
     started = time.monotonic()
     _called_names(statements, frozenset())
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 20  # on HEAD: minutes
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["ALTER EVENT " * 20_000, "SELECT 1 FROM t " + "KEY " * 20_000],
+    ids=["event-headers", "key-words"],
+)
+def test_the_load_rewrites_and_the_check_are_linear(text: str) -> None:
+    """Each event header was read to its DO from every CREATE/ALTER, and each key list's
+    header from every KEY word: quadratic on a file of repeated words."""
+    from ptah.engines.mysql.confine import disable_events
+    from ptah.engines.mysql.udf import calls
+
+    started = time.monotonic()
+    disable_events(text)
+    calls(confine.read_words(text, "mysql"))
+    assert time.monotonic() - started < 20  # on HEAD: minutes

@@ -747,6 +747,7 @@ def qualify_function_drops(text: str, database: str) -> str:
     return text
 
 
+_NOT_WORDS = NAME_TOKENS | STRING_TOKENS  # quoted: a name or a string, never a keyword
 _DEFINER_END = {"EVENT", "PROCEDURE", "FUNCTION", "TRIGGER", "VIEW", "AGGREGATE", "SQL"}
 
 
@@ -761,11 +762,12 @@ def _event_header(tokens: list[Any], verb: int) -> tuple[int, int] | None:
         while k < len(tokens) and k <= j + 12 and tokens[k].text.upper() not in _DEFINER_END:
             k += 1
         j = k
-    if j >= len(tokens) or tokens[j].text.upper() != "EVENT" or tokens[j].token_type in NAME_TOKENS:
+    if j >= len(tokens) or tokens[j].text.upper() != "EVENT" or tokens[j].token_type in _NOT_WORDS:
         return None
     end = j + 1
     while end < len(tokens) and not (
-        tokens[end].text.upper() == "DO" and tokens[end].token_type not in NAME_TOKENS
+        tokens[end].text.upper() in ("DO", ";", "CREATE", "ALTER")
+        and tokens[end].token_type not in _NOT_WORDS
     ):
         end += 1
     return j, end
@@ -784,23 +786,27 @@ def disable_events(text: str) -> str:
         return text
     tokens = digit_names(mysql_tokens(text))
     edits: list[tuple[int, int, str]] = []
-    for verb, token in enumerate(tokens):
-        if token.text.upper() not in ("CREATE", "ALTER") or token.token_type in NAME_TOKENS:
+    verb = 0
+    while verb < len(tokens):
+        token = tokens[verb]
+        verb += 1
+        if token.text.upper() not in ("CREATE", "ALTER") or token.token_type in _NOT_WORDS:
             continue
-        header = _event_header(tokens, verb)
+        header = _event_header(tokens, verb - 1)
         if header is None:
             continue
         at, end = header
+        verb = end  # read on from the body: each token is read once
         states = [
             k
             for k in range(at + 1, end)
             if tokens[k].text.upper() in ("ENABLE", "DISABLE")
-            and tokens[k].token_type not in NAME_TOKENS | STRING_TOKENS
+            and tokens[k].token_type not in _NOT_WORDS
         ]
         for k in states:
             if tokens[k].text.upper() == "ENABLE":
                 edits.append((tokens[k].start, tokens[k].end + 1, "DISABLE"))
-        if not states and end < len(tokens):
+        if not states and end < len(tokens) and tokens[end].text.upper() == "DO":
             edits.append((tokens[end].start, tokens[end].start, "DISABLE "))
     for start, stop, new in sorted(edits, reverse=True):
         text = text[:start] + new + text[stop:]

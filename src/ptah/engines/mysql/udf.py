@@ -119,7 +119,7 @@ def _key_lists(words: list[Word]) -> set[int]:
         if w.kind != "word" or w.upper not in _KEY_WORDS:
             continue
         j, named = i + 1, False
-        while j < n:
+        while j < n and j <= i + 12:  # a header is a few words: linear on any text
             x = words[j]
             if x.punct("("):
                 found.add(j)
