@@ -274,6 +274,7 @@ class _Diff:
             self.event_triggers,
             self.comments,
             self.acls,
+            self.identity_acls,
             self.default_acls,
             self.owners,
         ):
@@ -1927,6 +1928,40 @@ class _Diff:
             for grantee, privs, grantable in _group((new - old) | _column_regrants(old, new)):
                 option = " WITH GRANT OPTION" if grantable else ""
                 self.create(anode, f"GRANT {privs} ON {a['on']} TO {grantee}{option}")
+
+    def identity_acls(self) -> None:
+        """Grants on identity columns' sequences (``GRANT ... ON ALL SEQUENCES`` reaches
+        them): a sequence the plan creates (a new table or identity, one added again)
+        starts with the target's default privileges for sequences."""
+        for table, t in sorted(self.want.get("table", {}).items()):
+            for col, c in sorted(t["columns"].items()):
+                seq = c.get("identitySequence") or {}
+                if not seq or c.get("_inherited"):
+                    continue
+                was = self.cur.get("table", {}).get(table, {}).get("columns", {}).get(col, {})
+                old_seq = was.get("identitySequence") or {}
+                kept = (
+                    old_seq.get("name") == seq["name"]
+                    and not self.rebuilt(f"table:{table}")
+                    and (table, col) not in self.ch.readded
+                )
+                old = (
+                    set(old_seq.get("acl", []))
+                    if kept
+                    else self.initial_acl(f"sequence:{seq['name']}")
+                )
+                new = set(seq.get("acl", []))
+                if old == new:
+                    continue
+                anode = f"acl:identity:{table}.{col}"
+                self.extra_deps[anode] = {f"table:{table}"}
+                for grantee, privs, _ in _group(old - new):
+                    self.create(anode, f"REVOKE {privs} ON SEQUENCE {seq['name']} FROM {grantee}")
+                for grantee, privs, grantable in _group(new - old):
+                    option = " WITH GRANT OPTION" if grantable else ""
+                    self.create(
+                        anode, f"GRANT {privs} ON SEQUENCE {seq['name']} TO {grantee}{option}"
+                    )
 
     def initial_acl(self, node: str) -> set[str]:
         """What an object the plan creates is granted (besides its owner): the target's

@@ -150,12 +150,6 @@ FROM pg_type t JOIN pg_class c ON c.oid = t.typrelid
 WHERE c.oid >= {FIRST_USER_OID} AND c.relkind <> 'c'
   AND t.typacl IS NOT NULL AND t.typacl <> acldefault('T', t.typowner)
 UNION ALL
-SELECT 'identity sequence grant', d.refobjid, s.relname
-FROM pg_class s JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = s.oid
-  AND d.refclassid = 'pg_class'::regclass AND d.deptype = 'i'
-WHERE s.relkind = 'S' AND s.oid >= {FIRST_USER_OID}
-  AND s.relacl IS NOT NULL AND s.relacl <> acldefault('s', s.relowner)
-UNION ALL
 SELECT 'identity sequence comment', d.refobjid, s.relname
 FROM pg_class s JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = s.oid
   AND d.refclassid = 'pg_class'::regclass AND d.deptype = 'i'

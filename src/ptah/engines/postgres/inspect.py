@@ -212,7 +212,13 @@ SELECT c.oid, quote_ident(a.attname),
        a.attcompression::text, a.attislocal, ad.oid,
        CASE WHEN a.attidentity <> '' THEN (
          SELECT ARRAY[{_qn("sn", "sc.relname")}, s.seqstart::text, s.seqincrement::text,
-                      s.seqmin::text, s.seqmax::text, s.seqcache::text, s.seqcycle::text]
+                      s.seqmin::text, s.seqmax::text, s.seqcache::text, s.seqcycle::text,
+                      (SELECT string_agg(CASE WHEN x.grantee = 0 THEN 'PUBLIC'
+                                ELSE quote_ident(pg_get_userbyid(x.grantee)) END
+                                || '|' || x.privilege_type || '|'
+                                || CASE WHEN x.is_grantable THEN 'g' ELSE '' END, E'\n')
+                         FROM aclexplode(coalesce(sc.relacl, acldefault('s', sc.relowner))) x
+                        WHERE x.grantee <> sc.relowner)]
            FROM pg_depend d JOIN pg_class sc ON sc.oid = d.objid
            JOIN pg_namespace sn ON sn.oid = sc.relnamespace
            JOIN pg_sequence s ON s.seqrelid = sc.oid
@@ -913,7 +919,7 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
         if not local:
             column["_inherited"] = True
         if identity_seq:
-            name_, start, inc, mn, mx, cache, cycle = identity_seq
+            name_, start, inc, mn, mx, cache, cycle, acl = identity_seq
             column["identitySequence"] = {
                 "name": name_,
                 "start": start,
@@ -923,6 +929,9 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
                 "cache": cache,
                 "cycle": cycle == "true",
             }
+            if acl:
+                # Its grants (GRANT ... ON ALL SEQUENCES reaches it), the owner's left out.
+                column["identitySequence"]["acl"] = sorted(acl.split("\n"))
         table["columns"][col] = column
         nodes.columns[(reloid, num)] = col
         if adoid is not None:
