@@ -113,6 +113,12 @@ CASES = [
         ("bad database URL", "holds a NUL character"),
     ),
     Case(
+        "bad-url-sqlite-query",  # created a file named "app.db?mode=ro" beside app.db
+        lambda _u, t: f"sqlite:///{t}/app.db?mode=ro",
+        failures.BAD_URL,
+        ("bad database URL", "sqlite URL has a query or fragment", "%3F"),
+    ),
+    Case(
         "not-a-regular-file",  # /dev/null read as an empty database: "No changes"
         lambda _u, _t: "sqlite:////dev/null",
         failures.NOT_A_DATABASE,

@@ -88,6 +88,13 @@ def parse_url(url: str) -> DbUrl:
         path = rest[1:] if rest.startswith("/") else rest
         if not path:
             raise UrlError("sqlite URL names no file")
+        if "?" in path or "#" in path:
+            # Taken as part of the name, "app.db?mode=ro" was a new, empty file beside
+            # app.db: the URL's author meant options, which Ptah does not take.
+            raise UrlError(
+                "sqlite URL has a query or fragment (?... or #...); Ptah takes none:"
+                " write the file's path alone (a '?' or '#' in a file name is %3F or %23)"
+            )
         return DbUrl(engine="sqlite", scheme=base, path=unquote(path))
     try:
         parts = urlsplit(url)
