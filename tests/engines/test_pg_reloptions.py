@@ -65,3 +65,16 @@ def test_created_in_the_order_written(pg_db: str) -> None:
     assert "WITH (deduplicate_items=off, fillfactor='60')" in sqls
     with open_target(pg_db) as t:
         assert planner.plan(t, WRITTEN).statements == []
+
+
+def test_toast_storage_parameters_are_planned(pg_db: str) -> None:
+    """A table's TOAST parameters (toast.autovacuum_*, common in tuned databases) were
+    refused as unmanaged; they are the table's storage parameters, set and reset so."""
+    v1 = "CREATE TABLE public.t (id integer, v text) WITH (toast.autovacuum_enabled = false);"
+    apply_plan(pg_db, v1)
+    v2 = "CREATE TABLE public.t (id integer, v text) WITH (toast.vacuum_truncate = false);"
+    plan = apply_plan(pg_db, v2)
+    assert [s.sql for s in plan.statements] == [
+        "ALTER TABLE public.t RESET (toast.autovacuum_enabled)",
+        "ALTER TABLE public.t SET (toast.vacuum_truncate=false)",
+    ]

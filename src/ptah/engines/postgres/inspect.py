@@ -186,7 +186,9 @@ WHERE {_USER_NS} AND {_not_ext("pg_class", "c.oid")}
 
 Q_TABLES = f"""
 SELECT c.oid, {_qn("n", "c.relname")}, c.relkind::text, c.relispartition,
-       c.relpersistence::text, coalesce(c.reloptions, '{{}}'), c.relrowsecurity,
+       c.relpersistence::text,
+       coalesce(c.reloptions, '{{}}') || ARRAY(SELECT 'toast.' || o FROM pg_class tc,
+         unnest(tc.reloptions) o WHERE tc.oid = c.reltoastrelid), c.relrowsecurity,
        c.relforcerowsecurity, c.relreplident::text,
        (SELECT quote_ident(ri.relname) FROM pg_index x JOIN pg_class ri ON ri.oid = x.indexrelid
          WHERE x.indrelid = c.oid AND x.indisreplident),

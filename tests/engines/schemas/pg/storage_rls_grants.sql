@@ -1,6 +1,6 @@
 -- Storage and statistics settings, row-level security and policies, privileges and default privileges.
 CREATE SCHEMA app;
-CREATE UNLOGGED TABLE app.session_cache (key text PRIMARY KEY, value bytea) WITH (fillfactor = 70, autovacuum_enabled = false);
+CREATE UNLOGGED TABLE app.session_cache (key text PRIMARY KEY, value bytea) WITH (fillfactor = 70, autovacuum_enabled = false, toast.autovacuum_enabled = false);
 CREATE TABLE app.account (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     tenant_id integer NOT NULL,
