@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from ptah.engines import confine, planner
+from ptah.engines import confine, deadline, planner
 from ptah.engines.base import DesiredSchemaInvalid
 from ptah.engines.connect import open_target
 from ptah.engines.model import SchemaPolicy
@@ -71,7 +71,7 @@ def test_an_endless_statement_ends_the_plan_at_its_bound(
 
 
 def test_the_whole_load_has_a_deadline(mysql_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bounds, "LOAD_SECONDS", -1.0)
+    monkeypatch.setattr(deadline, "LOAD_SECONDS", -1.0)
     with open_target(mysql_db) as target, pytest.raises(DesiredSchemaInvalid, match="line 1:"):
         planner.plan(target, "CREATE TABLE n (i INT);\n")
 
