@@ -56,8 +56,13 @@ RULES: dict[str, str] = {
     "released",
     "release-after-outcome": "Release coordination: release follows the durable outcome "
     "patch, never leads it (no release while the claim is live)",
+    "hold-outlives-run": "Release coordination: the hold (the Job's deadline + the Pod's "
+    "deadline + the margin for the Job controller's lag and the kill's grace) is a bound: a "
+    "withheld release is given up to expiry only once no process of its run is still alive "
+    "that the API no longer shows",
     "release-first": "pendingLockRelease: the next pass releases it before anything else "
-    "(no new mutating claim while a release is staged)",
+    "(no new mutating claim while a release is staged, and no new claim at all but the "
+    "reading that proves an owed record)",
     "finalizer-with-claim": "The finalizer, through a metadata patch: a finalizer exists "
     "whenever a claim does",
     "deleted-while-owed": "Deletion: the finalizer stays while a claim, a record or a staged "
@@ -96,9 +101,13 @@ RULES: dict[str, str] = {
     "owes proof of an earlier one",
     "failed-not-replayed": "Claim: a plan whose run failed is not dispatched again",
     "abandoned-not-replayed": "Abandon never replays: a plan whose uncertain run's proof was "
-    "abandoned is never dispatched again; a new plan comes from a fresh reading",
+    "abandoned is never dispatched again; a new plan comes from a fresh reading (no plan "
+    "computed before the abandon is dispatched after it)",
     "adopt-own-job": "Create, confirm, record / Supervise: a claim adopts and accounts only a "
-    "Job owned by exactly its resource, carrying its operation",
+    "Job owned by exactly its resource, carrying its operation, whose spec is the intent its "
+    "claim created (a Job recreated under the reserved name with another spec is not it), and "
+    "accounts only the Job whose UID it adopted: every pass rebinds by UID, so a pass never "
+    "goes on supervising a claim whose adopted Job no longer stands under its name",
     "renew-every-pass": "Supervise: every pass over a dispatched mutating claim renews its "
     "Lease (or ends the claim)",
     "renew-withheld": "Release coordination: while withheld, the Lease is renewed until the "
@@ -164,6 +173,9 @@ class PassRecord:
     renewed: bool = False
     snapshot_written: bool = False
     marker_written: str | None = None  # the operation whose dispatch marker this pass wrote
+    # The UID of the Job under the claim's name as the pass started ("" for none), when the
+    # claim had adopted one.
+    job_at_start: str | None = None
 
 
 @dataclass
@@ -194,6 +206,12 @@ class Invariants(Watcher):
     left_to_expire: set[str] = field(default_factory=set)
     # (Lease name, epoch) -> the holder whose claim first recorded that tenure.
     tenures: dict[tuple[str, int], str] = field(default_factory=dict)
+    # Every reading operation, by the order its Job was created in; per resource UID, how
+    # many readings had been created when its latest proof was abandoned.
+    reading_order: dict[str, int] = field(default_factory=dict)
+    abandoned_at: dict[str, int] = field(default_factory=dict)
+    # The spec each Job create asked for, by Job name (the intent a claim created).
+    job_intents: dict[str, Any] = field(default_factory=dict)
 
     def fail(self, rule: str, message: str) -> None:
         assert rule in RULES, rule
@@ -254,13 +272,20 @@ class Invariants(Watcher):
 
     def pass_started(self, res: SimResource, depth: int) -> None:
         obj = self._obj(res)
-        self.passes.append(PassRecord(res, dict((obj or {}).get("status") or {})))
+        start = dict((obj or {}).get("status") or {})
+        claim = start.get("activeOperation") or {}
+        job_uid = None
+        if claim.get("jobUid"):
+            job = self.world.cluster.system.peek(JOB, NS, str(claim.get("jobName")))
+            job_uid = str(job["metadata"]["uid"]) if job is not None else ""
+        self.passes.append(PassRecord(res, start, job_at_start=job_uid))
 
     def pass_ended(self, res: SimResource, ok: bool) -> None:
         record = self.passes.pop()
         self._check(res)
         if ok:
             self._renewed_withheld(res, record)
+            self._rebound_by_uid(res, record)
         claim = record.start.get("activeOperation") or {}
         if not ok or not claim.get("mutating") or not claim.get("jobUid"):
             return
@@ -271,6 +296,24 @@ class Invariants(Watcher):
                 "renew-every-pass",
                 f"{res.name}: a pass over dispatched {claim['operationId']} renewed no Lease "
                 f"(phase {((obj or {}).get('status') or {}).get('phase')})",
+            )
+
+    def _rebound_by_uid(self, res: SimResource, record: PassRecord) -> None:
+        """A pass over an adopted claim whose Job under the reserved name was not the
+        adopted one as it started (gone, or another UID there) ends the claim: a Job found
+        by its name alone is not the Job the claim named."""
+        claim = record.start.get("activeOperation") or {}
+        if record.job_at_start in (None, claim.get("jobUid")) or record.start.get(
+            "pendingLockRelease"
+        ):
+            return
+        now = ((self._obj(res) or {}).get("status") or {}).get("activeOperation") or {}
+        if now.get("operationId") == claim["operationId"] and now.get("jobUid") == claim["jobUid"]:
+            found = f"Job {record.job_at_start}" if record.job_at_start else "no Job"
+            self.fail(
+                "adopt-own-job",
+                f"{res.name}: a pass went on supervising {claim['operationId']}, adopted as Job "
+                f"{claim['jobUid']}, with {found} under {claim.get('jobName')}",
             )
 
     def _renewed_withheld(self, res: SimResource, record: PassRecord) -> None:
@@ -328,6 +371,7 @@ class Invariants(Watcher):
             if holder == staged.get("holder") and staged.get("withheld"):
                 # A withheld release given up with its Lease still held: left to expire.
                 self.left_to_expire.add(str(holder))
+                self._hold_outlived(res, staged)
         claim = fields.get("activeOperation")
         if not claim:
             return
@@ -350,6 +394,35 @@ class Invariants(Watcher):
             if self.passes:
                 self.passes[-1].marker_written = claim.get("operationId")
             self._spent_before_marker(res, claim)
+
+    def _hold_outlived(self, res: SimResource, staged: dict[str, Any]) -> None:
+        """A release given up to expiry past its hold: by then no process of the run may
+        still be alive unseen (its Pod gone from the API), or a taker finding the Lease
+        expired and no Pod of the holder has nothing to stop it."""
+        api = self.world.cluster.system
+        op = staged.get("operationId")
+        for truth in self.world.kubelet.truth.values():
+            if truth.operation_id != op or not truth.mutating or not truth.alive:
+                continue
+            run = self.world.kubelet.runs.get(truth.pod)
+            job = api.peek(JOB, NS, truth.job)
+            if api.peek(POD, NS, truth.pod) is None:
+                why = "gone from the API, still runs"
+            elif (
+                run is not None
+                and not run.started
+                and job is not None
+                and job["metadata"]["uid"] == truth.job_uid
+            ):
+                # Its Job stands: only the Job's deadline bounds when its Pod may start.
+                why = "not started yet, may still start"
+            else:
+                continue
+            self.fail(
+                "hold-outlives-run",
+                f"{res.name}: the release of {op} given up to expiry while {truth.pod} is {why}",
+            )
+            return
 
     def _spent_before_marker(self, res: SimResource, claim: dict[str, Any]) -> None:
         name = claim.get("approvalName")
@@ -403,6 +476,7 @@ class Invariants(Watcher):
         name = meta.get("name", "")
         labels = meta.get("labels", {})
         self.creates[name] += 1
+        self.job_intents.setdefault(name, json.loads(json.dumps(body.get("spec") or {})))
         if self.creates[name] > 1:
             self.fail("one-create", f"second create of Job {name}")
         op = labels.get(LABEL_OPERATION, "")
@@ -461,6 +535,7 @@ class Invariants(Watcher):
             self.readings[op] = self._bindings(res, obj)
             if op_type in READINGS:
                 self.readings_of[res.name] += 1
+                self.reading_order.setdefault(op, len(self.reading_order))
                 self._no_reading_while_stalled(res, obj)
 
     def _mutation_dispatched(
@@ -485,6 +560,7 @@ class Invariants(Watcher):
                 "abandoned-not-replayed",
                 f"{res.name}: plan {digest_[:12]} dispatched again after its proof was abandoned",
             )
+        self._plan_read_after_abandon(res, key[0], claim)
         lease = claim.get("lease") or {}
         holder, epoch = self._lease_holder(lease.get("leaseName", ""))
         if holder != lease.get("holder") or epoch != lease.get("epoch"):
@@ -493,6 +569,24 @@ class Invariants(Watcher):
                 f"{res.name}: {op} dispatched while its Lease is held by {holder} at epoch {epoch}",
             )
         self._authorized(res, obj, claim)
+
+    def _plan_read_after_abandon(self, res: SimResource, uid: str, claim: dict[str, Any]) -> None:
+        """After an abandon, the plan dispatched comes from a reading created after it: the
+        plan the unsettling reading computed before the abandon goes with the record."""
+        if uid not in self.abandoned_at:
+            return
+        plan = self.world.cluster.system.peek(PLAN, NS, str(claim.get("planName") or ""))
+        computed_by = ((plan or {}).get("metadata", {}).get("annotations") or {}).get(
+            "ptah.io/computed-by"
+        )
+        order = self.reading_order.get(str(computed_by), -1)
+        if order < self.abandoned_at[uid]:
+            self.fail(
+                "abandoned-not-replayed",
+                f"{res.name}: {claim['operationId']} dispatched plan "
+                f"{str(claim.get('planDigest'))[:12]}, read by {computed_by} before the last "
+                "proof was abandoned",
+            )
 
     def _authorized(self, res: SimResource, obj: dict[str, Any], claim: dict[str, Any]) -> None:
         api = self.world.cluster.system
@@ -791,15 +885,17 @@ class Invariants(Watcher):
                 f"{res.name}: claim {claim['operationId']} without the finalizer",
             )
         staged = status.get("pendingLockRelease")
-        if (
-            claim
-            and claim.get("mutating")
-            and staged
-            and staged.get("operationId") != claim["operationId"]
-        ):
+        if not claim or not staged or staged.get("operationId") == claim["operationId"]:
+            return
+        new = (before.get("activeOperation") or {}).get("operationId") != claim["operationId"]
+        record = status.get("pendingObservation") or status.get("unresolvedRun")
+        if claim.get("mutating") or (new and not record):
+            # While a release is staged the pass goes no further than the release step,
+            # but for the reading that proves an owed record.
+            what = "mutating claim" if claim.get("mutating") else "claim"
             self.fail(
                 "release-first",
-                f"{res.name}: mutating claim {claim['operationId']} taken while the release "
+                f"{res.name}: {what} {claim['operationId']} taken while the release "
                 f"of {staged.get('operationId')} is staged",
             )
 
@@ -1031,6 +1127,20 @@ class Invariants(Watcher):
                 "adopt-own-job",
                 f"{res.name}: {what} Job {claim['jobName']} owned by {owners} for operation {op}",
             )
+        elif what == "adopted" and not _covers(
+            job.get("spec") or {}, self.job_intents.get(claim["jobName"], {})
+        ):
+            self.fail(
+                "adopt-own-job",
+                f"{res.name}: adopted Job {claim['jobName']}, whose spec is not the one its "
+                "claim created",
+            )
+        elif what == "accounted" and job["metadata"]["uid"] != claim.get("jobUid"):
+            self.fail(
+                "adopt-own-job",
+                f"{res.name}: accounted Job {claim['jobName']} {job['metadata']['uid']}, not the "
+                f"one it adopted ({claim.get('jobUid')})",
+            )
 
     def _record_cleared(
         self,
@@ -1059,6 +1169,7 @@ class Invariants(Watcher):
                 )
             if old.get("planDigest"):
                 self.abandoned.add((str(obj["metadata"]["uid"]), str(old["planDigest"])))
+            self.abandoned_at[str(obj["metadata"]["uid"])] = len(self.reading_order)
             return
         for truth in self.world.kubelet.truth.values():
             if truth.operation_id == old["operationId"] and truth.alive:
@@ -1215,6 +1326,14 @@ class Invariants(Watcher):
             self.on_write(req)
         elif req.kind == LEASE and (dict(req.body or {}).get("spec") or {}).get("holderIdentity"):
             self.faults["lease-acquire-refused"] += 1
+
+
+def _covers(live: Any, want: Any) -> bool:
+    """Every field ``want`` sets is in ``live`` with the same value (the API may add
+    defaults beside them)."""
+    if isinstance(want, dict):
+        return isinstance(live, dict) and all(_covers(live.get(k), v) for k, v in want.items())
+    return bool(live == want)
 
 
 def _preconditioned(req: WriteRequest) -> bool:

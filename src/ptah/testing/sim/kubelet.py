@@ -86,6 +86,12 @@ NODE = "sim-node"
 # a graceful deletion, which the memory API server models as a finalizer).
 NODE_CONFIRMS = "sim.ptah.io/node-confirms"
 TERMINAL = frozenset({"Succeeded", "Failed"})
+# The Job controller acts on a Job's deadline within this many seconds: a Pod admitted in
+# that lag may still start. And a container killed at its Pod's deadline gets SIGTERM and
+# writes on for up to its grace period before the SIGKILL. The hold's margin (60 s) is
+# there for both.
+JOB_CONTROLLER_LAG = 15
+KILL_GRACE = 30
 
 
 @dataclass
@@ -137,6 +143,7 @@ class PodRun:
     started_at: datetime | None = None  # when (the Pod's startTime, on the node's clock)
     start_after: datetime | None = None  # left unscheduled until then (a late start)
     deadline: int | None = None  # the Pod's activeDeadlineSeconds
+    kill_grace: float = 0.0  # seconds it writes on after the SIGTERM at its deadline
     cut_off: bool = False  # on the node that lost the API (while the partition lasts)
 
 
@@ -152,8 +159,10 @@ class Kubelet:
     job_lag: dict[str, tuple[str, int]] = field(default_factory=dict)  # by Job uid
     events: dict[str, int] = field(default_factory=dict)
     _executed: set[str] = field(default_factory=set)  # Jobs whose work was counted
-    # The node cut off from the API for this many more kubelet steps (0: connected).
+    # The node cut off from the API for this many more kubelet steps (0: connected), and
+    # not before this instant.
     partitioned: int = 0
+    cut_off_until: datetime | None = None
     # Called as a partition starts: what else the same network failure cuts off.
     on_partition: Callable[[], None] | None = None
     # What the node could not report while cut off, sent on reconnect, by Pod name.
@@ -169,9 +178,12 @@ class Kubelet:
     # Graceful deletions on a cut-off node draw from their own stream (seeded from the
     # schedule's, without drawing from it), so every other draw stays as it was.
     graceful: random.Random = field(init=False)
+    # The Job controller's lag at a deadline and the kill's grace period: their own stream.
+    lag: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
         self.graceful = random.Random(f"{self.rng.getstate()[1][:4]}/graceful")
+        self.lag = random.Random(f"{self.rng.getstate()[1][:4]}/lag")
 
     @property
     def api(self) -> Any:
@@ -228,6 +240,10 @@ class Kubelet:
         template = job["spec"]["template"]
         meta = template["metadata"]
         name = f"{job['metadata']['name']}-{suffix}"
+        while name in self.truth:
+            # A Job created again under its name gets Pods of its own names (a real Job's
+            # Pods are named by generateName).
+            name += "x"
         container = template["spec"]["containers"][0]
         env = {e["name"]: e for e in container.get("env", [])}
         url = self._secret_value(env.get("PTAH_DB_URL"))
@@ -363,7 +379,7 @@ class Kubelet:
             or (deadline is None and pod_deadline is None)
             or not created
         ):
-            return None
+            return self._start_at_deadline(job)
         self._count("fault:pod-start-late")
         if deadline is None:
             # Nothing deletes it while it waits: it may start after a hold counted from
@@ -373,6 +389,26 @@ class Kubelet:
             # Late by more than the hold's margin, within a schedule's fault phase.
             late = self.rng.uniform(0.5, 0.95) * min(int(deadline), 300)
         return parse_rfc3339(created) + timedelta(seconds=late)
+
+    def _start_at_deadline(self, job: dict[str, Any]) -> datetime | None:
+        """Now and then a Pod of a Job with a short deadline starts at the deadline's edge:
+        the Job controller acts on a deadline some seconds late (its lag), and a Pod
+        admitted meanwhile starts, runs for its own deadline from there and writes on
+        through the kill's grace period. The hold's margin is there for exactly this.
+        Drawn from its own stream, so every other draw of a schedule stays as it was."""
+        deadline = job["spec"].get("activeDeadlineSeconds")
+        created = job["metadata"].get("creationTimestamp")
+        if (
+            not self.faults_on
+            or deadline is None
+            or int(deadline) > 300
+            or not created
+            or self.lag.random() >= 0.3
+        ):
+            return None
+        self._count("fault:pod-start-at-deadline")
+        edge = int(deadline) + self.lag.uniform(0, JOB_CONTROLLER_LAG)
+        return parse_rfc3339(created) + timedelta(seconds=edge)
 
     def _secret_value(self, env: dict[str, Any] | None) -> str:
         if not env:
@@ -431,6 +467,8 @@ class Kubelet:
                 run.started_at = self.cluster.now()
                 deadline = (pod.get("spec") or {}).get("activeDeadlineSeconds")
                 run.deadline = int(deadline) if deadline is not None else None
+                if self.faults_on:
+                    run.kill_grace = self.lag.uniform(0, KILL_GRACE)
                 if run.mutating and run.db is not None:
                     run.db.writers.add(run.operation_id)
                     run.db.max_concurrent_writers = max(
@@ -443,6 +481,14 @@ class Kubelet:
                     self._count("fault:late-start-cut-off")
                     run.steps_left = 10**6
                     self.partition(self.rng.randint(40, 80))
+                    if run.deadline is not None and self.lag.random() < 0.5:
+                        # Now and then the node stays cut off until the Pod's own deadline
+                        # (and the kill's grace) has ended the process there.
+                        self._count("fault:cut-off-until-deadline")
+                        until = run.started_at + timedelta(
+                            seconds=run.deadline + run.kill_grace + 5
+                        )
+                        self.cut_off_until = max(self.cut_off_until or until, until)
                 continue
             if run.done:
                 run.exit_lag -= 1
@@ -481,8 +527,8 @@ class Kubelet:
                 continue
             if run.started_at is None or run.deadline is None:
                 continue
-            if (now - run.started_at).total_seconds() < run.deadline:
-                continue
+            if (now - run.started_at).total_seconds() < run.deadline + run.kill_grace:
+                continue  # SIGTERM at the deadline; it writes on through its grace period
             self._count("pod-deadline-kill")
             self._killed(run)
             run.exit_code, run.exit_reason = 137, "DeadlineExceeded"
@@ -501,7 +547,8 @@ class Kubelet:
         if self.api.peek(POD, NS, run.pod) is None:
             return True
         job = self.api.peek(JOB, NS, run.job)
-        return job is not None and self.deadline_passed(job, now)
+        lagged = now - timedelta(seconds=JOB_CONTROLLER_LAG)
+        return job is not None and self.deadline_passed(job, lagged)
 
     def kill(self, name: str) -> None:
         """The process of Pod ``name`` dies now (its Pod was deleted, its deadline passed)."""
@@ -697,6 +744,11 @@ class Kubelet:
                 if run.exit_lag <= 0:
                     self._exit(run)
         self.partitioned -= 1
+        if self.partitioned == 0 and self.cut_off_until is not None:
+            if self.cluster.now() < self.cut_off_until:
+                self.partitioned = 1  # not back before the process there was killed
+            else:
+                self.cut_off_until = None
         if self.partitioned == 0:
             self._reconnect()
 

@@ -4,6 +4,7 @@ and the people who edit, approve, suspend, delete and rotate."""
 from __future__ import annotations
 
 import contextlib
+import json
 import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -30,7 +31,7 @@ from ptah.lifecycle.reconcile import reconcile
 from ptah.targetlock import HOLDER_JOB, HOLDER_KIND, HOLDER_NAME, HOLDER_NAMESPACE
 from ptah.testing.memory import MemoryCluster, WriteRequest
 from ptah.testing.sim.database import Databases
-from ptah.testing.sim.kubelet import BROKEN, NS, OTHER_DATABASE, Kubelet
+from ptah.testing.sim.kubelet import BROKEN, NODE_CONFIRMS, NS, OTHER_DATABASE, Kubelet
 from ptah.workload.names import lease_name
 
 SCHEMA_FAMILY = SchemaFamily()
@@ -154,6 +155,12 @@ class World:
     # Holders of Leases an earlier deployment left behind (their resources are gone):
     # left to expire, named by no claim.
     gone_holders: set[str] = field(default_factory=set)
+    # A Job recreated under its reserved name, a release write delayed on the network, and
+    # a spec.runner edit while a claim is in flight draw from their own streams too.
+    replaced: random.Random = field(default_factory=random.Random)
+    impatient: random.Random = field(default_factory=random.Random)
+    delays: random.Random = field(default_factory=random.Random)
+    edits: random.Random = field(default_factory=random.Random)
 
     @classmethod
     def build(cls, seed: int) -> World:
@@ -171,6 +178,10 @@ class World:
         world.races = random.Random(f"{seed}/races")
         world.quiet = random.Random(f"{seed}/quiet")
         world.acquirers = random.Random(f"{seed}/acquirers")
+        world.replaced = random.Random(f"{seed}/replaced")
+        world.impatient = random.Random(f"{seed}/impatient")
+        world.delays = random.Random(f"{seed}/delays")
+        world.edits = random.Random(f"{seed}/edits")
         world.kubelet.on_partition = world._partition_spreads
         world._populate()
         world._leases_left_behind()
@@ -332,6 +343,31 @@ class World:
         if (
             self.faults_on
             and when == "after"
+            and write == "write_admission_snapshot"
+            and self.edits.random() < 0.1
+        ):
+            self._edit_runner()
+        if (
+            self.faults_on
+            and when == "after"
+            and write == "create_job"
+            and self.replaced.random() < 0.05
+        ):
+            job = self._claimed_job()
+            if job is not None:
+                self._replace_job(job, edited=True)
+        if (
+            self.faults_on
+            and when == "after"
+            and write == "write_job_uid"
+            and self.replaced.random() < 0.05
+        ):
+            job = self._claimed_job()
+            if job is not None:
+                self._replace_job(job, edited=False)
+        if (
+            self.faults_on
+            and when == "after"
             and write == "create_job"
             and self._mutating_now()
             and self.rng.random() < 0.04
@@ -387,6 +423,7 @@ class World:
         renew or release the same Lease meanwhile, so the write must carry the version it
         read and fail when the Lease moved."""
         self._acquirers_race(req)
+        self._release_delayed(req)
         if (
             not self.faults_on
             or self.depth != 1
@@ -438,6 +475,39 @@ class World:
                     # The rival took it: the delayed acquisition must now be refused.
                     self.watcher.fault("lease-acquire-contended", current)
                     return
+            self.kubelet.step()
+            self.clock.advance(5)
+
+    def _release_delayed(self, req: WriteRequest) -> None:
+        """A release read the Lease as its own, and its write is delayed on its way (a
+        paused process, a slow network) for longer than the Lease duration: meanwhile the
+        other resources on the same database make their passes and their Jobs run, and one
+        of them, finding the Lease unchanged for a Lease duration by its own clock and its
+        holder's executor stopped, takes it. Only the version the release carries stands
+        between the late write and the taker's tenure."""
+        spec = dict(req.body or {}).get("spec") or {}
+        current = self._current
+        if (
+            not self.faults_on
+            or self.depth != 1
+            or req.kind != LEASE
+            or req.verb != "patch"
+            or "holderIdentity" not in spec
+            or spec["holderIdentity"] is not None
+            or current is None
+        ):
+            return
+        rivals = [r for r in self.resources if r is not current and r.db == current.db]
+        if not rivals or self.delays.random() >= 0.5:
+            return
+        self.watcher.fault("release-delayed", current)
+        before = self._lease_version(req.namespace, req.name)
+        for _ in range(self.delays.randint(26, 60)):
+            for rival in rivals:
+                self.reconcile_one(rival)
+            if self._lease_version(req.namespace, req.name) != before:
+                self.watcher.fault("release-overtaken", current)
+                return
             self.kubelet.step()
             self.clock.advance(5)
 
@@ -515,11 +585,35 @@ class World:
         # The holder's worker is stuck (a controller stop for that resource), and why.
         self.watcher.fault("starved", res)
         self.watcher.fault("holder-quiet", res)
-        if self.quiet.random() < 0.5:
+        draw = self.quiet.random()
+        if draw < 0.9:
+            # Its Job deleted: with its Pods (gone from the API, or, since only the cut-off
+            # node can confirm they stopped, left Terminating), or with its Pods orphaned
+            # (still shown running).
             for job in sorted(jobs):
                 if self.cluster.system.peek(JOB, NS, job) is not None:
-                    self.watcher.fault("holder-quiet-job-deleted", res)
-                    self.cluster.system.delete(JOB, NS, job, propagation="Background")
+                    self._delete_quiet_job(res, job, draw)
+
+    def _delete_quiet_job(self, res: SimResource, job: str, draw: float) -> None:
+        api = self.cluster.system
+        if draw < 0.5:
+            self.watcher.fault("holder-quiet-job-deleted", res)
+            api.delete(JOB, NS, job, propagation="Background")
+        elif draw < 0.7:
+            self.watcher.fault("holder-quiet-job-orphaned", res)
+            api.delete(JOB, NS, job, propagation="Orphan")
+        else:
+            self.watcher.fault("holder-quiet-pods-terminating", res)
+            pods = [run.pod for run in self.kubelet.runs.values() if run.job == job]
+            for name in pods:
+                pod = api.peek(POD, NS, name)
+                if pod is not None:
+                    fins = pod["metadata"].get("finalizers") or []
+                    api.patch(POD, NS, name, {"metadata": {"finalizers": [*fins, NODE_CONFIRMS]}})
+            api.delete(JOB, NS, job, propagation="Background")
+            for name in pods:
+                if api.peek(POD, NS, name) is not None:
+                    api.delete(POD, NS, name)
 
     def rescheduled_while_withheld(self) -> None:
         """While a release is withheld and its executor writes on, cut off from the API,
@@ -626,7 +720,14 @@ class World:
                 return
             self._approve(res, digest)
             return
-        if status.get("phase") in {"ProofNotSettled"} and roll < (0.3 if quiet else 0.1):
+        impatient = status.get("phase") == "ProofOwed" and self.impatient.random() < 0.15
+        if impatient:
+            # Someone abandons the proof while the run may still write (the release of its
+            # Lease is withheld meanwhile): the record goes, the withheld release stays.
+            self.watcher.fault("abandon-while-owed", res)
+        if impatient or (
+            status.get("phase") in {"ProofNotSettled"} and roll < (0.3 if quiet else 0.1)
+        ):
             record = status.get("pendingObservation") or status.get("unresolvedRun") or {}
             operation = record.get("operationId", "")
             if self.rng.random() < 0.3:
@@ -757,6 +858,61 @@ class World:
         self.crashes.append("after:create_job")
         self.watcher.fault("stop", self._current)
         raise ControllerStopped("after create_job, the Job vanished unseen")
+
+    def _replace_job(self, job: dict[str, Any], edited: bool) -> None:
+        """Someone replaces a Job under its reserved name (a policy controller that
+        rewrites Jobs by deleting and re-creating them, ``kubectl replace --force`` of a
+        saved or edited manifest, a backup restore): the same name, labels, annotations
+        and owner references, a new UID, and its spec as it was or ``edited`` (the image
+        pointed at a mirror, the runner's arguments changed); its Pods run what the copy
+        says. Right after the create, before the read-back, only the spec tells the copy
+        from the Job the claim created; once its UID is adopted, the UID does."""
+        api = self.cluster.system
+        name = job["metadata"]["name"]
+        spec = json.loads(json.dumps(job["spec"]))
+        container = spec["template"]["spec"]["containers"][0]
+        if edited and self.replaced.random() < 0.5:
+            container["image"] = "mirror.example/" + str(container.get("image"))
+        elif edited:
+            container["args"] = [*container.get("args", []), "--verbose"]
+        meta = job["metadata"]
+        self.watcher.fault("job-replaced" if edited else "job-recreated", self._owner_of(job))
+        api.delete(JOB, NS, name, propagation="Background")
+        api.create(
+            JOB,
+            {
+                "apiVersion": job.get("apiVersion", "batch/v1"),
+                "kind": "Job",
+                "metadata": {
+                    "name": name,
+                    "namespace": NS,
+                    "labels": dict(meta.get("labels") or {}),
+                    "annotations": dict(meta.get("annotations") or {}),
+                    "ownerReferences": list(meta.get("ownerReferences") or []),
+                },
+                "spec": spec,
+            },
+        )
+
+    def _edit_runner(self) -> None:
+        """A person edits spec.runner while a claim is between its admission snapshot and
+        its dispatch: its resources, service account or node selector, its image kept, or
+        its image alone. The next Job's Pod template is not the one the snapshot names."""
+        res = self._current
+        if res is None:
+            return
+        draw = self.edits.random()
+        runner: dict[str, Any]
+        if draw < 0.3:
+            runner = {"resources": {"limits": {"memory": f"{self.edits.randint(1, 9)}00Mi"}}}
+        elif draw < 0.55:
+            runner = {"serviceAccountName": f"runner-{self.edits.randint(1, 9)}"}
+        elif draw < 0.8:
+            runner = {"nodeSelector": {"pool": f"p{self.edits.randint(1, 9)}"}}
+        else:
+            runner = {"image": self.edits.choice(["ptah/ptah:dev", "ptah/ptah:next"])}
+        self.watcher.fault("runner-edited-in-flight", res)
+        self.cluster.system.patch(res.family.kind, NS, res.name, {"spec": {"runner": runner}})
 
     def _revoke_approval(self) -> None:
         """A reviewer takes back the approval a claim in flight names, between its claim

@@ -1,0 +1,238 @@
+"""Faults of the world the simulation's schedules draw, each replayed once by hand.
+
+* a Job replaced under its reserved name (a policy controller rewriting Jobs by delete
+  and create, ``kubectl replace --force``): edited, before the controller reads it back,
+  it is not adopted (its spec is not the intent the claim created); recreated as it was,
+  after its UID was adopted, the next pass does not go on supervising it;
+* a proof abandoned while the run may still write: the record goes, the withheld
+  release stays, and nothing is claimed until it is done;
+* a release whose write is delayed past the Lease duration while another resource on
+  the same database takes the Lease: the late write clears nothing;
+* spec.runner edited between the admission snapshot and the dispatch (its image kept):
+  the claim is dropped, no Job of another template is created;
+* a quiet holder whose Job is deleted with its Pods orphaned, or left Terminating on a
+  node cut off from the API: its expired Lease is not taken.
+
+Each test fails with the break of its rule applied (tests/mutants: intent-drift-ignores-
+spec, watch-rebinds-by-name, withheld-release-lets-claims-through, release-without-
+precondition, template-matches-image-only, takeover-ignores-running-pod,
+takeover-deleted-pod-stopped).
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from ptah.kube.kinds import JOB, LEASE, POD
+from ptah.testing.memory import PROCEED, FaultDecision, WriteRequest
+from ptah.testing.sim.invariants import Invariants
+from ptah.testing.sim.kubelet import NS, PodRun
+from ptah.testing.sim.world import LOCK_NS, MIGRATION_FAMILY, SCHEMA_FAMILY, World
+from ptah.workload.names import lease_name
+from support.simworld import drive, hand_world, one_pass, status
+
+ONE = [(SCHEMA_FAMILY, "r0", "sim://u:{pw}@db1", "db1")]
+TWO = [*ONE, (MIGRATION_FAMILY, "r1", "sim://u:{pw}@DB1:5432/", "db1")]
+
+
+class _Always(random.Random):
+    """A fault's own stream, drawn so that the fault always fires, for as long as it may."""
+
+    def random(self) -> float:
+        return 0.0
+
+    def randint(self, a: int, b: int) -> int:
+        return b
+
+
+def _dispatched_apply(world: World, inv: Invariants, index: int = 0) -> dict[str, Any]:
+    claim = drive(
+        world,
+        inv,
+        index,
+        lambda s: bool(
+            (s.get("activeOperation") or {}).get("type") in {"Apply", "Migrate"}
+            and s["activeOperation"].get("jobUid")
+        ),
+        "no mutation dispatched",
+        passes=80,
+    )["activeOperation"]
+    return dict(claim)
+
+
+def test_a_job_replaced_with_another_spec_before_its_read_back_is_not_adopted() -> None:
+    world, inv = hand_world(ONE)
+    world.replaced = random.Random(1)
+    world.crash = ("create_job", "after", 1)  # the first mutating create, then a stop
+    claim = drive(
+        world,
+        inv,
+        0,
+        lambda s: world.crash is None and bool((s.get("activeOperation") or {}).get("type")),
+        "the Apply's create never stopped the controller",
+    )["activeOperation"]
+    assert claim["type"] == "Apply" and claim["dispatchStarted"] and not claim.get("jobUid")
+    job = world.cluster.system.get(JOB, NS, claim["jobName"])
+    assert job is not None
+    world._replace_job(job, edited=True)
+    one_pass(world, inv, 0)
+    s = status(world)
+    assert not s.get("activeOperation")
+    assert s["pendingObservation"]["reason"] == "JobIntentDrift", s["pendingObservation"]
+    assert inv.violations == []
+
+
+def test_a_job_recreated_under_its_name_after_adoption_ends_the_claim() -> None:
+    world, inv = hand_world(ONE)
+    claim = _dispatched_apply(world, inv)
+    job = world.cluster.system.get(JOB, NS, claim["jobName"])
+    assert job is not None
+    world._replace_job(job, edited=False)  # the same spec, another UID
+    again = world.cluster.system.get(JOB, NS, claim["jobName"])
+    assert again is not None and again["metadata"]["uid"] != claim["jobUid"]
+    one_pass(world, inv, 0)
+    s = status(world)
+    assert (s.get("activeOperation") or {}).get("operationId") != claim["operationId"]
+    assert s["pendingObservation"]["reason"] == "JobGone", s["pendingObservation"]
+    assert inv.violations == []
+
+
+def _cut_off_writer(world: World, claim: dict[str, Any]) -> PodRun:
+    """The Apply's Pod runs on a node that loses the API, and is force-deleted there:
+    the process writes on, unseen."""
+    world.kubelet.step()
+    (run,) = [r for r in world.kubelet.runs.values() if r.operation_id == claim["operationId"]]
+    assert run.started
+    world.kubelet.partition(10**6)
+    run.steps_left = 10**6
+    world.cluster.system.delete(POD, NS, run.pod)
+    return run
+
+
+def test_an_abandon_while_the_run_may_write_claims_nothing_beside_the_withheld_release() -> None:
+    world, inv = hand_world(ONE)
+    claim = _dispatched_apply(world, inv)
+    run = _cut_off_writer(world, claim)
+    s = drive(world, inv, 0, lambda s: s.get("phase") == "ProofOwed", "no proof owed")
+    assert s["pendingLockRelease"]["withheld"]
+    world._annotate(world.resources[0], s["pendingObservation"]["operationId"])
+    for _ in range(12):
+        one_pass(world, inv, 0)
+        world.clock.advance(5)
+    s = status(world)
+    assert claim["operationId"] in s["abandonedProofs"]
+    assert s["pendingLockRelease"]["operationId"] == claim["operationId"]
+    assert not s.get("activeOperation"), s["activeOperation"]
+    assert run.truth is not None and run.truth.alive
+    assert inv.violations == []
+
+
+def _delayed_release(world: World) -> Any:
+    def faults(req: WriteRequest) -> FaultDecision:
+        world._release_delayed(req)
+        return PROCEED
+
+    return faults
+
+
+def test_a_release_delayed_past_the_lease_duration_clears_no_one_elses_lease() -> None:
+    world, inv = hand_world(TWO)
+    # The migration claims its Migrate and waits while the schema's Apply holds the Lease.
+    claim = _dispatched_apply(world, inv, 0)
+    drive(
+        world,
+        inv,
+        1,
+        lambda s: s.get("phase") == "WaitingForTarget",
+        "the Migrate never waited for the Lease",
+    )
+    # The Apply ends; its release is read, and its write delayed while the Migrate, by
+    # its own clock, finds the Lease expired, its holder's run stopped, and takes it.
+    drive(
+        world,
+        inv,
+        0,
+        lambda s: (s.get("pendingLockRelease") or {}).get("operationId") == claim["operationId"],
+        "the Apply's release was never staged",
+    )
+    world.faults_on = True
+    world.delays = _Always()
+    inv.install(_delayed_release(world))
+    one_pass(world, inv, 0)
+    world.faults_on = False
+    assert inv.faults["release-overtaken"] == 1, inv.faults
+    lease = world.cluster.system.get(LEASE, LOCK_NS, _lease_name(world))
+    assert lease is not None
+    migrate = status(world, 1)["activeOperation"]
+    assert lease["spec"]["holderIdentity"] == migrate["lease"]["holder"]
+    assert inv.violations == []
+
+
+def _lease_name(world: World) -> str:
+    return lease_name(world.dbs.by_name["db1"].identity.digest)
+
+
+class _Never(random.Random):
+    """A stream whose faults never fire (every threshold is below its draws)."""
+
+    def random(self) -> float:
+        return 0.999
+
+
+def test_a_runner_edit_between_the_snapshot_and_the_dispatch_drops_the_claim() -> None:
+    """The schema's first reading: claimed, then its admission snapshot written, and
+    right after it a person edits spec.runner, the image kept (the fault aimed at that
+    write, its own stream fixed): the dispatch refuses the template."""
+    world, inv = hand_world(ONE)
+    claim = drive(world, inv, 0, lambda s: bool(s.get("activeOperation")), "nothing claimed")[
+        "activeOperation"
+    ]
+    assert claim["type"] == "Plan" and not claim.get("admissionSnapshot")
+    world.faults_on = True
+    world.races = _Never()
+    world.rng = _Never()
+    world.edits = _Always()  # fires; the edit is the runner's resources
+    one_pass(world, inv, 0)
+    world.faults_on = False
+    assert inv.faults["runner-edited-in-flight"] == 1
+    obj = world.cluster.system.get(SCHEMA_FAMILY.kind, NS, "r0")
+    assert obj is not None and obj["spec"]["runner"]["resources"]
+    assert status(world)["activeOperation"]["admissionSnapshot"]
+    one_pass(world, inv, 0)
+    s = status(world)
+    assert (s.get("activeOperation") or {}).get("operationId") != claim["operationId"]
+    assert world.cluster.system.get(JOB, NS, claim["jobName"]) is None
+    assert inv.violations == []
+
+
+@pytest.mark.parametrize("draw", [0.6, 0.8], ids=["orphaned", "terminating"])
+def test_a_quiet_holders_lease_is_not_taken_while_its_pods_are_shown(draw: float) -> None:
+    """The holder's worker is stuck, its node cut off, and its Job deleted with its Pods
+    orphaned (shown running) or left Terminating (only the node can confirm they
+    stopped): the Migrate on the same database waits past the Lease's expiry."""
+    world, inv = hand_world(TWO)
+    claim = _dispatched_apply(world, inv, 0)
+    world.kubelet.step()
+    (run,) = [r for r in world.kubelet.runs.values() if r.operation_id == claim["operationId"]]
+    run.steps_left = 10**6  # a long run
+    drive(world, inv, 1, lambda s: s.get("phase") == "WaitingForTarget", "no wait")
+    # What holder_goes_quiet does, its draws fixed: the holder's worker stuck, the
+    # executor's node cut off, the executor writing on, its Job deleted.
+    world.starved_until["r0"] = world.clock.now() + timedelta(days=1)
+    world.kubelet.partition(10**6)
+    world._delete_quiet_job(world.resources[0], claim["jobName"], draw)
+    pods = world.cluster.system.list(POD, NS, {"ptah.io/operation-id": claim["operationId"]})
+    assert pods, "the holder's Pod is still shown"
+    for _ in range(4):
+        world.clock.advance(130)
+        world.kubelet.step()
+        one_pass(world, inv, 1)
+    assert status(world, 1)["phase"] == "WaitingForTarget"
+    lease = world.cluster.system.get(LEASE, LOCK_NS, _lease_name(world))
+    assert lease is not None and lease["spec"]["holderIdentity"].endswith(claim["operationId"])
+    assert claim["operationId"] in world.dbs.by_name["db1"].writers
+    assert inv.violations == []
