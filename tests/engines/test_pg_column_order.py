@@ -64,3 +64,20 @@ def test_composite_attribute_in_the_middle_of_a_stored_type_is_refused(pg_db: st
     # At the end, it is added in place.
     at_end = apply_plan(pg_db, TYPE_V1.replace("c text", "c text, b date") + table)
     assert [s.sql for s in at_end.statements] == ["ALTER TYPE public.pair ADD ATTRIBUTE b date"]
+
+
+def test_partition_in_another_order_than_its_parent_is_said(pg_db: str) -> None:
+    """pg_dump writes a partition as a table of its own columns, then attaches it: a
+    partition in another order than its parent's was created PARTITION OF in the
+    parent's order without a word (only later plans said it)."""
+    sql = (
+        "CREATE TABLE public.p (id integer, at date, v text) PARTITION BY RANGE (at);\n"
+        "CREATE TABLE public.p1 (v text, at date, id integer);\n"
+        "ALTER TABLE public.p ATTACH PARTITION public.p1"
+        " FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');\n"
+    )
+    plan = apply_plan(pg_db, sql)
+    assert any(
+        w.startswith("table public.p1: created as a partition of public.p") and "(v, at, id)" in w
+        for w in plan.warnings
+    ), plan.warnings
