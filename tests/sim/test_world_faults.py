@@ -236,3 +236,29 @@ def test_a_quiet_holders_lease_is_not_taken_while_its_pods_are_shown(draw: float
     assert lease is not None and lease["spec"]["holderIdentity"].endswith(claim["operationId"])
     assert claim["operationId"] in world.dbs.by_name["db1"].writers
     assert inv.violations == []
+
+
+def test_the_hold_is_counted_from_this_controllers_own_sighting_of_the_run() -> None:
+    """The replica that dispatched runs on a node whose clock is 400 s behind; its
+    process goes down and another replica, on a true clock, stages the release of the
+    run whose Pod was force-deleted on a node cut off from the API. Counted from the
+    dispatch stamp (the other clock), the hold (60 + 60 + 60 s) would be over at once,
+    the process still writing: counted from this process's own sighting, it is not."""
+    world, inv = hand_world(ONE)
+    world.cluster.system.patch(
+        SCHEMA_FAMILY.kind, NS, "r0", {"spec": {"runner": {"activeDeadlineSeconds": 60}}}
+    )
+    world.replicas[0] = world._replica("c0", -400.0)
+    claim = _dispatched_apply(world, inv)
+    run = _cut_off_writer(world, claim)
+    world.replicas[0].down_until = world.clock.now() + timedelta(days=1)
+    world.replicas.append(world._replica("c1", 0.0))
+    world.kubelet.step()  # the Job controller counts the deleted Pod failed
+    for _ in range(6):
+        one_pass(world, inv, 0)
+        world.clock.advance(5)
+    assert inv.violations == []
+    s = status(world)
+    assert (s.get("pendingLockRelease") or {}).get("operationId") == claim["operationId"]
+    assert s["pendingLockRelease"]["withheld"]
+    assert run.truth is not None and run.truth.alive
