@@ -14,7 +14,15 @@ from typing import Any
 from sqlglot import expressions as exp
 
 from ptah.engines.model import DATA_DEPENDENT, DESTRUCTIVE, LOCK_HEAVY, Schema, Statement
-from ptah.engines.sqlite.inspect import body_segments, canonical_sql, parse, table_options
+from ptah.engines.sqlite.inspect import (
+    body_segments,
+    canonical_sql,
+    is_constant,
+    is_virtual,
+    parse,
+    table_options,
+    unquoted,
+)
 
 _NAME = r"(?:\"(?:[^\"]|\"\")+\"|`(?:[^`]|``)+`|\[[^\]]+\]|[\w$]+)"
 # The table's name in its CREATE statement (comments may stand between the words;
@@ -25,29 +33,14 @@ _CREATE_TABLE = re.compile(
     rf"(?:{_NAME}(?:{_GAP})?\.(?:{_GAP})?)?{_NAME}",
     re.IGNORECASE | re.DOTALL,
 )
-_VIRTUAL = re.compile(rf"^(?:{_GAP})?CREATE{_GAP}VIRTUAL{_GAP}", re.IGNORECASE | re.DOTALL)
 # An FTS table's content option: content='' is contentless, content='t' external.
 _CONTENT_OPTION = re.compile(
     r"[(,]\s*content\s*=\s*('(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|[\w$]+)", re.IGNORECASE
-)
-_QUOTED_OR_COMMENT = re.compile(
-    r"""--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'|"(?:[^"]|"")*"|`(?:[^`]|``)*`|\[[^\]]*\]""",
-    re.DOTALL,
 )
 
 
 def q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
-
-
-_CONSTANTS = (exp.Literal, exp.Null, exp.Boolean, exp.HexString)
-
-
-def _constant(value: exp.Expression | None) -> bool:
-    """A default SQLite accepts for ADD COLUMN: a literal, a signed number, NULL, a blob."""
-    if isinstance(value, exp.Neg):
-        value = value.this
-    return isinstance(value, _CONSTANTS)
 
 
 def column_addable(column: exp.ColumnDef) -> bool:
@@ -69,7 +62,7 @@ def column_addable(column: exp.ColumnDef) -> bool:
             return False
         if isinstance(kind, exp.DefaultColumnConstraint):
             has_default, default = True, kind.this
-            if not _constant(default):
+            if not is_constant(default):
                 return False
         if isinstance(kind, exp.NotNullColumnConstraint) and not kind.args.get("allow_null"):
             not_null = True
@@ -112,11 +105,6 @@ def _addable(cur_sql: str, want_sql: str) -> list[str] | None:
     return [" ".join(segments[want.this.expressions.index(c)].split()) for c in extra]
 
 
-def _unquoted(sql: str) -> str:
-    """``sql`` without its quoted tokens and comments: the keywords it is written with."""
-    return _QUOTED_OR_COMMENT.sub(" ", sql)
-
-
 def _temp_name(name: str, taken: set[str]) -> str:
     """A name for the new table that no object of either schema has (names are per
     database and case-insensitive in SQLite)."""
@@ -148,7 +136,7 @@ def _copy(name: str, tmp: str, cur: dict[str, Any], want: dict[str, Any]) -> lis
     its content elsewhere (``content=``) is rebuilt from that content; a contentless
     one has nothing to copy.
     """
-    if _VIRTUAL.match(want["_sql"]):
+    if is_virtual(want["_sql"]):
         content = _CONTENT_OPTION.search(_virtual_args(want["_sql"]))
         if content is not None:
             if content.group(1) in ("''", '""'):
@@ -175,7 +163,7 @@ def _sequence(name: str, tmp: str, want_sql: str) -> list[str]:
     """Keep an AUTOINCREMENT table's high-water mark: ids of deleted rows are not
     handed out again. The copy set the new table's to its largest id; the old one's
     may be higher. (DROP TABLE removes the old row, the rename renames the new one.)"""
-    if "AUTOINCREMENT" not in _unquoted(want_sql).upper():
+    if "AUTOINCREMENT" not in unquoted(want_sql).upper():
         return []
     old, new = _literal(name), _literal(tmp)
     return [
@@ -298,6 +286,6 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
 
 
 def _created_kind(sql: str) -> str:
-    words = _unquoted(sql).split()
+    words = unquoted(sql).split()
     kinds = [w.lower() for w in words[1:4] if w.lower() in ("index", "view", "trigger")]
     return kinds[0] if kinds else "index"

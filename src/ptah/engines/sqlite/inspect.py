@@ -25,6 +25,7 @@ from ptah.engines.model import PlanError, Schema
 # Triggers and other statements sqlglot does not model fall back to folding; no warnings.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 _SIMPLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# SQLite stores a statement's head as ``CREATE VIRTUAL TABLE`` whatever the author wrote.
 _VIRTUAL = re.compile(r"\s*CREATE\s+VIRTUAL\s", re.IGNORECASE)
 _PUNCT = re.compile(r"\s*([(),;])\s*")
 # A comment (no group: dropped, a space in its place) or a quoted token (group 1: kept
@@ -33,6 +34,16 @@ _QUOTED = re.compile(
     r"""--[^\n]*|/\*.*?\*/|('(?:[^']|'')*'|"(?:[^"]|"")*"|`(?:[^`]|``)*`|\[[^\]]*\])""",
     re.DOTALL,
 )
+
+
+def is_virtual(sql: str) -> bool:
+    """Whether this stored statement creates a virtual table (its module reads the rest)."""
+    return _VIRTUAL.match(sql) is not None
+
+
+def unquoted(sql: str) -> str:
+    """``sql`` without its quoted tokens and comments: the keywords it is written with."""
+    return _QUOTED.sub(" ", sql)
 
 
 def _fold_code(code: str) -> str:
@@ -105,7 +116,14 @@ def parse(sql: str) -> exp.Expression | None:
     return result
 
 
-_CONSTANT = (exp.Literal, exp.Null, exp.Boolean, exp.HexString)
+_CONSTANTS = (exp.Literal, exp.Null, exp.Boolean, exp.HexString)
+
+
+def is_constant(value: exp.Expression | None) -> bool:
+    """A constant as SQLite reads a default: a literal, a signed number, NULL, a blob."""
+    if isinstance(value, exp.Neg):
+        value = value.this
+    return isinstance(value, _CONSTANTS)
 
 
 def _same_meaning(tree: exp.Expression) -> None:
@@ -120,11 +138,12 @@ def _same_meaning(tree: exp.Expression) -> None:
             node.set("expression", exp.Var(this=node.expression.name.upper()))
         elif isinstance(node, exp.Ordered) and node.args.get("desc") is False:
             node.set("desc", None)
-        elif isinstance(node, exp.DefaultColumnConstraint) and isinstance(node.this, exp.Paren):
-            inner = node.this.this
-            value = inner.this if isinstance(inner, exp.Neg) else inner
-            if isinstance(value, _CONSTANT):
-                node.set("this", inner)
+        elif (
+            isinstance(node, exp.DefaultColumnConstraint)
+            and isinstance(node.this, exp.Paren)
+            and is_constant(node.this.this)
+        ):
+            node.set("this", node.this.this)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -135,7 +154,7 @@ def canonical_sql(sql: str) -> str:
     a call and keeps the module name's case): folded, not rendered. Remembered by text:
     a plan reads each definition twice (the target's and the scratch's, most often the
     same text), at some 2 ms a parse."""
-    tree = None if _VIRTUAL.match(sql) else parse(sql)
+    tree = None if is_virtual(sql) else parse(sql)
     if tree is not None:
         _same_meaning(tree)
     core, options = table_options(sql)
