@@ -46,6 +46,15 @@ READING_PRAGMAS = {
 WRITING_PRAGMAS = {"optimize", "incremental_vacuum", "wal_checkpoint", "shrink_memory"}
 
 
+def writes_setting(name: str, has_value: bool) -> bool:
+    """Whether ``PRAGMA name`` (given a value or not) writes a database's setting: the
+    one rule for the reading here and for the authorizer."""
+    name = name.lower()
+    return name in WRITING_PRAGMAS or (
+        has_value and name not in SESSION_PRAGMAS and name not in READING_PRAGMAS
+    )
+
+
 def _pragma(words: list[Word], i: int) -> str | None:
     j = i + 1
     schema = ""
@@ -58,9 +67,7 @@ def _pragma(words: list[Word], i: int) -> str | None:
     if schema and schema not in OWN_SCHEMAS:
         return f"names another schema ({schema})"
     has_value = j + 1 < len(words) and (words[j + 1].punct("=") or words[j + 1].punct("("))
-    if name in WRITING_PRAGMAS or (
-        has_value and name not in SESSION_PRAGMAS and name not in READING_PRAGMAS
-    ):
+    if writes_setting(name, has_value):
         return f"writes a database setting (PRAGMA {name})"
     return None
 
@@ -180,10 +187,6 @@ def authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None, 
         return sqlite3.SQLITE_DENY
     if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in OUTSIDE_FUNCTIONS:
         return sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_PRAGMA:
-        name = (arg1 or "").lower()
-        if name in WRITING_PRAGMAS or (
-            arg2 is not None and name not in SESSION_PRAGMAS and name not in READING_PRAGMAS
-        ):
-            return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_PRAGMA and writes_setting(arg1 or "", arg2 is not None):
+        return sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK
