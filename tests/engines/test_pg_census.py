@@ -56,13 +56,6 @@ UNMANAGED = {
         "ALTER TABLE public.t ALTER COLUMN a SET (n_distinct = 100);",
         "column options",
     ),
-    # An identity column's sequence is the table's (not a sequence of the schema): a
-    # comment on it was left out of the plan without a word (its grants are planned).
-    "identity sequence comment": (
-        "CREATE TABLE public.i (id integer GENERATED ALWAYS AS IDENTITY);"
-        " COMMENT ON SEQUENCE public.i_id_seq IS 'ids';",
-        "identity sequence comment on public.i (i_id_seq)",
-    ),
     # Privileges an extension's member was created with, changed: left out silently too.
     "extension member grant": (
         "CREATE EXTENSION pgcrypto;"

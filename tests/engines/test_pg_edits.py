@@ -373,7 +373,8 @@ def test_type_change_that_changes_values_is_destructive(pg_db: str, name: str) -
 
 def test_identity_sequence_grants_are_planned(pg_url: str, pg_db: str) -> None:
     """GRANT ... ON ALL SEQUENCES reaches identity columns' sequences, as do the default
-    privileges for sequences: any such file was refused (an unmanaged grant)."""
+    privileges for sequences, and a comment may name one: any such file was refused (an
+    unmanaged grant or comment)."""
     ensure_roles(pg_url)
     v1 = "CREATE TABLE public.i (id integer GENERATED ALWAYS AS IDENTITY, v text);\n"
     granted = v1 + "GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ptah_corpus_reader;\n"
@@ -384,6 +385,10 @@ def test_identity_sequence_grants_are_planned(pg_url: str, pg_db: str) -> None:
     assert _edit(pg_db, v1) == {
         "REVOKE SELECT, USAGE ON SEQUENCE public.i_id_seq FROM ptah_corpus_reader": ()
     }
+    # Its comment, set and changed.
+    commented = v1 + "COMMENT ON SEQUENCE public.i_id_seq IS 'ids';\n"
+    assert _edit(pg_db, commented) == {"COMMENT ON SEQUENCE public.i_id_seq IS 'ids'": ()}
+    assert _edit(pg_db, v1) == {"COMMENT ON SEQUENCE public.i_id_seq IS NULL": ()}
     # A table created under default privileges for sequences: its identity's grant
     # comes from them, and a new one planned beside it converges too.
     defaults = (

@@ -1948,9 +1948,10 @@ class _Diff:
                 self.create(anode, f"GRANT {privs} ON {a['on']} TO {grantee}{option}")
 
     def identity_acls(self) -> None:
-        """Grants on identity columns' sequences (``GRANT ... ON ALL SEQUENCES`` reaches
-        them): a sequence the plan creates (a new table or identity, one added again)
-        starts with the target's default privileges for sequences."""
+        """Grants and comments on identity columns' sequences (``GRANT ... ON ALL
+        SEQUENCES`` reaches them): a sequence the plan creates (a new table or identity,
+        one added again) starts with the target's default privileges for sequences, and
+        no comment."""
         for table, t in sorted(self.want.get("table", {}).items()):
             for col, c in sorted(t["columns"].items()):
                 seq = c.get("identitySequence") or {}
@@ -1968,6 +1969,13 @@ class _Diff:
                     if kept
                     else self.initial_acl(f"sequence:{seq['name']}")
                 )
+                said = old_seq.get("comment") if kept else None
+                if said != seq.get("comment"):
+                    cnode = f"comment:identity:{table}.{col}"
+                    self.extra_deps[cnode] = {f"table:{table}"}
+                    text = seq.get("comment")
+                    value = _lit(text) if text is not None else "NULL"
+                    self.create(cnode, f"COMMENT ON SEQUENCE {seq['name']} IS {value}")
                 new = set(seq.get("acl", []))
                 if old == new:
                     continue

@@ -149,12 +149,6 @@ SELECT 'row type grant', c.oid, t.typname
 FROM pg_type t JOIN pg_class c ON c.oid = t.typrelid
 WHERE c.oid >= {FIRST_USER_OID} AND c.relkind <> 'c'
   AND t.typacl IS NOT NULL AND t.typacl <> acldefault('T', t.typowner)
-UNION ALL
-SELECT 'identity sequence comment', d.refobjid, s.relname
-FROM pg_class s JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = s.oid
-  AND d.refclassid = 'pg_class'::regclass AND d.deptype = 'i'
-JOIN pg_description c ON c.classoid = 'pg_class'::regclass AND c.objoid = s.oid
-WHERE s.relkind = 'S' AND s.oid >= {FIRST_USER_OID}
 """
 
 # Privileges on an extension's member (a function, table, type, language, schema) that

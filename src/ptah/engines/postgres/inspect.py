@@ -220,7 +220,8 @@ SELECT c.oid, quote_ident(a.attname),
                                 || '|' || x.privilege_type || '|'
                                 || CASE WHEN x.is_grantable THEN 'g' ELSE '' END, E'\n')
                          FROM aclexplode(coalesce(sc.relacl, acldefault('s', sc.relowner))) x
-                        WHERE x.grantee <> sc.relowner)]
+                        WHERE x.grantee <> sc.relowner),
+                      obj_description(sc.oid, 'pg_class')]
            FROM pg_depend d JOIN pg_class sc ON sc.oid = d.objid
            JOIN pg_namespace sn ON sn.oid = sc.relnamespace
            JOIN pg_sequence s ON s.seqrelid = sc.oid
@@ -921,7 +922,7 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
         if not local:
             column["_inherited"] = True
         if identity_seq:
-            name_, start, inc, mn, mx, cache, cycle, acl = identity_seq
+            name_, start, inc, mn, mx, cache, cycle, acl, comment = identity_seq
             column["identitySequence"] = {
                 "name": name_,
                 "start": start,
@@ -934,6 +935,8 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             if acl:
                 # Its grants (GRANT ... ON ALL SEQUENCES reaches it), the owner's left out.
                 column["identitySequence"]["acl"] = sorted(acl.split("\n"))
+            if comment is not None:
+                column["identitySequence"]["comment"] = comment
         table["columns"][col] = column
         nodes.columns[(reloid, num)] = col
         if adoid is not None:
