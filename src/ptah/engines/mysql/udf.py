@@ -5,15 +5,15 @@ library code, in mysql.func), then to the database's stored function; a UDF's
 code acting during a read-only plan is code outside the scratch. Which names are
 UDFs is the server's, so the load asks it, before anything of the file runs:
 
-* the server's own answer first: ``CREATE FUNCTION scratch.f() ...`` fails with
-  error 1125 (already exists) in the fresh, empty scratch only when a UDF ``f``
-  is loaded (the in-memory list the call would resolve against), and is dropped
-  at once when it succeeds;
-* else (the plan's user may not create routines in the scratch) mysql.func, the
-  table the UDFs are loaded from;
-* else the check fails closed: a called name it cannot classify (neither a
-  built-in the server lists, nor a type's or the grammar's own word) is refused,
-  saying which grant lets it be checked.
+* mysql.func first, the table the UDFs are loaded from;
+* else (the plan's user may not read it) the server's own answer:
+  ``CREATE FUNCTION scratch.f() ...`` fails with error 1125 (already exists) in
+  the fresh, empty scratch only when a UDF ``f`` is loaded (the in-memory list
+  the call would resolve against), and is dropped at once when it succeeds;
+* else (nor may it create routines in the scratch) the check fails closed: a
+  called name it cannot classify (neither a built-in the server lists, nor a
+  type's or the grammar's own word) is refused, saying which grant lets it be
+  checked.
 
 Candidates are found cheaply over the raw text (every ``name (`` with comments
 between, strings included: a superset); only a statement holding a UDF's or an
@@ -243,43 +243,49 @@ def _mysql_func(conn: Any) -> frozenset[str] | None:
 _DENIED = {1044, 1045, 1142, 1227, 1370, 1419}
 
 
-def _probe(conn: Any, scratch: str, name: str) -> bool | int:
-    """Whether ``name`` is a loaded UDF, by the server's own refusal to create a stored
-    function of that name in the empty scratch; else the server's error code (the user
-    may not create one, or the name is none a function can have)."""
+def _probe(conn: Any, scratch: str, name: str) -> int | None:
+    """The server's error code for creating a stored function ``name`` in the empty
+    scratch (1125, already exists, when ``name`` is a loaded UDF; a privilege error
+    when the user may not create one; another when no function can have the name),
+    or None when it was created (and dropped again): no UDF has the name."""
     quoted = "`" + scratch.replace("`", "``") + "`.`" + name.replace("`", "``") + "`"
     try:
         with conn.cursor() as cur:
             cur.execute(f"CREATE FUNCTION {quoted}() RETURNS INT DETERMINISTIC NO SQL RETURN 1")
             cur.execute(f"DROP FUNCTION {quoted}")
-        return False
+        return None
     except pymysql.MySQLError as exc:
-        code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else -1
-        return True if code == _ALREADY_EXISTS else code
+        return exc.args[0] if exc.args and isinstance(exc.args[0], int) else -1
+
+
+def _classify(conn: Any, scratch: str, names: set[str]) -> tuple[set[str], set[str]]:
+    """Of ``names``, the UDFs and the names the check cannot classify (see the module):
+    mysql.func when the user may read it, else the server's answer name by name."""
+    listed = _mysql_func(conn)
+    if listed is not None:
+        return names & listed, set()
+    udfs: set[str] = set()
+    unclassified: set[str] = set()
+    ordered = sorted(names)
+    for k, name in enumerate(ordered):
+        code = _probe(conn, scratch, name)
+        if code == _ALREADY_EXISTS:
+            udfs.add(name)
+        elif code in _DENIED:  # nor create a routine in the scratch: fail closed
+            unclassified.update(ordered[k:])
+            break
+        elif code is not None:
+            unclassified.add(name)  # the server said neither: this name fails closed
+    return udfs, unclassified
 
 
 def refuse_udf_calls(conn: Any, scratch: str, statements: list[Statement]) -> None:
     """Raise :class:`.confine.StatementRefused` for the first statement that calls a
     loadable function, or a function the check cannot classify (see the module)."""
-    natives = _natives(conn)
-    names = _called_names(statements, natives)
+    names = _called_names(statements, _natives(conn))
     if not names:
         return
-    udfs: set[str] = set()
-    unclassified: set[str] = set()
-    listed = _mysql_func(conn)
-    if listed is not None:
-        udfs = names & listed
-    else:  # the user may not read the table: the server's own answer, name by name
-        for k, name in enumerate(sorted(names)):
-            answer = _probe(conn, scratch, name)
-            if answer is True:
-                udfs.add(name)
-            elif answer in _DENIED:  # nor create a routine in the scratch: fail closed
-                unclassified.update(sorted(names)[k:])
-                break
-            elif answer is not False:
-                unclassified.add(name)  # the server said neither: this name fails closed
+    udfs, unclassified = _classify(conn, scratch, names)
     if not udfs and not unclassified:
         return
     for statement in statements:
