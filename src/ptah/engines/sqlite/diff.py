@@ -218,15 +218,9 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
     with the view and is created again after it.
     """
     cur_t, want_t = dict(current["table"]), desired["table"]
-    # A table the desired file spells in other letters' case is the same table (SQLite's
-    # names are case-insensitive): rebuilt under the new spelling, not dropped and created.
-    spelled = {n.lower(): n for n in cur_t}
-    old_name: dict[str, str] = {}
-    for name in want_t:
-        old = spelled.get(name.lower())
-        if old is not None and old != name and name not in cur_t and old not in want_t:
-            old_name[name] = old
-            cur_t[name] = cur_t.pop(old)
+    old_name = _respelled(cur_t, want_t)
+    for name, old in old_name.items():
+        cur_t[name] = cur_t.pop(old)
     drops: list[Statement] = []
     tables: list[Statement] = []
     rebuilt: set[str] = set()
@@ -253,8 +247,8 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
     }
     gone_with = rebuilt | gone_views | (cur_t.keys() - want_t.keys())
     out_drops: list[Statement] = []
-    creates: list[Statement] = []
-    for kind in ("view", "trigger", "index"):
+    creates: dict[str, list[Statement]] = {"view": [], "trigger": [], "index": []}
+    for kind in creates:
         cur, want = current[kind], desired[kind]
         for name in cur:
             goes_with_table = kind != "view" and cur[name]["table"] in gone_with
@@ -278,14 +272,19 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
                 hazards = (LOCK_HEAVY,)
                 if "UNIQUE" in obj["def"].upper().split(" ON ", 1)[0]:
                     hazards = (DATA_DEPENDENT, LOCK_HEAVY)
-            creates.append(Statement(obj["_sql"], hazards))
+            creates[kind].append(Statement(obj["_sql"], hazards))
     # A trigger may be on a view (INSTEAD OF): views first.
-    order = {"index": 0, "view": 1, "trigger": 2}
-    creates.sort(key=lambda s: order.get(_created_kind(s.sql), 0))
-    return out_drops + drops + tables + creates
+    return out_drops + drops + tables + creates["index"] + creates["view"] + creates["trigger"]
 
 
-def _created_kind(sql: str) -> str:
-    words = unquoted(sql).split()
-    kinds = [w.lower() for w in words[1:4] if w.lower() in ("index", "view", "trigger")]
-    return kinds[0] if kinds else "index"
+def _respelled(cur_t: dict[str, Any], want_t: dict[str, Any]) -> dict[str, str]:
+    """Desired tables spelled in other letters' case than a current one (new name ->
+    current name): the same table, SQLite's names being case-insensitive, so rebuilt
+    under the new spelling, not dropped and created."""
+    spelled = {n.lower(): n for n in cur_t}
+    found: dict[str, str] = {}
+    for name in want_t:
+        old = spelled.get(name.lower())
+        if old is not None and old != name and name not in cur_t and old not in want_t:
+            found[name] = old
+    return found
