@@ -10,17 +10,39 @@ routine's own ``SET`` clause). So the bound is the client's: past it, a thread c
 the session's statement through the server's cancel protocol, and keeps cancelling
 every ``every`` seconds until the bounded block ends, so a replay of the file (to name
 the failing line) meets the same bound at the same statement, and names it.
+
+Its size is bounded the same way. A temporary scratch lives on the target's own server,
+and a file that writes data (``CREATE TABLE ... AS SELECT`` of a billion rows, an
+``INSERT ... SELECT``, a routine of the file that inserts in a loop, a trigger) would
+fill that server's disk within the time bound, and the target would go down with it.
+No statement-level rule can see every way of writing rows, so the same thread reads the
+scratch's size (``grown``, from a session of its own) every ``every`` seconds and
+cancels while it is past :data:`SCRATCH_BYTES`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 # The load and inspection of a desired file in its scratch. Definitions load in
 # milliseconds each: 10,000 tables with their indexes load in about 15 s on two cores.
 LOAD_SECONDS = 120.0
+# The scratch's size: it holds the file's schema and a few seed rows, not data. 10,000
+# tables with their indexes take some 20 MB in SQLite, some 160 MB in PostgreSQL's files.
+SCRATCH_BYTES = 256 * 1024 * 1024
+
+
+def grew_past() -> str:
+    """The refusal's reason once a scratch grew past :data:`SCRATCH_BYTES` (one line)."""
+    return f"desired schema grew its scratch past {SCRATCH_BYTES // (1024 * 1024)} MB"
+
+
+def past_size(where: str = "") -> str:
+    """The whole refusal, ``where`` naming the line (e.g. " (line 3 of the desired file)")."""
+    return f"{grew_past()}{where}: a desired file holds definitions, not data"
 
 
 class Deadline:
@@ -29,7 +51,18 @@ class Deadline:
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
         self.expired = False
+        # The scratch grew past SCRATCH_BYTES (its statements were cancelled meanwhile).
+        self.outgrown = False
         self.disarmed = False
+        self._grown: Callable[[], bool] | None = None
+
+    def grown(self) -> bool:
+        """Whether the scratch is past its size now (False when nothing measures it)."""
+        if self._grown is None:
+            return False
+        with contextlib.suppress(Exception):
+            return self._grown()
+        return False
 
     def disarm(self) -> None:
         """Cancel nothing more (the caller bounds what it runs next by other means)."""
@@ -38,21 +71,42 @@ class Deadline:
 
 @contextlib.contextmanager
 def bounded(
-    cancel: Callable[[], None], seconds: float | None = None, every: float = 0.5
+    cancel: Callable[[], None],
+    seconds: float | None = None,
+    every: float = 0.5,
+    grown: Callable[[], bool] | None = None,
 ) -> Iterator[Deadline]:
     """Run the block; once ``seconds`` (default :data:`LOAD_SECONDS`) pass, call
     ``cancel`` at once and every ``every`` seconds until the block ends.
 
+    ``grown``: whether the scratch is past :data:`SCRATCH_BYTES`, read every ``every``
+    seconds on the same thread (from a session of its own: the loading one is busy);
+    while it is, ``cancel`` is called too and the deadline marked ``outgrown``. Only
+    while it is: a replay of the file (to name the line) after a rollback that shrank
+    the scratch runs until the statement that grows it again, which is cancelled there.
+
     ``cancel`` must be safe from another thread (psycopg's ``Connection.cancel_safe``,
     a ``KILL QUERY`` on a second session); its own failure is ignored: the next one
-    tries again, and the block's statement fails or ends by itself."""
+    tries again, and the block's statement fails or ends by itself; so is ``grown``'s."""
     deadline = Deadline(LOAD_SECONDS if seconds is None else seconds)
+    deadline._grown = grown
     done = threading.Event()
 
     def watch() -> None:
-        if done.wait(deadline.seconds):
-            return
-        deadline.expired = True
+        ends = time.monotonic() + deadline.seconds
+        while not deadline.expired:
+            left = ends - time.monotonic()
+            if left <= 0:
+                deadline.expired = True
+                break
+            if done.wait(left if grown is None else min(every, left)):
+                return
+            if deadline.disarmed or time.monotonic() >= ends:
+                continue
+            if deadline.grown():
+                deadline.outgrown = True
+                with contextlib.suppress(Exception):
+                    cancel()
         while not done.is_set() and not deadline.disarmed:
             with contextlib.suppress(Exception):
                 cancel()

@@ -72,6 +72,8 @@ def _locate(conn: Any, load: prepare.Load, bound: deadline.Deadline) -> int | No
     another): the one that computes or waits fails there, and none of the quick ones
     before it is cancelled by a cancel that happened to arrive while it ran."""
     slow = None
+    if bound.outgrown and bound.grown():  # past the size still (a committed part): no
+        return None  # replay can tell which statement grew it
     if bound.expired:
         bound.disarm()
         slow = f"SET LOCAL statement_timeout = '{int(min(bound.seconds, 5.0) * 1000)}ms'"
@@ -92,6 +94,8 @@ def _failed(
     failure: psycopg.Error, line: int | None, bound: deadline.Deadline
 ) -> DesiredSchemaInvalid:
     where = f" (line {line} of the desired file)" if line else ""
+    if bound.outgrown:
+        return DesiredSchemaInvalid(deadline.past_size(where), line)
     if bound.expired:
         return DesiredSchemaInvalid(
             f"desired schema did not load within {bound.seconds:g} s{where}: a statement"
@@ -102,9 +106,43 @@ def _failed(
     return DesiredSchemaInvalid(f"desired schema does not load{where}: {first}", line)
 
 
-def _bound(conn: Any) -> contextlib.AbstractContextManager[deadline.Deadline]:
-    """The load's bound (:mod:`ptah.engines.deadline`) on the session ``conn``."""
-    return deadline.bounded(lambda: conn.cancel_safe(timeout=5.0))
+def _bound(
+    conn: Any, grown: Callable[[], bool] | None = None
+) -> contextlib.AbstractContextManager[deadline.Deadline]:
+    """The load's bounds (:mod:`ptah.engines.deadline`) on the session ``conn``: its time,
+    and its scratch's size when ``grown`` reads it (:func:`_grown`)."""
+    return deadline.bounded(lambda: conn.cancel_safe(timeout=5.0), grown=grown)
+
+
+def _grown(admin: Any, name: str, pid: int) -> Callable[[], bool]:
+    """Whether the temporary scratch ``name`` is past :data:`deadline.SCRATCH_BYTES`, read
+    on ``admin`` (a session of its own, idle while the file loads).
+
+    ``pg_database_size`` sums the database's files in every tablespace, which grow as
+    rows are written, committed or not, whatever wrote them (a CTAS, an INSERT ...
+    SELECT, a routine or a trigger of the file, a materialized view, the session's
+    temporary tables); it costs a directory listing (about 1 ms for 1,000 tables). The
+    loading backend ``pid``'s temporary files count too (a set-returning function's
+    rows are spilled there before a CTAS writes them: a billion of them fill the disk
+    as well), where the role may list them (``pg_ls_tmpdir``: a superuser or pg_monitor);
+    else the database's size alone is read."""
+    spill = [True]
+
+    def grown() -> bool:
+        row = admin.execute("SELECT pg_database_size(%s)", (name,)).fetchone()
+        size = int(row[0]) if row else 0
+        if spill[0] and size <= deadline.SCRATCH_BYTES:
+            try:
+                row = admin.execute(
+                    "SELECT coalesce(sum(size), 0) FROM pg_ls_tmpdir() WHERE name LIKE %s",
+                    (f"pgsql_tmp{int(pid)}.%",),
+                ).fetchone()
+                size += int(row[0]) if row else 0
+            except psycopg.errors.InsufficientPrivilege:
+                spill[0] = False
+        return size > deadline.SCRATCH_BYTES
+
+    return grown
 
 
 def _inspect(conn: Any, bound: deadline.Deadline, committed: bool) -> Schema:
@@ -121,7 +159,7 @@ def _inspect(conn: Any, bound: deadline.Deadline, committed: bool) -> Schema:
             inspect.script_comments(conn, schema)
         return schema
     except psycopg.Error as exc:
-        if not bound.expired:
+        if not (bound.expired or bound.outgrown):
             raise
         raise _failed(exc, None, bound) from None
 
@@ -211,9 +249,10 @@ def _load_checked(
     committed: bool,
     seconds: dict[str, float],
     confined: Callable[[], None],
+    grown: Callable[[], bool] | None = None,
 ) -> Schema:
     """Load the file into a temporary scratch as the check lets its statements through,
-    then inspect it.
+    then inspect it; ``grown``: the scratch's size bound (:func:`_grown`).
 
     ``checking``: the source's check, not run yet (None: checked already). It reads the
     file in growing prefixes (the first :data:`FIRST` statements, then half as many
@@ -225,7 +264,7 @@ def _load_checked(
     whole file is checked, as when the check came first: a refusal anywhere in the file
     is the plan's outcome before any load error."""
     size = min(BATCH, CHUNK)
-    with _bound(conn) as bound:
+    with _bound(conn, grown) as bound:
         t0 = time.perf_counter()
         loader = _Loader(conn, load, committed, size)
         try:
@@ -253,6 +292,9 @@ def _load_checked(
                 conn.rollback()
                 line = _locate(conn, load.part(0, loader.sent + len(part.statements)), bound)
             raise _failed(exc, line, bound)
+        if bound.grown():  # grown past it between two reads of its size, and loaded
+            bound.outgrown = True
+            raise DesiredSchemaInvalid(deadline.past_size())
         schema = _inspect(conn, bound, committed)
     seconds.update(load=t1 - t0, inspect=time.perf_counter() - t1)
     return schema
@@ -442,7 +484,8 @@ def _temporary_database(
         committed = len(load.statements) > BATCH
         if committed:
             conn.autocommit = True  # a fresh session: no transaction open yet
-        return _load_checked(conn, load, checking, committed, seconds, confined)
+        grown = _grown(admin, name, conn.info.backend_pid)
+        return _load_checked(conn, load, checking, committed, seconds, confined, grown)
     finally:
         _drop_behind(admin, name, seconds, conn)
 

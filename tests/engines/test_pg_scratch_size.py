@@ -1,0 +1,164 @@
+"""A desired file that writes data into its temporary scratch is stopped at the size bound.
+
+Without a dev database the scratch is a database on the target's own server. Before the
+bound, a file's ``CREATE TABLE ... AS SELECT`` of a billion rows (or an INSERT ...
+SELECT, a materialized view, a routine or a trigger of the file that inserts in a loop)
+wrote into it for as long as the load's time bound let it: gigabytes on the production
+server's disk. Each case plans such a file with the size bound lowered to 24 MB (an
+empty scratch takes some 8 MB) and the time bound to 4 s (so that the code before the
+size bound fails here on the time bound's message, without filling the disk), and
+expects the plan refused naming the size and the line, the scratch dropped and no
+backend left running the file's statement.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from ptah.engines import deadline
+from ptah.engines.connect import open_target
+from ptah.engines.postgres import scratch
+from ptah.runner import operations
+from ptah.runner.emit import Run
+from ptah.runner.frame import ResultFrame
+
+pytestmark = pytest.mark.integration
+
+CAP_MB = 24
+SEED = "CREATE TABLE kept (id int PRIMARY KEY, name text);\n"
+MANY = "generate_series(1, 1000000000) g"
+
+# name -> (the file, with {m} a marker in the writing statement; its line)
+HOSTILE = {
+    "create-table-as": (
+        SEED + "CREATE TABLE {m} AS SELECT g, md5(g::text) FROM " + MANY + ";\n",
+        2,
+    ),
+    "insert-select": (
+        SEED + "CREATE TABLE big (g int);\n"
+        "INSERT INTO big SELECT g FROM " + MANY + " WHERE '{m}' <> '';\n",
+        3,
+    ),
+    "materialized-view": (
+        SEED + "CREATE MATERIALIZED VIEW {m} AS SELECT g, md5(g::text) FROM " + MANY + ";\n",
+        2,
+    ),
+    "routine-in-a-loop": (
+        SEED + "CREATE TABLE big (t text);\n"
+        "CREATE FUNCTION {m}() RETURNS int LANGUAGE plpgsql AS $$\n"
+        "BEGIN\n  LOOP INSERT INTO big SELECT repeat('x', 1000) FROM generate_series(1, 1000);"
+        " END LOOP;\nEND $$;\n"
+        "SELECT {m}();\n",
+        7,
+    ),
+    "trigger": (
+        SEED + "CREATE TABLE big (t text);\n"
+        "CREATE FUNCTION {m}() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+        "BEGIN\n  INSERT INTO big SELECT md5(g::text) FROM " + MANY + ";\n  RETURN NEW;\nEND $$;\n"
+        "CREATE TRIGGER fill AFTER INSERT ON kept FOR EACH ROW EXECUTE FUNCTION {m}();\n"
+        "INSERT INTO kept VALUES (1, 'seed');\n",
+        9,
+    ),
+}
+
+
+def _running(url: str, marker: str) -> list[int]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE query LIKE %s AND pid <> pg_backend_pid()",
+            (f"%{marker}%",),
+        ).fetchall()
+    return [r[0] for r in rows]
+
+
+def _exists(url: str, name: str) -> bool:
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_database WHERE datname = %s", (name,))
+        return row.fetchone() == (1,)
+
+
+def _plan(url: str, sql: str, tmp_path: Path) -> ResultFrame:
+    desired = tmp_path / "desired.sql"
+    desired.write_text(sql)
+    with open_target(url) as target:
+        run = Run.on(target, "plan", "op-scratch-size", None)
+        return ResultFrame.model_validate(operations.plan(run, str(desired), None))
+
+
+@pytest.fixture
+def scratches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The size bound lowered; the names of the scratches the plans make (their size
+    reader is made for each)."""
+    monkeypatch.setattr(deadline, "SCRATCH_BYTES", CAP_MB * 1024 * 1024)
+    monkeypatch.setattr(deadline, "LOAD_SECONDS", 4.0)
+    names: list[str] = []
+    made = scratch._grown
+
+    def spy(admin: object, name: str, pid: int) -> Callable[[], bool]:
+        names.append(name)
+        return made(admin, name, pid)
+
+    monkeypatch.setattr(scratch, "_grown", spy)
+    return names
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_a_file_that_writes_data_is_stopped_at_the_size_bound(
+    case: str, pg_db: str, pg_url: str, scratches: list[str], tmp_path: Path
+) -> None:
+    marker = "ptah_fill_" + uuid.uuid4().hex[:8]
+    sql, line = HOSTILE[case]
+    started = time.monotonic()
+    frame = _plan(pg_db, sql.format(m=marker), tmp_path)
+    elapsed = time.monotonic() - started
+    message = str(frame.data.get("message", ""))
+    assert frame.outcome == "failed", frame
+    assert frame.reason == "DesiredSchemaInvalid", frame
+    expected = (
+        f"desired schema grew its scratch past {CAP_MB} MB (line {line} of the desired file):"
+        " a desired file holds definitions, not data"
+    )
+    assert expected in message, message
+    assert elapsed < 30, f"refused after {elapsed:.1f} s"
+    scratch.settle()
+    assert scratches and not any(_exists(pg_url, name) for name in scratches)
+    assert _running(pg_url, marker) == []
+
+
+def test_the_bound_holds_when_a_large_file_loads_in_batches(
+    pg_db: str, pg_url: str, scratches: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past :data:`scratch.BATCH` statements each part commits: the part that grew the
+    scratch is replayed alone, and its line named."""
+    monkeypatch.setattr(deadline, "LOAD_SECONDS", 20.0)
+    marker = "ptah_fill_" + uuid.uuid4().hex[:8]
+    tables = scratch.BATCH + 1
+    sql = "".join(f"CREATE TABLE t{i} (id int);\n" for i in range(tables))
+    sql += f"CREATE TABLE {marker} AS SELECT g FROM {MANY};\n"
+    frame = _plan(pg_db, sql, tmp_path)
+    message = str(frame.data.get("message", ""))
+    assert frame.reason == "DesiredSchemaInvalid", frame
+    assert f"past {CAP_MB} MB (line {tables + 1} of the desired file)" in message, message
+    scratch.settle()
+    assert scratches and not any(_exists(pg_url, name) for name in scratches)
+    assert _running(pg_url, marker) == []
+
+
+def test_a_schema_with_a_few_seed_rows_still_plans(
+    pg_db: str, scratches: list[str], tmp_path: Path
+) -> None:
+    sql = (
+        SEED + "CREATE TABLE status (code text PRIMARY KEY);\n"
+        "INSERT INTO status VALUES ('new'), ('done');\n"
+        "INSERT INTO kept SELECT g, 'row ' || g FROM generate_series(1, 100) g;\n"
+        "CREATE INDEX kept_name ON kept (name);\n"
+    )
+    frame = _plan(pg_db, sql, tmp_path)
+    assert frame.outcome != "failed", frame
+    assert any("status" in str(s) for s in frame.data.get("statements", [])), frame
