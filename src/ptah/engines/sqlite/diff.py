@@ -221,13 +221,23 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
     old_name = _respelled(cur_t, want_t)
     for name, old in old_name.items():
         cur_t[name] = cur_t.pop(old)
-    drops: list[Statement] = []
+    taken = {n for schema in (current, desired) for objects in schema.values() for n in objects}
+    drops = [
+        Statement(f"DROP TABLE {q(name)}", (DESTRUCTIVE,)) for name in cur_t.keys() - want_t.keys()
+    ]
+    tables, rebuilt = _tables(cur_t, want_t, old_name, taken)
+    out_drops, creates = _dependents(current, desired, cur_t, want_t, rebuilt)
+    return out_drops + drops + tables + creates
+
+
+def _tables(
+    cur_t: dict[str, Any], want_t: dict[str, Any], old_name: dict[str, str], taken: set[str]
+) -> tuple[list[Statement], set[str]]:
+    """The desired tables created, grown (ADD COLUMN) or rebuilt, in the desired order
+    (parents usually first); and the names of the rebuilt ones, old and new."""
     tables: list[Statement] = []
     rebuilt: set[str] = set()
-    taken = {n for schema in (current, desired) for objects in schema.values() for n in objects}
-    for name in cur_t.keys() - want_t.keys():
-        drops.append(Statement(f"DROP TABLE {q(name)}", (DESTRUCTIVE,)))
-    for name in want_t:  # desired order: parents usually first
+    for name in want_t:
         if name not in cur_t:
             tables.append(Statement(want_t[name]["_sql"]))
         elif cur_t[name]["def"] != want_t[name]["def"]:
@@ -238,6 +248,19 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
                 old = old_name.get(name, name)
                 rebuilt |= {name, old}
                 tables.extend(_rebuild(name, cur_t[name], want_t[name], taken, old))
+    return tables, rebuilt
+
+
+def _dependents(
+    current: Schema,
+    desired: Schema,
+    cur_t: dict[str, Any],
+    want_t: dict[str, Any],
+    rebuilt: set[str],
+) -> tuple[list[Statement], list[Statement]]:
+    """The views, triggers and indexes dropped before the tables change and created
+    after (see :func:`diff`): one that changed, and one a rebuild or a dropped table
+    or view takes with it."""
     cur_v, want_v = current["view"], desired["view"]
     # Views dropped (and, if still wanted, created again): all of them around a rebuild.
     gone_views = {
@@ -274,7 +297,7 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
                     hazards = (DATA_DEPENDENT, LOCK_HEAVY)
             creates[kind].append(Statement(obj["_sql"], hazards))
     # A trigger may be on a view (INSTEAD OF): views first.
-    return out_drops + drops + tables + creates["index"] + creates["view"] + creates["trigger"]
+    return out_drops, creates["index"] + creates["view"] + creates["trigger"]
 
 
 def _respelled(cur_t: dict[str, Any], want_t: dict[str, Any]) -> dict[str, str]:
