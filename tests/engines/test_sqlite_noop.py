@@ -171,3 +171,12 @@ def test_objects_named_like_sqlites_own_are_planned(tmp_path: Path) -> None:
     assert "CREATE TABLE sqlitedata (x INT)" in planned
     assert "CREATE INDEX sqlite1 ON sqlitedata (x)" in planned
     assert not any("sqlite_sequence" in s for s in planned), planned
+
+
+def test_tables_are_dropped_in_the_databases_order(tmp_path: Path) -> None:
+    """A plan is the same text each time it is made: the dropped tables came in the order
+    of a set of names, which differs from one process to the next (hash seeds)."""
+    names = ["zeta", "alpha", "mid", "beta", "omega", "kappa", "delta", "chi", "psi", "eta"]
+    live = "".join(f"CREATE TABLE {n} (a INT);\n" for n in names)
+    planned = _plan(tmp_path, live, "CREATE TABLE kept (a INT);")
+    assert [s for s in planned if s.startswith("DROP")] == [f'DROP TABLE "{n}"' for n in names]

@@ -222,9 +222,9 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
     for name, old in old_name.items():
         cur_t[name] = cur_t.pop(old)
     taken = {n for schema in (current, desired) for objects in schema.values() for n in objects}
-    drops = [
-        Statement(f"DROP TABLE {q(name)}", (DESTRUCTIVE,)) for name in cur_t.keys() - want_t.keys()
-    ]
+    # In the database's order: a set's order differs from one process to the next.
+    gone = [name for name in cur_t if name not in want_t]
+    drops = [Statement(f"DROP TABLE {q(name)}", (DESTRUCTIVE,)) for name in gone]
     tables, rebuilt = _tables(cur_t, want_t, old_name, taken)
     out_drops, creates = _dependents(current, desired, cur_t, want_t, rebuilt)
     return out_drops + drops + tables + creates
