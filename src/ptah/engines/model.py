@@ -113,7 +113,7 @@ class Statement:
         return data
 
     @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Statement:
+    def from_json(cls, raw: object) -> Statement:
         """A statement as a plan file holds it, each field of its own type.
 
         Not coerced: a plan file is input (a forged or damaged one included), and
