@@ -78,3 +78,10 @@ def test_toast_storage_parameters_are_planned(pg_db: str) -> None:
         "ALTER TABLE public.t RESET (toast.autovacuum_enabled)",
         "ALTER TABLE public.t SET (toast.vacuum_truncate=false)",
     ]
+
+
+def test_materialized_view_toast_parameters_are_planned(pg_db: str) -> None:
+    base = "CREATE TABLE public.t (id integer, v text);\n"
+    mv = "CREATE MATERIALIZED VIEW public.mv WITH ({}) AS SELECT id, v FROM public.t;\n"
+    apply_plan(pg_db, base + mv.format("fillfactor = 50, toast.autovacuum_enabled = false"))
+    apply_plan(pg_db, base + mv.format("fillfactor = 50"))

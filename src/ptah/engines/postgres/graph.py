@@ -101,7 +101,7 @@ WHERE c.oid >= {FIRST_USER_OID} AND a.attnum > 0 AND NOT a.attisdropped
 UNION ALL
 SELECT 'TOAST storage parameters', c.oid, array_to_string(t.reloptions, ',')
 FROM pg_class c JOIN pg_class t ON t.oid = c.reltoastrelid
-WHERE c.oid >= {FIRST_USER_OID} AND t.reloptions IS NOT NULL AND c.relkind <> 'r'
+WHERE c.oid >= {FIRST_USER_OID} AND t.reloptions IS NOT NULL AND c.relkind NOT IN ('r', 'm')
 UNION ALL
 SELECT 'a tablespace', c.oid, ts.spcname
 FROM pg_class c JOIN pg_tablespace ts ON ts.oid = c.reltablespace

@@ -299,7 +299,9 @@ WHERE tc.relkind IN ('r', 'p', 'm') AND {_USER_NS} AND {_not_ext("pg_class", "tc
 
 Q_VIEWS = f"""
 SELECT c.oid, {_qn("n", "c.relname")}, c.relkind::text,
-       pg_get_viewdef(c.oid), coalesce(c.reloptions, '{{}}')
+       pg_get_viewdef(c.oid),
+       coalesce(c.reloptions, '{{}}') || ARRAY(SELECT 'toast.' || o FROM pg_class tc,
+         unnest(tc.reloptions) o WHERE tc.oid = c.reltoastrelid)
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('v', 'm') AND {_USER_NS} AND {_not_ext("pg_class", "c.oid")}
 """
