@@ -100,6 +100,49 @@ def _drop_scratch(url: DbUrl, name: str, load_thread: int) -> None:
         fresh.close()
 
 
+def _scratch_bytes(admin: Any, name: str) -> int:
+    """The scratch ``name``'s size on disk, read on ``admin`` (not the loading session).
+
+    InnoDB's table sizes in information_schema.TABLES are its statistics, refreshed
+    lazily (an INSERT ... SELECT of 370 MB showed 144 KB for ten seconds): its tablespace
+    files' own sizes are read instead (INNODB_SYS_TABLESPACES on MariaDB,
+    INNODB_TABLESPACES on MySQL: live, 0.2 ms; they need PROCESS), the other engines'
+    (Aria, MyISAM, MEMORY) from TABLES, where they are exact. Without PROCESS, TABLES
+    alone: InnoDB's part then counts once its statistics are refreshed.
+
+    Not seen: a bulk insert into an empty table (InnoDB's and Aria's CREATE TABLE ...
+    SELECT; InnoDB's INSERT ... SELECT with unique_checks and foreign_key_checks off)
+    buffers its rows in the server's tmpdir, in unlinked files, until the statement
+    ends; the statement's time bound (:data:`.bounds.STATEMENT_SECONDS`) bounds it, and
+    what it wrote is seen once it ends."""
+    prefix = f"{name}/"
+    total = 0
+    innodb = False
+    with admin.cursor() as cur:
+        for view in ("INNODB_SYS_TABLESPACES", "INNODB_TABLESPACES"):
+            try:
+                cur.execute(
+                    f"SELECT COALESCE(SUM(FILE_SIZE), 0) FROM information_schema.{view}"
+                    " WHERE LEFT(NAME, %s) = %s",
+                    (len(prefix), prefix),
+                )
+            except pymysql.MySQLError:
+                continue
+            row = cur.fetchone()
+            total += int(row[0]) if row else 0
+            innodb = True
+            break
+        engines = " AND ENGINE <> 'InnoDB'" if innodb else ""
+        cur.execute(
+            "SELECT COALESCE(SUM(DATA_LENGTH + INDEX_LENGTH), 0) FROM information_schema.TABLES"
+            f" WHERE TABLE_SCHEMA = %s{engines}",
+            (name,),
+        )
+        row = cur.fetchone()
+        total += int(row[0]) if row else 0
+    return total
+
+
 class MysqlOps:
     def version_key(self, target: Target) -> str:
         return f"mysql-{target.connection.get_server_info()}"
@@ -178,22 +221,54 @@ class MysqlOps:
 
     @staticmethod
     def _load(conn: Any, url: DbUrl, name: str, statements: list[SourceStatement]) -> None:
-        """Run the file's statements in the bounded session, within the load's deadline."""
+        """Run the file's statements in the bounded session, within the load's deadline
+        and the scratch's size bound (:data:`deadline.SCRATCH_BYTES`): a session of its
+        own reads the scratch's size while the file loads and, past the bound, ends the
+        loading session's statement (KILL QUERY, by its id)."""
+        admin = _scratch_session(url, "")
+        thread = int(conn.thread_id())
+        try:
+            # information_schema.TABLES waits for a table's metadata lock (a CREATE TABLE
+            # ... SELECT holds it to its end): a short wait skips that table instead.
+            _run_script(admin, "SET SESSION lock_wait_timeout = 1")
+
+            def grown() -> bool:
+                return _scratch_bytes(admin, name) > deadline.SCRATCH_BYTES
+
+            def cancel() -> None:
+                _run_script(admin, f"KILL QUERY {thread}")
+
+            with deadline.bounded(cancel, grown=grown) as bound:
+                MysqlOps._load_bounded(conn, url, name, statements, bound)
+        finally:
+            admin.close()
+
+    @staticmethod
+    def _load_bounded(
+        conn: Any,
+        url: DbUrl,
+        name: str,
+        statements: list[SourceStatement],
+        bound: deadline.Deadline,
+    ) -> None:
         # Between statements: each is bounded by the session (bounds.STATEMENT_SECONDS).
         ends = time.monotonic() + deadline.LOAD_SECONDS
+        previous: SourceStatement | None = None
         for statement in statements:
+            if bound.outgrown:  # past it between statements: the one before grew it
+                raise MysqlOps._outgrown(previous or statement, url)
             if time.monotonic() > ends:
-                raise DesiredSchemaInvalid(
-                    f"desired schema does not load: line {statement.line}: the load ran"
-                    f" longer than the plan's bound ({deadline.LOAD_SECONDS:g} s)"
-                    f" (in: {confine.excerpt(statement.text)})"
-                )
+                raise MysqlOps._late(statement)
             try:
                 # DROP FUNCTION f: the scratch's f, never the server's UDF f; an event
                 # never fires (the scheduler would run it beyond the plan).
                 text = myconfine.qualify_function_drops(statement.text, name)
                 _run_script(conn, myconfine.disable_events(text))
             except pymysql.MySQLError as exc:
+                if bound.outgrown:
+                    raise MysqlOps._outgrown(statement, url) from None
+                if bound.expired:  # cancelled by the load's deadline (KILL QUERY)
+                    raise MysqlOps._late(statement) from None
                 waited = _bound_or_error(exc)
                 message = (
                     f"desired schema does not load: line {statement.line}: {waited}"
@@ -202,6 +277,24 @@ class MysqlOps:
                     else load_error(exc, name, statement)
                 )
                 raise DesiredSchemaInvalid(scrub(message, *url.secrets)) from None
+            previous = statement
+        if bound.outgrown:
+            raise MysqlOps._outgrown(previous, url)
+        if bound.grown():  # grown past it between two reads of its size: no line to name
+            raise MysqlOps._outgrown(None, url)
+
+    @staticmethod
+    def _late(statement: SourceStatement) -> DesiredSchemaInvalid:
+        return DesiredSchemaInvalid(
+            f"desired schema does not load: line {statement.line}: the load ran"
+            f" longer than the plan's bound ({deadline.LOAD_SECONDS:g} s)"
+            f" (in: {confine.excerpt(statement.text)})"
+        )
+
+    @staticmethod
+    def _outgrown(statement: SourceStatement | None, url: DbUrl) -> DesiredSchemaInvalid:
+        where = f" (line {statement.line} of the desired file)" if statement else ""
+        return DesiredSchemaInvalid(scrub(deadline.past_size(where), *url.secrets))
 
     def diff(self, current: Schema, desired: Schema, online: Online = ONLINE) -> list[Statement]:
         return mydiff.diff(current, desired)
