@@ -106,11 +106,10 @@ def _addable(cur_sql: str, want_sql: str) -> list[str] | None:
 
 
 def _temp_name(name: str, taken: set[str]) -> str:
-    """A name for the new table that no object of either schema has (names are per
-    database and case-insensitive in SQLite)."""
-    lower = {t.lower() for t in taken}
+    """A name for the new table that no object of either schema has (``taken``: their
+    names lower-cased; names are per database and case-insensitive in SQLite)."""
     tmp, n = f"ptah_new_{name}", 1
-    while tmp.lower() in lower:
+    while tmp.lower() in taken:
         n += 1
         tmp = f"ptah_new{n}_{name}"
     return tmp
@@ -221,7 +220,10 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
     old_name = _respelled(cur_t, want_t)
     for name, old in old_name.items():
         cur_t[name] = cur_t.pop(old)
-    taken = {n for schema in (current, desired) for objects in schema.values() for n in objects}
+    # Lower-cased once for every rebuild's temporary name (once per rebuild was quadratic).
+    taken = {
+        n.lower() for schema in (current, desired) for objects in schema.values() for n in objects
+    }
     # In the database's order: a set's order differs from one process to the next.
     gone = [name for name in cur_t if name not in want_t]
     drops = [Statement(f"DROP TABLE {q(name)}", (DESTRUCTIVE,)) for name in gone]
