@@ -78,13 +78,24 @@ def _head(words: list[Word], i: int) -> str | None:
         return "attaches another database file"
     if w.is_("DETACH"):
         return "detaches a database"
-    if w.is_("VACUUM") and any(x.is_("INTO") for x in words[i + 1 :]):
+    if w.is_("VACUUM") and _vacuum_into(words, i):
         return "writes another database file (VACUUM INTO)"
     if w.is_("PRAGMA"):
         return _pragma(words, i)
     if w.is_("CREATE") and _creates_temporary_trigger(words, i):
         return _TEMPORARY_TRIGGER
     return None
+
+
+def _vacuum_into(words: list[Word], i: int) -> bool:
+    """Whether the VACUUM at ``i`` writes INTO a file: read to its statement's end only
+    (read to the text's end, a body of many statements was quadratic)."""
+    j = i + 1
+    while j < len(words) and not words[j].punct(";"):
+        if words[j].is_("INTO"):
+            return True
+        j += 1
+    return False
 
 
 # A temporary trigger lives in the connection that made it, yet fires on the main
