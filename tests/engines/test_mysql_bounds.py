@@ -191,3 +191,65 @@ def test_the_load_rewrites_and_the_check_are_linear(text: str) -> None:
     disable_events(text)
     calls(confine.read_words(text, "mysql"))
     assert time.monotonic() - started < 20  # on HEAD: minutes
+
+
+@pytest.mark.parametrize(
+    "holder",
+    [
+        "CREATE TABLE being_made AS SELECT SLEEP({s}) AS s",
+        "CREATE TABLE being_made ENGINE = Aria AS SELECT SLEEP({s}) AS s",
+    ],
+    ids=["innodb", "aria"],
+)
+def test_reading_the_target_waits_a_bounded_time_for_a_lock(
+    mysql_db: str, monkeypatch: pytest.MonkeyPatch, holder: str
+) -> None:
+    """Another session's CREATE TABLE ... SELECT in the target's database holds its
+    table's exclusive metadata lock while it runs; the target's inspection waited for
+    it (the server's default wait is a day: here, the holder's 12 s, then the read went
+    on). Now the read ends after READ_LOCK_SECONDS (1 s here) with the transient
+    LockBusy, and the holder is not touched."""
+    import threading
+
+    import pymysql
+
+    from ptah.engines.base import EngineError
+    from ptah.engines.mysql import ops as myops
+    from ptah.engines.urls import parse_url
+
+    monkeypatch.setattr(myops, "READ_LOCK_SECONDS", 1.0, raising=False)
+    url = parse_url(mysql_db)
+    other = pymysql.connect(
+        host=url.host or "localhost",
+        port=url.port or 3306,
+        user=url.user,
+        password=url.password or "",
+        database=url.database,
+        autocommit=True,
+    )
+    held: list[object] = []
+
+    def hold() -> None:
+        with other.cursor() as cur:
+            cur.execute("CREATE TABLE kept (id INT PRIMARY KEY)")
+            held.append(True)
+            cur.execute(holder.format(s=12))
+            held.append(cur.fetchall())
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        while not held:
+            time.sleep(0.05)
+        time.sleep(0.5)  # the holder's CREATE ... SELECT has begun
+        started = time.monotonic()
+        with open_target(mysql_db) as target, pytest.raises(EngineError) as caught:
+            myops.MysqlOps().inspect(target)
+        elapsed = time.monotonic() - started
+        assert caught.value.reason == "LockBusy", caught.value
+        assert str(caught.value).startswith("reading the database's schema waited 1 s for a lock")
+        assert elapsed < 8, f"waited {elapsed:.1f} s"
+    finally:
+        thread.join()
+        other.close()
+    assert len(held) == 2  # the holder ran to its end

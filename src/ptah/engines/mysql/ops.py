@@ -11,13 +11,14 @@ from __future__ import annotations
 import contextlib
 import re
 import secrets
+import threading
 import time
 from typing import Any
 
 import pymysql
 
 from ptah.engines import confine, deadline
-from ptah.engines.base import DesiredSchemaInvalid, ScratchUnavailable, Target
+from ptah.engines.base import DesiredSchemaInvalid, EngineError, ScratchUnavailable, Target
 from ptah.engines.model import (
     DEFAULT_POLICY,
     Online,
@@ -143,17 +144,76 @@ def _scratch_bytes(admin: Any, name: str) -> int:
     return total
 
 
+# How long reading the target's schema waits for a metadata lock another session holds
+# (PostgreSQL's READ_LOCK_SECONDS): a CREATE TABLE ... SELECT or an ALTER running in
+# the target's database held the plan for as long as it ran (the server's default wait
+# is a day).
+READ_LOCK_SECONDS = 10.0
+
+
+@contextlib.contextmanager
+def _read_lock_bound(url: DbUrl, thread: int, every: float = 0.5) -> Any:
+    """While the block reads on session ``thread``, a session of its own ends the read
+    (KILL QUERY, by its id) once it waited :data:`READ_LOCK_SECONDS` for a lock.
+
+    Not ``lock_wait_timeout``: past it, information_schema gives a locked table's row
+    with NULLs and a warning, and goes on; the inspection would read a schema without
+    it. A statement ended this way fails, and the whole read with it. Yields a list
+    that holds True once it ended one."""
+    ended: list[bool] = []
+    done = threading.Event()
+    watcher = connect(url, database="", read_timeout=30)
+
+    def watch() -> None:
+        with watcher.cursor() as cur:
+            while not done.wait(every):
+                cur.execute(
+                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %s"
+                    " AND STATE LIKE 'Waiting for%%lock%%' AND TIME >= %s",
+                    (thread, READ_LOCK_SECONDS),
+                )
+                row = cur.fetchone()
+                if row and row[0] and not done.is_set():
+                    ended.append(True)
+                    cur.execute(f"KILL QUERY {int(thread)}")
+
+    def guarded() -> None:
+        with contextlib.suppress(pymysql.MySQLError):
+            watch()
+
+    thread_ = threading.Thread(target=guarded, name="read-lock-bound", daemon=True)
+    thread_.start()
+    try:
+        yield ended
+    finally:
+        done.set()
+        thread_.join()
+        watcher.close()
+
+
 class MysqlOps:
     def version_key(self, target: Target) -> str:
         return f"mysql-{target.connection.get_server_info()}"
 
     def inspect(self, target: Target) -> Schema:
+        """The target's schema, read in a read-only transaction; a read that waits
+        :data:`READ_LOCK_SECONDS` for a lock ends the plan (``LockBusy``: transient)."""
         conn = target.connection
-        conn.query("START TRANSACTION READ ONLY")
-        try:
-            return myinspect.inspect(conn)
-        finally:
-            conn.rollback()
+        with _read_lock_bound(target.url, int(conn.thread_id())) as ended:
+            conn.query("START TRANSACTION READ ONLY")
+            try:
+                return myinspect.inspect(conn)
+            except pymysql.MySQLError:
+                if not ended:
+                    raise
+                raise EngineError(
+                    f"reading the database's schema waited {READ_LOCK_SECONDS:g} s for a lock"
+                    " another session holds (a long transaction, a running ALTER); nothing was"
+                    " changed, and it is read again later",
+                    reason="LockBusy",
+                ) from None
+            finally:
+                conn.rollback()
 
     def normalise(
         self,
