@@ -101,7 +101,8 @@ def _head(words: list[Word], i: int) -> str | None:
     if w.is_("USE") and nxt is not None and nxt.is_name:
         return "switches the session to another database"
     if w.is_("CREATE") and any(
-        words[k].is_("SONAME") and words[k + 1].kind == "string" for k in range(i, len(words) - 1)
+        words[k].is_("SONAME") and words[k + 1].kind == "string"
+        for k in range(i, min(_statement_end(words, i), len(words) - 1))
     ):
         # CREATE FUNCTION f RETURNS STRING SONAME 'lib.so': a server-wide loadable function,
         # its library loaded into the server (mysql.func), not the database's.
