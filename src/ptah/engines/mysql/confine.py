@@ -224,10 +224,7 @@ def _table_list(words: list[Word]) -> str | None:
         nxt = words[start + 1].upper if start + 1 < len(words) else ""
         if kinds is not None and nxt not in kinds:
             continue
-        end = start
-        while end < len(words) and not words[end].punct(";"):
-            end += 1
-        for name in dotted_names(words[start:end]):
+        for name in dotted_names(words[start : _statement_end(words, start)]):
             if name.before is None or not name.before.punct("@@"):
                 return f"names another database ({'.'.join(name.parts[:-1])})"
     return None
