@@ -24,9 +24,11 @@ import pytest
 from ptah.engines import deadline
 from ptah.engines.connect import open_target
 from ptah.engines.postgres import scratch
+from ptah.engines.urls import parse_url
 from ptah.runner import operations
 from ptah.runner.emit import Run
 from ptah.runner.frame import ResultFrame
+from support.databases import fresh_database
 
 pytestmark = pytest.mark.integration
 
@@ -83,11 +85,11 @@ def _exists(url: str, name: str) -> bool:
         return row.fetchone() == (1,)
 
 
-def _plan(url: str, sql: str, tmp_path: Path) -> ResultFrame:
+def _plan(url: str, sql: str, tmp_path: Path, dev_url: str | None = None) -> ResultFrame:
     desired = tmp_path / "desired.sql"
     desired.write_text(sql)
     with open_target(url) as target:
-        run = Run.on(target, "plan", "op-scratch-size", None)
+        run = Run.on(target, "plan", "op-scratch-size", parse_url(dev_url) if dev_url else None)
         return ResultFrame.model_validate(operations.plan(run, str(desired), None))
 
 
@@ -162,3 +164,22 @@ def test_a_schema_with_a_few_seed_rows_still_plans(
     frame = _plan(pg_db, sql, tmp_path)
     assert frame.outcome != "failed", frame
     assert any("status" in str(s) for s in frame.data.get("statements", [])), frame
+
+
+def test_the_bound_holds_in_a_dev_database_which_is_left_empty(
+    pg_db: str, pg_url: str, scratches: list[str], tmp_path: Path
+) -> None:
+    marker = "ptah_fill_" + uuid.uuid4().hex[:8]
+    sql, line = HOSTILE["insert-select"]
+    with fresh_database(pg_url, "ptah_dev_") as dev_url:
+        frame = _plan(pg_db, sql.format(m=marker), tmp_path, dev_url)
+        message = str(frame.data.get("message", ""))
+        assert frame.reason == "DesiredSchemaInvalid", frame
+        assert f"past {CAP_MB} MB (line {line} of the desired file)" in message, message
+        with psycopg.connect(dev_url) as conn:
+            left = conn.execute(
+                "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                " WHERE n.nspname = 'public'"
+            ).fetchone()
+        assert left == (0,)
+    assert _running(pg_url, marker) == []

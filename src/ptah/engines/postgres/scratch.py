@@ -327,15 +327,21 @@ def _check_in_prefixes(
     seconds["confine"] = spent
 
 
-def _load_and_inspect(conn: Any, load: prepare.Load, seconds: dict[str, float]) -> Schema:
+def _load_and_inspect(
+    conn: Any,
+    load: prepare.Load,
+    seconds: dict[str, float],
+    grown: Callable[[], bool] | None = None,
+) -> Schema:
     """Load the file and inspect it in the connection's open transaction (not in
     autocommit), which the caller ends by rolling it back.
 
     On success the transaction is left open: a temporary scratch hands it to the thread
     that drops the database (rolling back a load of thousands of relations truncates
     each one's files, which the plan need not wait for). On failure it is rolled back
-    here, the failing line located, and :class:`DesiredSchemaInvalid` raised."""
-    with _bound(conn) as bound, conn.cursor() as cur:
+    here, the failing line located, and :class:`DesiredSchemaInvalid` raised. ``grown``:
+    the database's size bound (:func:`_grown`)."""
+    with _bound(conn, grown) as bound, conn.cursor() as cur:
         cur.execute("SET LOCAL lock_timeout = '10s'")
         t0 = time.perf_counter()
         try:
@@ -347,6 +353,9 @@ def _load_and_inspect(conn: Any, load: prepare.Load, seconds: dict[str, float]) 
             line = load.line_of(int(position)) if position else _locate(conn, load, bound)
             raise _failed(exc, line, bound) from None
         t1 = time.perf_counter()
+        if bound.grown():  # grown past it between two reads of its size, and loaded
+            bound.outgrown = True
+            raise DesiredSchemaInvalid(deadline.past_size())
         schema = _inspect(conn, bound, False)
     seconds.update(load=t1 - t0, inspect=time.perf_counter() - t1)
     return schema
@@ -378,8 +387,11 @@ def _load_connection(
 
 def _load_dev(dev_url: DbUrl, load: prepare.Load, seconds: dict[str, float]) -> Schema:
     """Load into the dev database given by its URL, in one transaction always rolled
-    back: the database is left as found. It must be empty to begin with."""
+    back: the database is left as found. It must be empty to begin with. Its size is
+    bounded as a temporary scratch's is (read on a session of its own): a dev server's
+    disk is someone's too."""
     conn = _load_connection(dev_url)
+    admin: Any = None
     try:
         # The emptiness check runs in a savepoint rolled back after it, so that the
         # inspection's SET LOCAL search_path = pg_catalog does not reach the load (where
@@ -390,11 +402,15 @@ def _load_dev(dev_url: DbUrl, load: prepare.Load, seconds: dict[str, float]) -> 
             raise ScratchUnavailable(
                 "the dev database is not empty; give an empty database as the dev URL"
             )
-        return _load_and_inspect(conn, load, seconds)
+        admin = connect(dev_url, autocommit=True)
+        name = conn.info.dbname
+        return _load_and_inspect(conn, load, seconds, _grown(admin, name, conn.info.backend_pid))
     finally:
         with contextlib.suppress(psycopg.Error):
             conn.rollback()
         conn.close()
+        if admin is not None:
+            admin.close()
 
 
 def normalise(
