@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from ptah.engines.splitter import SplitError, split_statements
@@ -94,3 +96,15 @@ def test_unquoted_names_of_any_script(dialect: str) -> None:
     sql = "CREATE TABLE naïve (é int, _x int);\nCREATE INDEX ïdx ON naïve (é);\n"
     got = split_statements(sql, dialect)  # type: ignore[arg-type]
     assert [(s.text.split()[2], s.line) for s in got] == [("naïve", 1), ("ïdx", 2)]
+
+
+def test_a_long_sqlite_trigger_body_is_split_in_linear_time() -> None:
+    """Each ``;`` of a trigger body asked sqlite3.complete_statement about the whole
+    statement so far: quadratic (20,000 statements 3.8 s, 80,000 about a minute). Once a
+    body is open only a ``;`` after END is asked about."""
+    body = "SELECT 1; " * 80_000
+    sql = f"CREATE TRIGGER t AFTER INSERT ON a BEGIN {body}END;\nSELECT 2;"
+    started = time.monotonic()
+    statements = split_statements(sql, "sqlite")
+    assert time.monotonic() - started < 20  # before: about a minute
+    assert [s.text for s in statements] == [sql.split("\n")[0][:-1], "SELECT 2"]

@@ -92,6 +92,7 @@ class _Splitter:
         self.delimiter = ";"
         self.atomic_depth = 0
         self.prev_word = ""
+        self.trigger_open = False
         self._line_pos, self._line_no = 0, 1
 
     def line_at(self, pos: int) -> int:
@@ -138,14 +139,14 @@ class _Splitter:
                 continue
             if sql.startswith(self.delimiter, i) and self.atomic_depth == 0:
                 end = i + len(self.delimiter)
-                candidate = sql[self.start : i] + ";"
-                if lite and not sqlite3.complete_statement(candidate):
+                if lite and self._in_trigger_body(i):
                     i = end
                     continue
                 self.emit(i)
                 self.start = end
                 i = end
                 self.prev_word = ""
+                self.trigger_open = False
                 continue
             if ch == "'":
                 backslash = mysql or (
@@ -193,6 +194,17 @@ class _Splitter:
         if self.atomic_depth:
             raise SplitError("file ends inside a BEGIN ATOMIC body (missing END)")
         return self.out
+
+    def _in_trigger_body(self, i: int) -> bool:
+        """Whether the ``;`` at ``i`` is inside a CREATE TRIGGER's body, not a statement's
+        end, as :func:`sqlite3.complete_statement` reads the statement so far. Once it
+        said a body is open, only a ``;`` right after END can close it, so it is asked
+        again only then: asked at each ``;`` of a long body, with the whole statement so
+        far each time, it was quadratic."""
+        if self.trigger_open and self.prev_word != "END":
+            return True
+        self.trigger_open = not sqlite3.complete_statement(self.sql[self.start : i] + ";")
+        return self.trigger_open
 
     def _track_atomic(self, word: str) -> None:
         opens_body = word == "ATOMIC" and self.prev_word == "BEGIN"
