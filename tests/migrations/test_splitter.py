@@ -108,3 +108,14 @@ def test_a_long_sqlite_trigger_body_is_split_in_linear_time() -> None:
     statements = split_statements(sql, "sqlite")
     assert time.monotonic() - started < 20  # before: about a minute
     assert [s.text for s in statements] == [sql.split("\n")[0][:-1], "SELECT 2"]
+
+
+def test_a_statement_of_many_lines_is_split_in_linear_time() -> None:
+    """At each line start (MySQL's DELIMITER lines) the statement was read again from its
+    start: a 2 MB INSERT of 400,000 rows, one a line, took 14 s, 5 MB over a minute. Now
+    a second or two."""
+    sql = "INSERT INTO t VALUES\n" + "(1),\n" * 1_000_000 + "(2);\nSELECT 2;"
+    started = time.monotonic()
+    statements = split_statements(sql, "mysql")
+    assert time.monotonic() - started < 20  # before: over a minute
+    assert [s.text[-3:] for s in statements] == ["(2)", "T 2"]
