@@ -33,6 +33,8 @@ LOAD_SECONDS = 120.0
 # The scratch's size: it holds the file's schema and a few seed rows, not data. 10,000
 # tables with their indexes take some 20 MB in SQLite, some 160 MB in PostgreSQL's files.
 SCRATCH_BYTES = 256 * 1024 * 1024
+# How long cancels may go unheeded before the session itself is ended (see bounded).
+GRACE_SECONDS = 5.0
 
 
 def grew_past() -> str:
@@ -75,6 +77,7 @@ def bounded(
     seconds: float | None = None,
     every: float = 0.5,
     grown: Callable[[], bool] | None = None,
+    end: Callable[[], None] | None = None,
 ) -> Iterator[Deadline]:
     """Run the block; once ``seconds`` (default :data:`LOAD_SECONDS`) pass, call
     ``cancel`` at once and every ``every`` seconds until the block ends.
@@ -87,10 +90,25 @@ def bounded(
 
     ``cancel`` must be safe from another thread (psycopg's ``Connection.cancel_safe``,
     a ``KILL QUERY`` on a second session); its own failure is ignored: the next one
-    tries again, and the block's statement fails or ends by itself; so is ``grown``'s."""
+    tries again, and the block's statement fails or ends by itself; so is ``grown``'s.
+
+    ``end``: ends the session itself (``pg_terminate_backend``), called once the
+    cancels went on for :data:`GRACE_SECONDS` and the block still runs: a routine of
+    the file may catch a cancel (PL/pgSQL's ``EXCEPTION WHEN query_canceled``) and go
+    on writing in a loop."""
     deadline = Deadline(LOAD_SECONDS if seconds is None else seconds)
     deadline._grown = grown
     done = threading.Event()
+
+    first: list[float] = []  # when the first cancel went
+
+    def stop() -> None:
+        first[:] = first or [time.monotonic()]
+        with contextlib.suppress(Exception):
+            cancel()
+        if end is not None and time.monotonic() - first[0] >= GRACE_SECONDS:
+            with contextlib.suppress(Exception):
+                end()
 
     def watch() -> None:
         ends = time.monotonic() + deadline.seconds
@@ -105,11 +123,9 @@ def bounded(
                 continue
             if deadline.grown():
                 deadline.outgrown = True
-                with contextlib.suppress(Exception):
-                    cancel()
+                stop()
         while not done.is_set() and not deadline.disarmed:
-            with contextlib.suppress(Exception):
-                cancel()
+            stop()
             done.wait(every)
 
     thread = threading.Thread(target=watch, name="scratch-deadline", daemon=True)

@@ -107,11 +107,35 @@ def _failed(
 
 
 def _bound(
-    conn: Any, grown: Callable[[], bool] | None = None
+    conn: Any, grown: Callable[[], bool] | None = None, end: Callable[[], None] | None = None
 ) -> contextlib.AbstractContextManager[deadline.Deadline]:
     """The load's bounds (:mod:`ptah.engines.deadline`) on the session ``conn``: its time,
-    and its scratch's size when ``grown`` reads it (:func:`_grown`)."""
-    return deadline.bounded(lambda: conn.cancel_safe(timeout=5.0), grown=grown)
+    and its scratch's size when ``grown`` reads it (:func:`_grown`); ``end`` ends the
+    session if it ignores the cancels (:func:`_ender`)."""
+    return deadline.bounded(lambda: conn.cancel_safe(timeout=5.0), grown=grown, end=end)
+
+
+def _ender(admin: Any, pid: int) -> Callable[[], None]:
+    """Ends the loading backend ``pid`` from ``admin`` (its own role's: no privilege)."""
+    return lambda: admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
+def _replay(conn: Any, load: prepare.Load, bound: deadline.Deadline) -> int | None:
+    """:func:`_locate` once the failed transaction is rolled back."""
+    conn.rollback()
+    return _locate(conn, load, bound)
+
+
+def _where(conn: Any, locate: Callable[[], int | None]) -> int | None:
+    """The failing line, or None once the session was ended (nothing left to replay on)."""
+    if conn.closed:
+        return None
+    try:
+        return locate()
+    except psycopg.Error:
+        if conn.closed:
+            return None
+        raise
 
 
 def _grown(admin: Any, name: str, pid: int) -> Callable[[], bool]:
@@ -250,9 +274,11 @@ def _load_checked(
     seconds: dict[str, float],
     confined: Callable[[], None],
     grown: Callable[[], bool] | None = None,
+    end: Callable[[], None] | None = None,
 ) -> Schema:
     """Load the file into a temporary scratch as the check lets its statements through,
-    then inspect it; ``grown``: the scratch's size bound (:func:`_grown`).
+    then inspect it; ``grown``: the scratch's size bound (:func:`_grown`); ``end``: ends
+    the loading session if it ignores the bounds' cancels (:func:`_ender`).
 
     ``checking``: the source's check, not run yet (None: checked already). It reads the
     file in growing prefixes (the first :data:`FIRST` statements, then half as many
@@ -264,7 +290,7 @@ def _load_checked(
     whole file is checked, as when the check came first: a refusal anywhere in the file
     is the plan's outcome before any load error."""
     size = min(BATCH, CHUNK)
-    with _bound(conn, grown) as bound:
+    with _bound(conn, grown, end) as bound:
         t0 = time.perf_counter()
         loader = _Loader(conn, load, committed, size)
         try:
@@ -287,10 +313,10 @@ def _load_checked(
             if at > 0:
                 line = part.line_of(at)
             elif committed:  # the parts before it are committed: replay this one alone
-                line = _locate(conn, part, bound)
+                line = _where(conn, lambda: _locate(conn, part, bound))
             else:  # the transaction is gone: replay the file up to the part that failed
-                conn.rollback()
-                line = _locate(conn, load.part(0, loader.sent + len(part.statements)), bound)
+                upto = load.part(0, loader.sent + len(part.statements))
+                line = _where(conn, lambda: _replay(conn, upto, bound))
             raise _failed(exc, line, bound)
         if bound.grown():  # grown past it between two reads of its size, and loaded
             bound.outgrown = True
@@ -332,6 +358,7 @@ def _load_and_inspect(
     load: prepare.Load,
     seconds: dict[str, float],
     grown: Callable[[], bool] | None = None,
+    end: Callable[[], None] | None = None,
 ) -> Schema:
     """Load the file and inspect it in the connection's open transaction (not in
     autocommit), which the caller ends by rolling it back.
@@ -341,16 +368,19 @@ def _load_and_inspect(
     each one's files, which the plan need not wait for). On failure it is rolled back
     here, the failing line located, and :class:`DesiredSchemaInvalid` raised. ``grown``:
     the database's size bound (:func:`_grown`)."""
-    with _bound(conn, grown) as bound, conn.cursor() as cur:
+    with _bound(conn, grown, end) as bound, conn.cursor() as cur:
         cur.execute("SET LOCAL lock_timeout = '10s'")
         t0 = time.perf_counter()
         try:
             with conn.transaction():  # a savepoint: the failure is caught, not the end
                 cur.execute(load.sql.encode())  # no parameters: one simple-query round trip
         except psycopg.Error as exc:
-            conn.rollback()
             position = getattr(exc.diag, "statement_position", None)
-            line = load.line_of(int(position)) if position else _locate(conn, load, bound)
+            if position:
+                conn.rollback()
+                line: int | None = load.line_of(int(position))
+            else:
+                line = _where(conn, lambda: _replay(conn, load, bound))
             raise _failed(exc, line, bound) from None
         t1 = time.perf_counter()
         if bound.grown():  # grown past it between two reads of its size, and loaded
@@ -404,7 +434,9 @@ def _load_dev(dev_url: DbUrl, load: prepare.Load, seconds: dict[str, float]) -> 
             )
         admin = connect(dev_url, autocommit=True)
         name = conn.info.dbname
-        return _load_and_inspect(conn, load, seconds, _grown(admin, name, conn.info.backend_pid))
+        pid = conn.info.backend_pid
+        grown, end = _grown(admin, name, pid), _ender(admin, pid)
+        return _load_and_inspect(conn, load, seconds, grown, end)
     finally:
         with contextlib.suppress(psycopg.Error):
             conn.rollback()
@@ -500,8 +532,9 @@ def _temporary_database(
         committed = len(load.statements) > BATCH
         if committed:
             conn.autocommit = True  # a fresh session: no transaction open yet
-        grown = _grown(admin, name, conn.info.backend_pid)
-        return _load_checked(conn, load, checking, committed, seconds, confined, grown)
+        pid = conn.info.backend_pid
+        grown, end = _grown(admin, name, pid), _ender(admin, pid)
+        return _load_checked(conn, load, checking, committed, seconds, confined, grown, end)
     finally:
         _drop_behind(admin, name, seconds, conn)
 
