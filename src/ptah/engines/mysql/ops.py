@@ -302,7 +302,10 @@ class MysqlOps:
             def cancel() -> None:
                 _run_script(admin, f"KILL QUERY {thread}")
 
-            with deadline.bounded(cancel, grown=grown) as bound:
+            def end() -> None:  # a procedure's handler may catch KILL QUERY and go on
+                _run_script(admin, f"KILL CONNECTION {thread}")
+
+            with deadline.bounded(cancel, grown=grown, end=end) as bound:
                 MysqlOps._load_bounded(conn, url, name, statements, bound)
         finally:
             admin.close()
