@@ -68,8 +68,11 @@ def test_runner_pods_carry_the_deadline_their_node_enforces_and_the_hold_bounds_
     job = build_job(_req(runner))
     assert job["spec"]["activeDeadlineSeconds"] == 120
     assert job["spec"]["template"]["spec"]["activeDeadlineSeconds"] == 120
-    assert hold_seconds(runner) == 120 + 120 + MARGIN_SECONDS
+    assert hold_seconds(runner.active_deadline_seconds) == 120 + 120 + MARGIN_SECONDS
     assert not podintent.template_matches(podintent.resolve(_req()), _req(runner))
+    # The snapshot keeps the deadline the Job is built with: the hold's, whatever
+    # spec.runner says by the time the release is staged.
+    assert podintent.resolve(_req(runner)).active_deadline_seconds == 120
 
 
 def test_security_context_is_part_of_the_admission_envelope() -> None:

@@ -148,6 +148,11 @@ class AdmissionSnapshot(Model):
     digest: str
     image: str
     service_account_name: str | None = None
+    active_deadline_seconds: int | None = Field(
+        default=None,
+        description="The deadline the Job and its Pods were built with (the digest covers"
+        " it): a release's hold is measured from it, never from a later spec.runner.",
+    )
 
 
 class RunnerMount(Model):

@@ -16,7 +16,11 @@ enforced without Ptah:
 So a run dispatched at ``t`` is over by ``t`` + Job deadline + Pod deadline + a margin
 (:data:`MARGIN_SECONDS`: the create's latency, the Job controller's lag at its deadline
 and the kill's grace period, 60 s). That length, ``holdSeconds``, is stored in
-the staged release, so a later edit of ``spec.runner`` does not shorten a hold.
+the staged release, so a later edit of ``spec.runner`` does not shorten a hold; and the
+deadline it is computed from is the one the run's Job was built with (the admission
+snapshot's, which the digest checked at the dispatch covers), not ``spec.runner``'s at
+the time of staging: a deadline shortened after the dispatch does not bind a Job made
+before it.
 
 The hold is measured like a Lease's expiry: on this process's own clock, from its own
 first sighting of the run (its own write of ``dispatchStarted``, the outcome it staged,
@@ -31,7 +35,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from ptah.api.common import LockRelease, RunnerSpec
+from ptah.api.common import ActiveOperation, LockRelease
 from ptah.kube.clock import parse_rfc3339, rfc3339
 from ptah.lifecycle.context import Pass
 from ptah.lifecycle.request import runner_spec
@@ -39,9 +43,18 @@ from ptah.lifecycle.request import runner_spec
 MARGIN_SECONDS = 60
 
 
-def hold_seconds(runner: RunnerSpec) -> int:
-    """The Job's deadline + the Pod's deadline + the margin."""
-    return 2 * runner.active_deadline_seconds + MARGIN_SECONDS
+def hold_seconds(active_deadline_seconds: int) -> int:
+    """The Job's deadline + the Pod's deadline (the same value) + the margin."""
+    return 2 * active_deadline_seconds + MARGIN_SECONDS
+
+
+def run_deadline(p: Pass, op: ActiveOperation | None = None) -> int:
+    """The deadline the Job of ``op``'s run was built with: recorded in its admission
+    snapshot before the dispatch (a snapshot written by an older operator has none, nor
+    has a pass without ``op``: then ``spec.runner``'s now)."""
+    snapshot = op.admission_snapshot if op is not None else None
+    deadline = snapshot.active_deadline_seconds if snapshot is not None else None
+    return deadline if deadline is not None else runner_spec(p).active_deadline_seconds
 
 
 def hold_until(dispatch_started: str, seconds: int) -> str:
@@ -72,7 +85,7 @@ def seconds_left(p: Pass, staged: LockRelease) -> float:
     first = saw_run(p, staged.operation_id)
     length = staged.hold_seconds
     if length is None:  # staged by an older operator: the longest this runner may take
-        length = hold_seconds(runner_spec(p))
+        length = hold_seconds(run_deadline(p))
     return length - (now - first).total_seconds()
 
 

@@ -13,7 +13,6 @@ from ptah.kube.kinds import POD
 from ptah.lifecycle import executor, hold, writes
 from ptah.lifecycle.context import Pass
 from ptah.lifecycle.family import Observe
-from ptah.lifecycle.request import runner_spec
 from ptah.lifecycle.step import AGAIN, Result, observe
 from ptah.workload.job import LABEL_OPERATION
 
@@ -124,7 +123,7 @@ def staged_release(p: Pass, op: ActiveOperation, seen: Seen | None = None) -> Lo
         return None
     hold_until = hold_for = None
     if op.dispatch_started:
-        hold_for = hold.hold_seconds(runner_spec(p))
+        hold_for = hold.hold_seconds(hold.run_deadline(p, op))
         hold_until = hold.hold_until(op.dispatch_started, hold_for)
         hold.saw_run(p, op.operation_id)
     pods = seen.pods if seen else []

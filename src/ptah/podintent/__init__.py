@@ -15,6 +15,7 @@ def resolve(req: JobRequest) -> AdmissionSnapshot:
         digest=admission_digest(req),
         image=req.runner.image,
         service_account_name=req.runner.service_account_name,
+        active_deadline_seconds=req.runner.active_deadline_seconds,
     )
 
 

@@ -112,6 +112,11 @@ class Watcher:
         return None
 
 
+# The deadline a person shortens spec.runner's to after a dispatch: the shortest a world
+# is built with (runs complete within it), so the world still converges after the edit.
+SHORTENED_DEADLINE = 60
+
+
 @dataclass
 class SimResource:
     family: AnyFamily
@@ -161,6 +166,8 @@ class World:
     impatient: random.Random = field(default_factory=random.Random)
     delays: random.Random = field(default_factory=random.Random)
     edits: random.Random = field(default_factory=random.Random)
+    # A deadline shortened in spec.runner after a mutating run's dispatch: its own stream.
+    shortened: random.Random = field(default_factory=random.Random)
 
     @classmethod
     def build(cls, seed: int) -> World:
@@ -182,6 +189,7 @@ class World:
         world.impatient = random.Random(f"{seed}/impatient")
         world.delays = random.Random(f"{seed}/delays")
         world.edits = random.Random(f"{seed}/edits")
+        world.shortened = random.Random(f"{seed}/shortened")
         world.kubelet.on_partition = world._partition_spreads
         world._populate()
         world._leases_left_behind()
@@ -373,6 +381,14 @@ class World:
             and self.rng.random() < 0.04
         ):
             self._job_vanishes_unseen()
+        if (
+            self.faults_on
+            and when == "after"
+            and write == "create_job"
+            and self._mutating_now()
+            and self.shortened.random() < 0.2
+        ):
+            self._shorten_deadline()
         if (
             self.faults_on
             and self.depth == 1
@@ -913,6 +929,21 @@ class World:
             runner = {"image": self.edits.choice(["ptah/ptah:dev", "ptah/ptah:next"])}
         self.watcher.fault("runner-edited-in-flight", res)
         self.cluster.system.patch(res.family.kind, NS, res.name, {"spec": {"runner": runner}})
+
+    def _shorten_deadline(self) -> None:
+        """A person shortens spec.runner's deadline right after a mutating run's Job was
+        created. The Job and its Pods keep the deadline they were built with, so nothing
+        of that run may be judged over by the shorter one."""
+        res = self._current
+        if res is None:
+            return
+        obj = self.cluster.system.get(res.family.kind, NS, res.name)
+        runner = ((obj or {}).get("spec") or {}).get("runner") or {}
+        if int(runner.get("activeDeadlineSeconds") or 900) <= SHORTENED_DEADLINE:
+            return
+        self.watcher.fault("deadline-shortened-after-dispatch", res)
+        shorter = {"spec": {"runner": {"activeDeadlineSeconds": SHORTENED_DEADLINE}}}
+        self.cluster.system.patch(res.family.kind, NS, res.name, shorter)
 
     def _revoke_approval(self) -> None:
         """A reviewer takes back the approval a claim in flight names, between its claim
