@@ -173,6 +173,10 @@ class Kubelet:
     frame_damage: random.Random = field(default_factory=lambda: random.Random(0))
     # A Pod whose controller reference a webhook gave to another owner: its own stream too.
     adoption: random.Random = field(default_factory=lambda: random.Random(0))
+    # A mutating run whose SQL fails (beside the executor faults' own draw, which picks it
+    # only now and then among eight): failed runs are what the rules on a failed plan
+    # (never dispatched again by itself, lastMutation kept) are judged on. Its own stream.
+    failures: random.Random = field(default_factory=lambda: random.Random(0))
     # The Job controller's count of each Pod it has finished with (Succeeded/Failed).
     _counted: dict[tuple[str, str], str] = field(default_factory=dict)
     # Graceful deletions on a cut-off node draw from their own stream (seeded from the
@@ -265,6 +269,9 @@ class Kubelet:
                 # (a registry mirror), injects a sidecar (a mesh), or strips annotations
                 # it does not know (a policy engine).
                 fault = "webhook-" + self.rng.choice(["image", "sidecar", "annotations"])
+            self._count(f"fault:{fault}")
+        elif not extra and mutating and self.faults_on and self.failures.random() < 0.08:
+            fault = "sql-failed"
             self._count(f"fault:{fault}")
         spec = json.loads(json.dumps(template["spec"]))
         annotations = dict(meta.get("annotations", {}))

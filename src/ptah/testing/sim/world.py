@@ -182,6 +182,7 @@ class World:
         world.clocks = random.Random(f"{seed}/clocks")
         world.kubelet.frame_damage = random.Random(f"{seed}/frames")
         world.kubelet.adoption = random.Random(f"{seed}/adoption")
+        world.kubelet.failures = random.Random(f"{seed}/failures")
         world.races = random.Random(f"{seed}/races")
         world.quiet = random.Random(f"{seed}/quiet")
         world.acquirers = random.Random(f"{seed}/acquirers")
