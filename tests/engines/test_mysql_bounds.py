@@ -10,6 +10,7 @@ line naming the statement's line.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
@@ -193,6 +194,34 @@ def test_the_load_rewrites_and_the_check_are_linear(text: str) -> None:
     assert time.monotonic() - started < 20  # on HEAD: minutes
 
 
+def _wait_until_running(url: Any, session: int, statement: str) -> None:
+    """Evidence, not a pause: the server's process list shows ``session`` running
+    ``statement`` (so its table's metadata lock is held), within 20 s."""
+    import pymysql
+
+    with (
+        pymysql.connect(
+            host=url.host or "localhost",
+            port=url.port or 3306,
+            user=url.user,
+            password=url.password or "",
+            autocommit=True,
+        ) as conn,
+        conn.cursor() as cur,
+    ):
+        ends = time.monotonic() + 20
+        while time.monotonic() < ends:
+            cur.execute(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %s"
+                " AND INFO LIKE %s",
+                (session, statement + "%"),
+            )
+            row = cur.fetchone()
+            if row and row[0]:
+                return
+        raise AssertionError(f"session {session} never showed {statement!r} running")
+
+
 @pytest.mark.parametrize(
     "holder",
     [
@@ -236,12 +265,11 @@ def test_reading_the_target_waits_a_bounded_time_for_a_lock(
             cur.execute(holder.format(s=12))
             held.append(cur.fetchall())
 
+    holder_id = other.thread_id()
     thread = threading.Thread(target=hold)
     thread.start()
     try:
-        while not held:
-            time.sleep(0.05)
-        time.sleep(0.5)  # the holder's CREATE ... SELECT has begun
+        _wait_until_running(url, holder_id, "CREATE TABLE being_made")
         started = time.monotonic()
         with open_target(mysql_db) as target, pytest.raises(EngineError) as caught:
             myops.MysqlOps().inspect(target)
