@@ -27,6 +27,8 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+from ptah.engines.base import DesiredSchemaInvalid
+
 # The load and inspection of a desired file in its scratch. Definitions load in
 # milliseconds each: 10,000 tables with their indexes load in about 15 s on two cores.
 LOAD_SECONDS = 120.0
@@ -65,6 +67,13 @@ class Deadline:
         with contextlib.suppress(Exception):
             return self._grown()
         return False
+
+    def refuse_if_grown(self) -> None:
+        """The read after a load that ended between two of the watcher's: a scratch
+        grown past its size by then is refused (with no line to name)."""
+        if self.grown():
+            self.outgrown = True
+            raise DesiredSchemaInvalid(past_size())
 
     def disarm(self) -> None:
         """Cancel nothing more (the caller bounds what it runs next by other means)."""

@@ -347,8 +347,7 @@ class MysqlOps:
             previous = statement
         if bound.outgrown:
             raise MysqlOps._outgrown(previous, url)
-        if bound.grown():  # grown past it between two reads of its size: no line to name
-            raise MysqlOps._outgrown(None, url)
+        bound.refuse_if_grown()
 
     @staticmethod
     def _late(statement: SourceStatement) -> DesiredSchemaInvalid:

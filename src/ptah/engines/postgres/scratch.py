@@ -318,9 +318,7 @@ def _load_checked(
                 upto = load.part(0, loader.sent + len(part.statements))
                 line = _where(conn, lambda: _replay(conn, upto, bound))
             raise _failed(exc, line, bound)
-        if bound.grown():  # grown past it between two reads of its size, and loaded
-            bound.outgrown = True
-            raise DesiredSchemaInvalid(deadline.past_size())
+        bound.refuse_if_grown()
         schema = _inspect(conn, bound, committed)
     seconds.update(load=t1 - t0, inspect=time.perf_counter() - t1)
     return schema
@@ -383,9 +381,7 @@ def _load_and_inspect(
                 line = _where(conn, lambda: _replay(conn, load, bound))
             raise _failed(exc, line, bound) from None
         t1 = time.perf_counter()
-        if bound.grown():  # grown past it between two reads of its size, and loaded
-            bound.outgrown = True
-            raise DesiredSchemaInvalid(deadline.past_size())
+        bound.refuse_if_grown()
         schema = _inspect(conn, bound, False)
     seconds.update(load=t1 - t0, inspect=time.perf_counter() - t1)
     return schema
