@@ -22,26 +22,13 @@ import psycopg
 import pytest
 
 from ptah.engines import deadline
-from ptah.engines.connect import open_target
-from ptah.engines.urls import parse_url
-from ptah.runner import operations
-from ptah.runner.emit import Run
 from ptah.runner.frame import ResultFrame
 from support.databases import fresh_database
+from support.plans import backends, plan_frame, public_relations
 
 pytestmark = pytest.mark.integration
 
 SAFETY_NET = 60.0
-
-
-def _running(admin_url: str, marker: str) -> list[int]:
-    with psycopg.connect(admin_url, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query LIKE %s"
-            " AND pid <> pg_backend_pid()",
-            (f"%{marker}%",),
-        ).fetchall()
-    return [r[0] for r in rows]
 
 
 @pytest.fixture(autouse=True)
@@ -64,7 +51,7 @@ def safety_net(pg_url: str) -> Iterator[str]:
             return
         while not done.is_set():
             with psycopg.connect(pg_url, autocommit=True) as conn:
-                for pid in _running(pg_url, marker):
+                for pid in backends(pg_url, marker, active_only=True):
                     conn.execute("SELECT pg_cancel_backend(%s)", (pid,))
             done.wait(1.0)
 
@@ -73,16 +60,6 @@ def safety_net(pg_url: str) -> Iterator[str]:
     yield marker
     done.set()
     thread.join()
-
-
-def _plan(url: str, sql: str, tmp_path: Path, dev_url: str | None = None) -> ResultFrame:
-    desired = tmp_path / "desired.sql"
-    desired.write_text(sql)
-    dev = parse_url(dev_url) if dev_url else None
-    with open_target(url) as target:
-        run = Run.on(target, "plan", "op-deadline", dev)
-        frame = ResultFrame.model_validate(operations.plan(run, str(desired), None))
-    return frame
 
 
 def _refused_in_time(frame: ResultFrame, line: int, started: float, bound: float = 2.0) -> None:
@@ -125,9 +102,9 @@ def test_a_file_that_computes_at_load_is_refused_within_the_bound(
     monkeypatch.setattr(deadline, "LOAD_SECONDS", 2.0)
     sql, line = HOSTILE[case]
     started = time.monotonic()
-    frame = _plan(pg_db, sql.format(m=safety_net), tmp_path)
+    frame = plan_frame(pg_db, sql.format(m=safety_net), tmp_path, "op-deadline")
     _refused_in_time(frame, line, started)
-    assert _running(pg_url, safety_net) == []
+    assert backends(pg_url, safety_net, active_only=True) == []
 
 
 def test_the_bound_holds_in_a_dev_database_which_is_left_empty(
@@ -141,15 +118,10 @@ def test_the_bound_holds_in_a_dev_database_which_is_left_empty(
     sql, line = HOSTILE["recursive materialized view"]
     with fresh_database(pg_url, "ptah_dev_") as dev_url:
         started = time.monotonic()
-        frame = _plan(pg_db, sql.format(m=safety_net), tmp_path, dev_url)
+        frame = plan_frame(pg_db, sql.format(m=safety_net), tmp_path, "op-deadline", dev_url)
         _refused_in_time(frame, line, started)
-        with psycopg.connect(dev_url) as conn:
-            left = conn.execute(
-                "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-                " WHERE n.nspname = 'public'"
-            ).fetchone()
-        assert left == (0,)
-    assert _running(pg_url, safety_net) == []
+        assert public_relations(dev_url) == 0
+    assert backends(pg_url, safety_net, active_only=True) == []
 
 
 def test_the_bound_holds_when_a_large_file_loads_in_batches(
@@ -168,6 +140,6 @@ def test_the_bound_holds_when_a_large_file_loads_in_batches(
     sql += f"CREATE MATERIALIZED VIEW {safety_net} AS WITH RECURSIVE r(n) AS"
     sql += " (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) AS n FROM r;\n"
     started = time.monotonic()
-    frame = _plan(pg_db, sql, tmp_path)
+    frame = plan_frame(pg_db, sql, tmp_path, "op-deadline")
     _refused_in_time(frame, tables + 1, started, bound=10.0)
-    assert _running(pg_url, safety_net) == []
+    assert backends(pg_url, safety_net, active_only=True) == []

@@ -23,13 +23,9 @@ import psycopg
 import pytest
 
 from ptah.engines import deadline
-from ptah.engines.connect import open_target
 from ptah.engines.postgres import scratch
-from ptah.engines.urls import parse_url
-from ptah.runner import operations
-from ptah.runner.emit import Run
-from ptah.runner.frame import ResultFrame
 from support.databases import fresh_database
+from support.plans import backends, plan_frame, public_relations
 
 pytestmark = pytest.mark.integration
 
@@ -82,27 +78,10 @@ HOSTILE: dict[str, tuple[str, int | None]] = {
 }
 
 
-def _running(url: str, marker: str) -> list[int]:
-    with psycopg.connect(url, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE query LIKE %s AND pid <> pg_backend_pid()",
-            (f"%{marker}%",),
-        ).fetchall()
-    return [r[0] for r in rows]
-
-
 def _exists(url: str, name: str) -> bool:
     with psycopg.connect(url, autocommit=True) as conn:
         row = conn.execute("SELECT count(*) FROM pg_database WHERE datname = %s", (name,))
         return row.fetchone() == (1,)
-
-
-def _plan(url: str, sql: str, tmp_path: Path, dev_url: str | None = None) -> ResultFrame:
-    desired = tmp_path / "desired.sql"
-    desired.write_text(sql)
-    with open_target(url) as target:
-        run = Run.on(target, "plan", "op-scratch-size", parse_url(dev_url) if dev_url else None)
-        return ResultFrame.model_validate(operations.plan(run, str(desired), None))
 
 
 @pytest.fixture
@@ -132,7 +111,7 @@ def marker(pg_url: str) -> Iterator[str]:
     def net() -> None:
         while not done.wait(SAFETY_NET):
             with psycopg.connect(pg_url, autocommit=True) as conn:
-                for pid in _running(pg_url, name):
+                for pid in backends(pg_url, name):
                     conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
 
     thread = threading.Thread(target=net, daemon=True)
@@ -148,7 +127,7 @@ def test_a_file_that_writes_data_is_stopped_at_the_size_bound(
 ) -> None:
     sql, line = HOSTILE[case]
     started = time.monotonic()
-    frame = _plan(pg_db, sql.format(m=marker), tmp_path)
+    frame = plan_frame(pg_db, sql.format(m=marker), tmp_path, "op-scratch-size")
     elapsed = time.monotonic() - started
     message = str(frame.data.get("message", ""))
     assert frame.outcome == "failed", frame
@@ -162,7 +141,7 @@ def test_a_file_that_writes_data_is_stopped_at_the_size_bound(
     assert elapsed < 30, f"refused after {elapsed:.1f} s"
     scratch.settle()
     assert scratches and not any(_exists(pg_url, name) for name in scratches)
-    assert _running(pg_url, marker) == []
+    assert backends(pg_url, marker) == []
 
 
 def test_the_bound_holds_when_a_large_file_loads_in_batches(
@@ -175,13 +154,13 @@ def test_the_bound_holds_when_a_large_file_loads_in_batches(
     tables = scratch.BATCH + 1
     sql = "".join(f"CREATE TABLE t{i} (id int);\n" for i in range(tables))
     sql += f"CREATE TABLE {marker} AS SELECT g FROM {MANY};\n"
-    frame = _plan(pg_db, sql, tmp_path)
+    frame = plan_frame(pg_db, sql, tmp_path, "op-scratch-size")
     message = str(frame.data.get("message", ""))
     assert frame.reason == "DesiredSchemaInvalid", frame
     assert f"past {CAP_MB} MB (line {tables + 1} of the desired file)" in message, message
     scratch.settle()
     assert scratches and not any(_exists(pg_url, name) for name in scratches)
-    assert _running(pg_url, marker) == []
+    assert backends(pg_url, marker) == []
 
 
 def test_a_schema_with_a_few_seed_rows_still_plans(
@@ -193,7 +172,7 @@ def test_a_schema_with_a_few_seed_rows_still_plans(
         "INSERT INTO kept SELECT g, 'row ' || g FROM generate_series(1, 100) g;\n"
         "CREATE INDEX kept_name ON kept (name);\n"
     )
-    frame = _plan(pg_db, sql, tmp_path)
+    frame = plan_frame(pg_db, sql, tmp_path, "op-scratch-size")
     assert frame.outcome != "failed", frame
     assert any("status" in str(s) for s in frame.data.get("statements", [])), frame
 
@@ -204,14 +183,9 @@ def test_the_bound_holds_in_a_dev_database_which_is_left_empty(
     marker = "ptah_fill_" + uuid.uuid4().hex[:8]
     sql, line = HOSTILE["insert-select"]
     with fresh_database(pg_url, "ptah_dev_") as dev_url:
-        frame = _plan(pg_db, sql.format(m=marker), tmp_path, dev_url)
+        frame = plan_frame(pg_db, sql.format(m=marker), tmp_path, "op-scratch-size", dev_url)
         message = str(frame.data.get("message", ""))
         assert frame.reason == "DesiredSchemaInvalid", frame
         assert f"past {CAP_MB} MB (line {line} of the desired file)" in message, message
-        with psycopg.connect(dev_url) as conn:
-            left = conn.execute(
-                "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-                " WHERE n.nspname = 'public'"
-            ).fetchone()
-        assert left == (0,)
-    assert _running(pg_url, marker) == []
+        assert public_relations(dev_url) == 0
+    assert backends(pg_url, marker) == []
