@@ -128,7 +128,7 @@ def test_an_expired_lease_is_not_taken_while_its_holders_job_runs(held: HeldReal
 @pytest.mark.parametrize(
     ("deleted", "why"),
     [
-        ("job", "is gone and nothing shows its executor stopped"),
+        ("job", "was deleted before it was seen to end"),
         ("pod", "the Pod was deleted before it was seen to stop"),
     ],
 )
@@ -173,5 +173,42 @@ def test_an_expired_lease_is_not_taken_while_an_orphaned_pod_runs(held: HeldReal
     assert pod is not None and pod["status"]["phase"] == "Running"
     message = held.wait_out_the_lease()
     assert f"its Pod {run.pod} has not stopped" in message, message
+    assert claim["operationId"] in world.dbs.by_name["db1"].writers
+    assert held.inv.violations == []
+
+
+def test_a_stopped_pod_in_the_listing_is_no_count_of_the_pods_that_ran(held: HeldRealm) -> None:
+    """The holder's Job is deleted while its node is cut off (its Pod collected, its
+    process writing on), and the API still lists a stopped Pod of the same operation (a
+    copy someone made with its labels, or a retry that finished). Without the Job, or
+    the count its controller kept, the listing says nothing of a Pod deleted unseen: the
+    Migrate waits, and the simulated database keeps one writer."""
+    world, claim, run = held.world, held.claim, held.run
+    world.kubelet.partition(10**6)
+    job = world.cluster.system.get(JOB, NS, run.job)
+    assert job is not None
+    world.cluster.system.delete(JOB, NS, run.job, propagation="Background")
+    world.kubelet.step()
+    assert world.cluster.system.get(POD, NS, run.pod) is None
+    copy = f"{run.pod}-copy"
+    world.cluster.system.create(
+        POD,
+        {
+            "metadata": {
+                "name": copy,
+                "namespace": NS,
+                "labels": dict(job["spec"]["template"]["metadata"]["labels"]),
+            },
+            "spec": {"nodeName": "node-2", "containers": [{"name": "runner", "image": "x"}]},
+        },
+    )
+    stopped = {
+        "phase": "Succeeded",
+        "containerStatuses": [{"name": "runner", "state": {"terminated": {"exitCode": 0}}}],
+    }
+    world.cluster.system.patch(POD, NS, copy, {"status": stopped}, "status")
+    assert claim["operationId"] in world.dbs.by_name["db1"].writers
+    message = held.wait_out_the_lease()
+    assert "was deleted before it was seen to end" in message, message
     assert claim["operationId"] in world.dbs.by_name["db1"].writers
     assert held.inv.violations == []

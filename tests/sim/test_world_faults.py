@@ -262,3 +262,45 @@ def test_the_hold_is_counted_from_this_controllers_own_sighting_of_the_run() -> 
     assert (s.get("pendingLockRelease") or {}).get("operationId") == claim["operationId"]
     assert s["pendingLockRelease"]["withheld"]
     assert run.truth is not None and run.truth.alive
+
+
+def test_a_pod_orphaned_while_it_waits_for_a_node_keeps_the_hold_going() -> None:
+    """The Apply's Pod waits for a node (unscheduled) when its Job is deleted with the
+    Pod orphaned: no Job deadline bounds when it starts any more. Long past a hold
+    counted from the dispatch (60 + 60 + 60 s), the release is still withheld and the
+    Lease held while the Pod waits; once it starts and is deleted unseen on a node cut
+    off from the API, the hold counts again from then, so it is never handed back while
+    the process writes (the invariants' hold-outlives-run and lease-while-executor)."""
+    world, inv = hand_world(ONE)
+    world.cluster.system.patch(
+        SCHEMA_FAMILY.kind, NS, "r0", {"spec": {"runner": {"activeDeadlineSeconds": 60}}}
+    )
+    later = world.clock.now() + timedelta(days=1)
+    world.kubelet._late_start = lambda job: later  # type: ignore[method-assign]
+    claim = _dispatched_apply(world, inv)
+    world.kubelet.step()
+    (run,) = [r for r in world.kubelet.runs.values() if r.operation_id == claim["operationId"]]
+    assert not run.started
+    world.cluster.system.delete(JOB, NS, claim["jobName"], propagation="Orphan")
+    for _ in range(8):  # 8 x 65 s: well past a hold counted from the dispatch
+        one_pass(world, inv, 0)
+        world.kubelet.step()
+        world.clock.advance(65)
+    staged = status(world).get("pendingLockRelease") or {}
+    assert staged.get("operationId") == claim["operationId"], status(world)
+    assert world.cluster.system.get(POD, NS, run.pod) is not None
+    # A node fits at last: the Pod starts, its node loses the API, the Pod is deleted.
+    run.start_after = world.clock.now()
+    world.kubelet.step()
+    assert run.started
+    run.steps_left = 10**6
+    world.kubelet.partition(10**6)
+    world.cluster.system.delete(POD, NS, run.pod)
+    for _ in range(2):  # within its own deadline (60 s): it writes on
+        one_pass(world, inv, 0)
+        world.kubelet.step()
+        world.clock.advance(20)
+    assert run.truth is not None and run.truth.alive
+    staged = status(world).get("pendingLockRelease") or {}
+    assert staged.get("operationId") == claim["operationId"], status(world)
+    assert inv.violations == []

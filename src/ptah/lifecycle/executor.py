@@ -34,6 +34,7 @@ from typing import Any
 from ptah.api.common import LockRelease, PodSeen
 from ptah.kube import errors
 from ptah.kube.kinds import JOB, POD
+from ptah.kube.port import Cluster
 from ptah.lifecycle.context import Pass
 from ptah.workload.job import LABEL_OPERATION
 
@@ -88,6 +89,13 @@ def pod_stopped(pod: dict[str, Any]) -> bool:
     return all("terminated" in (cs.get("state") or {}) or _never_ran(cs) for cs in containers)
 
 
+def _started(pod: dict[str, Any]) -> bool:
+    """The node has taken the Pod up (so its own deadline counts): bound and past
+    Pending."""
+    phase = (pod.get("status") or {}).get("phase")
+    return bool((pod.get("spec") or {}).get("nodeName")) and phase not in (None, "Pending")
+
+
 def seen(pods: list[dict[str, Any]]) -> list[PodSeen]:
     return [
         PodSeen(name=pod["metadata"]["name"], uid=pod["metadata"]["uid"], stopped=pod_stopped(pod))
@@ -138,18 +146,30 @@ class Verdict:
     writing: bool
     why: str
     evidence: LockRelease
+    # A Pod of the operation (its Job's, or one orphaned from it) is waiting to start:
+    # its own deadline has not begun (:func:`ptah.lifecycle.hold.saw_waiting`).
+    waiting: bool = False
 
 
 def judge(p: Pass, staged: LockRelease) -> Verdict:
+    """The verdict on this resource's own staged release."""
+    return judge_in(p.cluster, p.namespace, staged)
+
+
+def judge_in(cluster: Cluster, namespace: str, staged: LockRelease) -> Verdict:
+    """The verdict on the run ``staged`` describes, in ``namespace``: the release step
+    asks it of its own run, the takeover check of another resource's
+    (:mod:`ptah.lifecycle.takeover`), so both hand a database back on the same evidence."""
     if staged.job_name is None:
         return Verdict(False, "nothing was dispatched", staged)
     if staged.executor_stopped:
         return Verdict(False, staged.withheld or "the runner was seen to stop", staged)
     try:
-        job = p.cluster.get(JOB, p.namespace, staged.job_name)
-        pods = p.cluster.list(POD, p.namespace, {LABEL_OPERATION: staged.operation_id})
+        job = cluster.get(JOB, namespace, staged.job_name)
+        pods = cluster.list(POD, namespace, {LABEL_OPERATION: staged.operation_id})
     except errors.ApiError as exc:
         return Verdict(True, f"the API could not say ({exc.reason})", staged)
+    waiting = any(not pod_stopped(pod) and not _started(pod) for pod in pods)
     job_uid = staged.job_uid or (job["metadata"]["uid"] if job is not None else None)
     if job is not None and job["metadata"]["uid"] != job_uid:
         job = None  # another Job under the name says nothing about ours
@@ -187,6 +207,6 @@ def judge(p: Pass, staged: LockRelease) -> Verdict:
     )
     if why is None:
         if not known:
-            return Verdict(False, f"the Job {staged.job_name} ran no Pod", evidence)
-        return Verdict(False, "every Pod of the Job was seen to stop", evidence)
-    return Verdict(True, why, evidence)
+            return Verdict(False, f"the Job {staged.job_name} ran no Pod", evidence, waiting)
+        return Verdict(False, "every Pod of the Job was seen to stop", evidence, waiting)
+    return Verdict(True, why, evidence, waiting)

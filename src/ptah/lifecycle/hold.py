@@ -13,6 +13,9 @@ enforced without Ptah:
   while the node is cut off from the API: a Pod admitted just before the Job's deadline
   is killed that long after its start.
 
+A Pod orphaned from its Job escapes the first bound: while a Pod of the run is seen
+waiting to start, the hold starts again (:func:`saw_waiting`).
+
 So a run dispatched at ``t`` is over by ``t`` + Job deadline + Pod deadline + a margin
 (:data:`MARGIN_SECONDS`: the create's latency, the Job controller's lag at its deadline
 and the kill's grace period, 60 s). That length, ``holdSeconds``, is stored in
@@ -78,6 +81,25 @@ def saw_run(p: Pass, operation_id: str) -> datetime:
     return p.env.sightings.setdefault(_key(p, operation_id), p.cluster.now())
 
 
+def saw_waiting(p: Pass, operation_id: str, waiting: bool) -> None:
+    """A Pod of the run is (``waiting``) or was, at the last sighting, waiting to start.
+
+    The hold's first deadline, the Job's, bounds when a Pod may start only while the Job
+    stands: a Pod orphaned from it (the Job deleted with ``propagationPolicy: Orphan``)
+    may wait unscheduled for as long as it likes and then run for its own deadline from
+    its start. So each sighting of a waiting Pod starts the hold again, and so does the
+    first sighting after one (it started, or went, in between): by then any start it
+    made is behind, and the hold's length covers its own deadline from there."""
+    key = _key(p, operation_id)
+    was = key in p.env.waiting
+    if waiting:
+        p.env.waiting.add(key)
+    else:
+        p.env.waiting.discard(key)
+    if waiting or was:
+        p.env.sightings[key] = p.cluster.now()
+
+
 def seconds_left(p: Pass, staged: LockRelease) -> float:
     """Seconds until the hold of ``staged`` has passed by this process's own clock
     (negative once it has)."""
@@ -92,3 +114,4 @@ def seconds_left(p: Pass, staged: LockRelease) -> float:
 def forget(p: Pass, staged: LockRelease) -> None:
     """The staged release is gone (released or left to expire): nothing left to measure."""
     p.env.sightings.pop(_key(p, staged.operation_id), None)
+    p.env.waiting.discard(_key(p, staged.operation_id))

@@ -50,14 +50,14 @@ def uncertain_run_may_write(p: Pass, operation_id: str) -> str | None:
 
 
 def operation_running(p: Pass, operation_id: str) -> bool:
-    """Whether a Pod of ``operation_id`` has not stopped (or the read could not say)."""
+    """Whether a Pod of ``operation_id`` has not stopped, by the evidence rule
+    (:func:`executor.pod_stopped`), or the read could not say. A Pod never bound to a
+    node and being deleted provably never ran, however long a finalizer keeps it."""
     try:
         pods = p.cluster.list(POD, p.namespace, {LABEL_OPERATION: operation_id})
     except errors.ApiError:
         return True
-    return any(
-        (pod.get("status") or {}).get("phase") not in {"Succeeded", "Failed"} for pod in pods
-    )
+    return not all(executor.pod_stopped(pod) for pod in pods)
 
 
 def release_step(p: Pass) -> Result | None:
@@ -72,6 +72,7 @@ def release_step(p: Pass) -> Result | None:
         if staged.withheld:
             writes.emit_event(p, "LeaseReleased", f"{staged.lease_name} released: {verdict.why}")
         return AGAIN
+    hold.saw_waiting(p, staged.operation_id, verdict.waiting)
     if verdict.evidence != staged:
         # What this pass saw is kept, so a Pod seen to stop and then collected still
         # counts, and the record names why the release is withheld.

@@ -7,37 +7,38 @@ description of its holder (its resource, its operation, the Job that operation
 runs as: ``ptah.targetlock.HOLDER_ANNOTATIONS``) is followed to the executor, and
 the Lease is taken only when that executor is known stopped or never started:
 
-- stopped: the Job is terminal and every Pod it ran was seen to stop (the evidence
-  rule of :mod:`ptah.lifecycle.executor`, with what the holder's staged release kept:
-  a terminal Job whose Pod was deleted before it was seen to stop may still have a
-  process writing on a node cut off from the API), or the holder's resource no longer
-  holds the Lease;
-- stopped: the Job is gone and the Pods that remain have all stopped, or the
-  holder's resource no longer holds the Lease (its claim and staged release for
-  that operation are gone: accounted, or left to expire past the Job's deadline);
-- never started: no Job, no Pod, and the holder's claim has no dispatch marker.
+- stopped: the holder's resource no longer holds the operation (its claim and staged
+  release for it are gone: accounted, or left to expire past the hold by its own
+  controller);
+- stopped: the evidence rule of :mod:`ptah.lifecycle.executor`, asked of the holder's
+  run exactly as its own release step asks it (one judge, :func:`executor.judge_in`),
+  from what the holder's staged release kept (the Pods its controller saw, the Job's
+  count of them) or, before it staged one, from its claim: a terminal Job every Pod of
+  which was seen to stop. A Job that is gone is not evidence: the Pods still listed say
+  nothing of a Pod deleted unseen, whose process may still write on a node cut off
+  from the API, and without the Job (or the count the holder kept) nobody knows how
+  many Pods ran;
+- never started: the holder's claim has no dispatch marker and no Pod of it exists.
 
 Anything else (a Job running, a Pod not stopped, a dispatched claim whose Job
-vanished unseen, a read that failed, a Lease that does not say who holds it) is
-"may still be running", and the taker waits, saying who holds the database and why.
+vanished unseen, a Job gone with its Pods uncounted, a read that failed, a Lease or a
+status that does not say) is "may still be running", and the taker waits, saying who
+holds the database and why. The wait ends when the holder's controller accounts the
+run or, past the hold, leaves its release to expire.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ptah.api.common import PodSeen
+from pydantic import ValidationError
+
+from ptah.api.common import LockRelease
 from ptah.kube import errors
-from ptah.kube.kinds import JOB, MIGRATION, POD, SCHEMA
+from ptah.kube.kinds import MIGRATION, POD, SCHEMA
+from ptah.lifecycle import executor
 from ptah.lifecycle.context import Pass
-from ptah.lifecycle.executor import (
-    job_terminal,
-    merge,
-    pod_stopped,
-    pods_ran,
-    seen,
-    still_writing,
-)
+from ptah.lifecycle.executor import pod_stopped
 from ptah.targetlock import (
     HOLDER_JOB,
     HOLDER_KIND,
@@ -77,54 +78,49 @@ def holder_running(p: Pass, view: LeaseView) -> str | None:
         return f"the Lease does not say whose executor holds it ({holder})"
     who = f"{kind.kind} {namespace}/{name} (operation {operation})"
     try:
-        job = p.cluster.get(JOB, namespace, job_name)
         pods = p.cluster.list(POD, namespace, {LABEL_OPERATION: operation})
         owner = p.cluster.get(kind, namespace, name)
     except errors.ApiError as exc:
         return f"{who}: its executor could not be checked ({exc.reason})"
     # The release's evidence rule: a terminal phase is not enough (the Pod garbage
     # collector marks a Pod of a cut-off node Failed while its container still runs).
+    # Any Pod of the operation counts here, whoever owns it now (an orphaned one too).
     running = [pod for pod in pods if not pod_stopped(pod)]
     if running:
         return f"{who}: its Pod {running[0]['metadata']['name']} has not stopped"
-    if job is not None:
-        if not job_terminal(job):
-            return f"{who}: its Job {job_name} has not finished"
-        if owner is None or not _holds(owner, operation):
-            return None
-        why = _not_seen_stopped(owner, operation, job, pods)
-        return f"{who}: {why}" if why else None
-    if pods or owner is None or not _holds(owner, operation):
+    try:
+        run = None if owner is None else _holders_run(owner, operation, job_name, bool(pods))
+    except ValidationError:
+        return f"{who}: its status does not say what its executor did"
+    if run is None:
         return None
-    claim = (owner.get("status") or {}).get("activeOperation") or {}
-    if claim.get("operationId") == operation and not claim.get("dispatchStarted"):
-        return None
-    return f"{who}: its Job {job_name} is gone and nothing shows its executor stopped"
+    verdict = executor.judge_in(p.cluster, namespace, run)
+    return f"{who}: {verdict.why}" if verdict.writing else None
 
 
-def _not_seen_stopped(
-    owner: dict[str, Any], operation: str, job: dict[str, Any], pods: list[dict[str, Any]]
-) -> str | None:
-    """Why a terminal Job's executor may still write: a Pod it ran that nobody saw stop
-    (the holder's staged release keeps what its controller saw before going quiet)."""
-    staged = (owner.get("status") or {}).get("pendingLockRelease") or {}
-    known: list[PodSeen] = []
-    if staged.get("operationId") == operation:
-        if staged.get("executorStopped"):
-            return None
-        known = [PodSeen.model_validate(pod) for pod in staged.get("pods") or []]
-    uid = job["metadata"]["uid"]
-    own = [
-        pod
-        for pod in pods
-        if any(r.get("uid") == uid for r in pod["metadata"].get("ownerReferences", []))
-    ]
-    listed = {pod["metadata"]["uid"] for pod in own}
-    return still_writing(merge(known, seen(own)), listed, pods_ran(job))
-
-
-def _holds(owner: dict[str, Any], operation: str) -> bool:
+def _holders_run(
+    owner: dict[str, Any], operation: str, job_name: str, has_pods: bool
+) -> LockRelease | None:
+    """What the holder's own status says of its run of ``operation``: its staged release
+    (with the Pods its controller saw before going quiet, and the Job's count of them), or
+    its claim; None when it no longer holds the operation (accounted, or its release left
+    to expire past the hold by its own controller)."""
     status = owner.get("status") or {}
-    claim = status.get("activeOperation") or {}
     staged = status.get("pendingLockRelease") or {}
-    return operation in (claim.get("operationId"), staged.get("operationId"))
+    if staged.get("operationId") == operation:
+        return LockRelease.model_validate(staged)
+    claim = status.get("activeOperation") or {}
+    if claim.get("operationId") != operation:
+        return None
+    # Claimed and not staged: what the claim knows, and no Pod seen yet. Without a
+    # dispatch marker (written before the create) and without a Pod, no Job was made.
+    dispatched = bool(claim.get("dispatchStarted")) or has_pods
+    lease = claim.get("lease") or {}
+    return LockRelease(
+        operation_id=operation,
+        lease_name=lease.get("leaseName") or "",
+        holder=lease.get("holder") or "",
+        job_name=job_name if dispatched else None,
+        job_uid=claim.get("jobUid"),
+        staged_at=claim.get("claimedAt") or "",
+    )

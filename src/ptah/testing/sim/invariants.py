@@ -406,16 +406,18 @@ class Invariants(Watcher):
                 continue
             run = self.world.kubelet.runs.get(truth.pod)
             job = api.peek(JOB, NS, truth.job)
-            if api.peek(POD, NS, truth.pod) is None:
+            pod = api.peek(POD, NS, truth.pod)
+            own_job = job is not None and job["metadata"]["uid"] == truth.job_uid
+            if pod is None:
                 why = "gone from the API, still runs"
-            elif (
-                run is not None
-                and not run.started
-                and job is not None
-                and job["metadata"]["uid"] == truth.job_uid
-            ):
+            elif run is not None and not run.started and own_job:
                 # Its Job stands: only the Job's deadline bounds when its Pod may start.
                 why = "not started yet, may still start"
+            elif (
+                run is not None and not run.started and not pod["metadata"].get("deletionTimestamp")
+            ):
+                # Orphaned from its Job: no deadline bounds when it may start.
+                why = "orphaned before it started, may still start"
             else:
                 continue
             self.fail(

@@ -145,6 +145,7 @@ class PodRun:
     deadline: int | None = None  # the Pod's activeDeadlineSeconds
     kill_grace: float = 0.0  # seconds it writes on after the SIGTERM at its deadline
     cut_off: bool = False  # on the node that lost the API (while the partition lasts)
+    orphan_drawn: bool = False  # whether its wait as an orphan was drawn
 
 
 @dataclass
@@ -184,10 +185,13 @@ class Kubelet:
     graceful: random.Random = field(init=False)
     # The Job controller's lag at a deadline and the kill's grace period: their own stream.
     lag: random.Random = field(init=False)
+    # How long a Pod orphaned while unscheduled waits for a node: its own stream.
+    orphans: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
         self.graceful = random.Random(f"{self.rng.getstate()[1][:4]}/graceful")
         self.lag = random.Random(f"{self.rng.getstate()[1][:4]}/lag")
+        self.orphans = random.Random(f"{self.rng.getstate()[1][:4]}/orphans")
 
     @property
     def api(self) -> Any:
@@ -457,6 +461,7 @@ class Kubelet:
                 self._report_exit(run)
                 continue
             if _phase(pod) == "Pending":
+                self._orphaned_while_waiting(run, pod)
                 if run.start_after is not None and self.cluster.now() < run.start_after:
                     continue  # not scheduled yet
                 if self._never_starts(run, self.cluster.now()):
@@ -544,6 +549,30 @@ class Kubelet:
                 self._unsent_exits[run.pod] = run
             else:
                 self._report_exit(run)
+
+    def _orphaned_while_waiting(self, run: PodRun, pod: dict[str, Any]) -> None:
+        """An unscheduled Pod whose Job is gone but which is not being deleted (its Job
+        deleted with ``propagationPolicy: Orphan``) is bound by no Job deadline: now and
+        then no node fits it for longer than a hold counted from the dispatch, and it
+        starts (and runs for its own deadline) well after it."""
+        if (
+            run.orphan_drawn
+            or run.start_after is None
+            or not self.faults_on
+            or (pod.get("metadata") or {}).get("deletionTimestamp")
+        ):
+            return
+        job = self.api.peek(JOB, NS, run.job)
+        if job is not None and job["metadata"]["uid"] == (run.truth.job_uid if run.truth else None):
+            return
+        run.orphan_drawn = True
+        if self.orphans.random() >= 0.6:
+            return
+        deadline = int((pod.get("spec") or {}).get("activeDeadlineSeconds") or 300)
+        # Past twice its deadline and a minute from now: past a hold counted from before.
+        later = self.orphans.uniform(2.0, 3.0) * min(deadline, 300) + 60
+        run.start_after = max(run.start_after, self.cluster.now() + timedelta(seconds=later))
+        self._count("fault:orphan-start-late")
 
     def _never_starts(self, run: PodRun, now: datetime) -> bool:
         """The truth about a Pod that never started: once its object is gone or its Job's

@@ -101,6 +101,7 @@ def run_schedule(seed: int) -> ScheduleResult:
             world.outage()
         world.rescheduled_while_withheld()
         world.holder_goes_quiet()
+        world.orphan_waiting_pod()
         _stuck_while_proof_unread(world, aim)
     api_faults["on"] = False
     world.faults_on = False

@@ -34,6 +34,9 @@ from ptah.testing.sim.database import Databases
 from ptah.testing.sim.kubelet import BROKEN, NODE_CONFIRMS, NS, OTHER_DATABASE, Kubelet
 from ptah.workload.names import lease_name
 
+# The finalizer a Job controller puts on each Pod it makes, until it has counted the Pod.
+JOB_TRACKING = "batch.kubernetes.io/job-tracking"
+
 SCHEMA_FAMILY = SchemaFamily()
 MIGRATION_FAMILY = MigrationFamily()
 TABLES = [f"CREATE TABLE t{i}" for i in range(6)]
@@ -154,6 +157,8 @@ class World:
     races: random.Random = field(default_factory=random.Random)
     # A holder gone quiet over a cut-off executor draws from its own stream too.
     quiet: random.Random = field(default_factory=random.Random)
+    # A Job deleted with its waiting Pod orphaned: its own stream too.
+    orphaning: random.Random = field(default_factory=random.Random)
     # Two acquirers racing for one Lease, and the Leases an earlier deployment left
     # behind, draw from their own stream too.
     acquirers: random.Random = field(default_factory=random.Random)
@@ -185,6 +190,7 @@ class World:
         world.kubelet.failures = random.Random(f"{seed}/failures")
         world.races = random.Random(f"{seed}/races")
         world.quiet = random.Random(f"{seed}/quiet")
+        world.orphaning = random.Random(f"{seed}/orphaning")
         world.acquirers = random.Random(f"{seed}/acquirers")
         world.replaced = random.Random(f"{seed}/replaced")
         world.impatient = random.Random(f"{seed}/impatient")
@@ -611,14 +617,41 @@ class World:
                 if self.cluster.system.peek(JOB, NS, job) is not None:
                     self._delete_quiet_job(res, job, draw)
 
+    def orphan_waiting_pod(self) -> None:
+        """Now and then a Job whose Pod waits for a node (left unscheduled) is deleted
+        with ``propagationPolicy: Orphan`` (``kubectl delete --cascade=orphan``): the
+        Pod stays, waiting, and no Job deadline bounds when it starts any more (the
+        kubelet may keep it waiting past the hold, :meth:`Kubelet._orphaned_while_waiting`).
+        Its own stream, so every other draw of a schedule stays as it was."""
+        if not self.faults_on:
+            return
+        now = self.clock.now()
+        waiting = sorted(
+            {
+                run.job
+                for run in self.kubelet.runs.values()
+                if run.mutating and not run.started and run.start_after and run.start_after > now
+            }
+        )
+        if not waiting or self.orphaning.random() >= 0.1:
+            return
+        job = self.orphaning.choice(waiting)
+        obj = self.cluster.system.peek(JOB, NS, job)
+        if obj is None:
+            return
+        self.watcher.fault("job-orphaned-while-waiting", self._owner_of(obj))
+        self.cluster.system.delete(JOB, NS, job, propagation="Orphan")
+
     def _delete_quiet_job(self, res: SimResource, job: str, draw: float) -> None:
         api = self.cluster.system
         if draw < 0.5:
             self.watcher.fault("holder-quiet-job-deleted", res)
             api.delete(JOB, NS, job, propagation="Background")
-        elif draw < 0.7:
+        elif draw < 0.6:
             self.watcher.fault("holder-quiet-job-orphaned", res)
             api.delete(JOB, NS, job, propagation="Orphan")
+        elif draw < 0.7:
+            self._lose_quiet_pods(res, job)
         else:
             self.watcher.fault("holder-quiet-pods-terminating", res)
             pods = [run.pod for run in self.kubelet.runs.values() if run.job == job]
@@ -631,6 +664,43 @@ class World:
             for name in pods:
                 if api.peek(POD, NS, name) is not None:
                     api.delete(POD, NS, name)
+
+    def _lose_quiet_pods(self, res: SimResource, job: str) -> None:
+        """The quiet holder's Job is deleted and its Pods on the cut-off node force-deleted
+        (their processes write on), while a Pod the Job controller had just made to
+        replace one, never scheduled, stays Terminating behind the Job's tracking
+        finalizer: the API lists only a Pod that provably never started. A listing is no
+        count of the Pods that ran."""
+        api = self.cluster.system
+        obj = api.peek(JOB, NS, job)
+        if obj is None or (obj.get("status") or {}).get("conditions"):
+            return  # a terminal Job makes no Pod
+        self.watcher.fault("holder-quiet-pods-lost", res)
+        template = obj["spec"]["template"]
+        api.create(
+            POD,
+            {
+                "metadata": {
+                    "name": f"{job}-replacement",
+                    "namespace": NS,
+                    "labels": dict(template["metadata"].get("labels") or {}),
+                    "finalizers": [JOB_TRACKING],
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "batch/v1",
+                            "kind": "Job",
+                            "name": job,
+                            "uid": obj["metadata"]["uid"],
+                        }
+                    ],
+                },
+                "spec": dict(template["spec"]),
+            },
+        )
+        api.delete(JOB, NS, job, propagation="Background")
+        for run in list(self.kubelet.runs.values()):
+            if run.job == job and api.peek(POD, NS, run.pod) is not None:
+                api.delete(POD, NS, run.pod)
 
     def rescheduled_while_withheld(self) -> None:
         """While a release is withheld and its executor writes on, cut off from the API,
