@@ -11,12 +11,15 @@
 * spec.runner edited between the admission snapshot and the dispatch (its image kept):
   the claim is dropped, no Job of another template is created;
 * a quiet holder whose Job is deleted with its Pods orphaned, or left Terminating on a
-  node cut off from the API: its expired Lease is not taken.
+  node cut off from the API, or whose finalizer a person stripped: its expired Lease is
+  not taken while its Pods show;
+* a Pod orphaned while it waits for a node: the hold starts again while it waits;
+* a never-scheduled Pod kept Terminating by a finalizer: it holds no proof back.
 
 Each test fails with the break of its rule applied (tests/mutants: intent-drift-ignores-
 spec, watch-rebinds-by-name, withheld-release-lets-claims-through, release-without-
 precondition, template-matches-image-only, takeover-ignores-running-pod,
-takeover-deleted-pod-stopped).
+takeover-deleted-pod-stopped, hold-ignores-waiting-pod, proof-waits-on-pod-phase).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from ptah.kube.kinds import JOB, LEASE, POD
 from ptah.testing.memory import PROCEED, FaultDecision, WriteRequest
 from ptah.testing.sim.invariants import Invariants
 from ptah.testing.sim.kubelet import NS, PodRun
+from ptah.testing.sim.schedule import run_schedule
 from ptah.testing.sim.world import LOCK_NS, MIGRATION_FAMILY, SCHEMA_FAMILY, World
 from ptah.workload.names import lease_name
 from support.simworld import drive, hand_world, one_pass, status
@@ -209,24 +213,21 @@ def test_a_runner_edit_between_the_snapshot_and_the_dispatch_drops_the_claim() -
     assert inv.violations == []
 
 
-@pytest.mark.parametrize("draw", [0.6, 0.8], ids=["orphaned", "terminating"])
-def test_a_quiet_holders_lease_is_not_taken_while_its_pods_are_shown(draw: float) -> None:
-    """The holder's worker is stuck, its node cut off, and its Job deleted with its Pods
-    orphaned (shown running) or left Terminating (only the node can confirm they
-    stopped): the Migrate on the same database waits past the Lease's expiry."""
-    world, inv = hand_world(TWO)
+def _quiet_holder(world: World, inv: Invariants) -> tuple[dict[str, Any], PodRun]:
+    """What holder_goes_quiet does, its draws fixed: the Apply dispatched and writing, the
+    Migrate on the same database waiting for its Lease, then the Apply's worker stuck and
+    its executor's node cut off, the executor writing on."""
     claim = _dispatched_apply(world, inv, 0)
     world.kubelet.step()
     (run,) = [r for r in world.kubelet.runs.values() if r.operation_id == claim["operationId"]]
     run.steps_left = 10**6  # a long run
     drive(world, inv, 1, lambda s: s.get("phase") == "WaitingForTarget", "no wait")
-    # What holder_goes_quiet does, its draws fixed: the holder's worker stuck, the
-    # executor's node cut off, the executor writing on, its Job deleted.
     world.starved_until["r0"] = world.clock.now() + timedelta(days=1)
     world.kubelet.partition(10**6)
-    world._delete_quiet_job(world.resources[0], claim["jobName"], draw)
-    pods = world.cluster.system.list(POD, NS, {"ptah.io/operation-id": claim["operationId"]})
-    assert pods, "the holder's Pod is still shown"
+    return claim, run
+
+
+def _migrate_waits_past_expiry(world: World, inv: Invariants, claim: dict[str, Any]) -> None:
     for _ in range(4):
         world.clock.advance(130)
         world.kubelet.step()
@@ -236,6 +237,35 @@ def test_a_quiet_holders_lease_is_not_taken_while_its_pods_are_shown(draw: float
     assert lease is not None and lease["spec"]["holderIdentity"].endswith(claim["operationId"])
     assert claim["operationId"] in world.dbs.by_name["db1"].writers
     assert inv.violations == []
+
+
+@pytest.mark.parametrize("draw", [0.55, 0.8], ids=["orphaned", "terminating"])
+def test_a_quiet_holders_lease_is_not_taken_while_its_pods_are_shown(draw: float) -> None:
+    """The holder's worker is stuck, its node cut off, and its Job deleted with its Pods
+    orphaned (shown running) or left Terminating (only the node can confirm they
+    stopped): the Migrate on the same database waits past the Lease's expiry."""
+    world, inv = hand_world(TWO)
+    claim, _ = _quiet_holder(world, inv)
+    world._delete_quiet_job(world.resources[0], claim["jobName"], draw)
+    pods = world.cluster.system.list(POD, NS, {"ptah.io/operation-id": claim["operationId"]})
+    assert pods, "the holder's Pod is still shown"
+    _migrate_waits_past_expiry(world, inv, claim)
+
+
+def test_a_holder_whose_finalizer_a_person_stripped_keeps_its_lease_while_its_pods_show() -> None:
+    """The holder's worker is stuck and its node cut off; a person deletes the holder and
+    strips Ptah's finalizer by hand. Its claim and staged release are gone with it, and
+    its Job is collected, but its Pod, left Terminating on the cut-off node, is shown not
+    stopped: the Migrate on the same database waits past the Lease's expiry (killed
+    without the takeover's own look at the operation's Pods, or with a Pod being deleted
+    taken as stopped)."""
+    world, inv = hand_world(TWO)
+    claim, run = _quiet_holder(world, inv)
+    world._strip_quiet_holder(world.resources[0], {claim["jobName"]})
+    assert world.cluster.system.get(SCHEMA_FAMILY.kind, NS, "r0") is None
+    pod = world.cluster.system.get(POD, NS, run.pod)
+    assert pod is not None and pod["metadata"].get("deletionTimestamp")
+    _migrate_waits_past_expiry(world, inv, claim)
 
 
 def test_the_hold_is_counted_from_this_controllers_own_sighting_of_the_run() -> None:
@@ -304,3 +334,14 @@ def test_a_pod_orphaned_while_it_waits_for_a_node_keeps_the_hold_going() -> None
     staged = status(world).get("pendingLockRelease") or {}
     assert staged.get("operationId") == claim["operationId"], status(world)
     assert inv.violations == []
+
+
+def test_a_never_scheduled_pod_kept_terminating_holds_no_proof_back() -> None:
+    """Seed 728: a quiet holder's Pods on a cut-off node are force-deleted with its Job,
+    and only a replacement that was never scheduled stays listed, Terminating behind the
+    Job's tracking finalizer (which nobody removes here). That Pod provably never ran: once
+    the hold has passed the owed proof reads and settles, instead of waiting on its phase
+    (Pending) for as long as the finalizer stays."""
+    result = run_schedule(728)
+    assert result.faults.get("holder-quiet-pods-lost")
+    assert not result.violations, result.violations

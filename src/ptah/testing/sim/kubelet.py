@@ -178,6 +178,9 @@ class Kubelet:
     # only now and then among eight): failed runs are what the rules on a failed plan
     # (never dispatched again by itself, lastMutation kept) are judged on. Its own stream.
     failures: random.Random = field(default_factory=lambda: random.Random(0))
+    # Pods that are the only trace of a live process (their resource's record removed
+    # by a person): no fault force-deletes them; only their node's word removes them.
+    last_traces: set[str] = field(default_factory=set)
     # The Job controller's count of each Pod it has finished with (Succeeded/Failed).
     _counted: dict[tuple[str, str], str] = field(default_factory=dict)
     # Graceful deletions on a cut-off node draw from their own stream (seeded from the
@@ -734,7 +737,11 @@ class Kubelet:
         vanished."""
         # A process that has done its work but not exited yet (flushing, slow to exit)
         # is as alive as one still writing: either may be the one whose Pod goes.
-        started = [r for r in self.runs.values() if r.cut_off and r.started]
+        started = [
+            r
+            for r in self.runs.values()
+            if r.cut_off and r.started and r.pod not in self.last_traces
+        ]
         if started and self.faults_on and self.rng.random() < 0.5:
             run = self.rng.choice(started)
             pod = self.api.peek(POD, NS, run.pod)

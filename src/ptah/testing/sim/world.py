@@ -616,6 +616,45 @@ class World:
             for job in sorted(jobs):
                 if self.cluster.system.peek(JOB, NS, job) is not None:
                     self._delete_quiet_job(res, job, draw)
+        elif draw < 0.95:
+            self._strip_quiet_holder(res, jobs)
+
+    def _strip_quiet_holder(self, res: SimResource, jobs: set[str]) -> None:
+        """A person, seeing the quiet holder stuck, deletes it and strips Ptah's finalizer
+        by hand: the resource is gone at once, and its Job and Pods are garbage-collected
+        with it, the Pods on the cut-off node left Terminating (only their node can
+        confirm they stopped). Nothing of the holder says it holds the Lease any more; its
+        Pods, shown not stopped, still do."""
+        api = self.cluster.system
+        obj = api.peek(res.family.kind, NS, res.name)
+        runs = [run for run in self.kubelet.runs.values() if run.job in jobs]
+        if obj is None or not runs or any(api.peek(POD, NS, r.pod) is None for r in runs):
+            # A Pod already gone unseen: with its resource gone too, nothing in the API
+            # could show that its process lives (beyond what Ptah can know).
+            return
+        self.watcher.fault("holder-finalizer-stripped", res)
+        # The node stays cut off, its processes writing, long enough for another
+        # resource on the database to come wanting the Lease and see it expire.
+        self.kubelet.partition(max(self.kubelet.partitioned, 80))
+        for run in runs:
+            run.steps_left = max(run.steps_left, 80)
+        status = obj.get("status") or {}
+        for held in (
+            (status.get("activeOperation") or {}).get("lease"),
+            status.get("pendingLockRelease"),
+        ):
+            if held and held.get("holder"):
+                self.gone_holders.add(str(held["holder"]))
+        for run in runs:
+            # The Pod is now the only trace of its process that the API has; no fault of
+            # this world takes it without the node's word (a person who does that after
+            # removing the finalizer leaves nothing any controller could go by).
+            self.kubelet.last_traces.add(run.pod)
+            fins = (api.peek(POD, NS, run.pod) or {})["metadata"].get("finalizers") or []
+            api.patch(POD, NS, run.pod, {"metadata": {"finalizers": [*fins, NODE_CONFIRMS]}})
+        with contextlib.suppress(errors.NotFound):
+            api.delete(res.family.kind, NS, res.name)
+            api.patch(res.family.kind, NS, res.name, {"metadata": {"finalizers": None}})
 
     def orphan_waiting_pod(self) -> None:
         """Now and then a Job whose Pod waits for a node (left unscheduled) is deleted
@@ -881,6 +920,8 @@ class World:
             pods = api.list(POD, NS)
             if pods:
                 pod = self.rng.choice(pods)
+                if pod["metadata"]["name"] in self.kubelet.last_traces:
+                    return  # the only trace of a live process: see _strip_quiet_holder
                 self.watcher.fault("pod-deleted", None)
                 api.delete(POD, NS, pod["metadata"]["name"])
         elif roll < 0.35:
