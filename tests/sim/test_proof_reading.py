@@ -11,10 +11,13 @@ now judges what the settling reading's Pod saw when it read, from the kubelet's 
 
 from __future__ import annotations
 
-from ptah.kube.kinds import JOB
+from ptah.kube import errors
+from ptah.kube.kinds import JOB, POD
+from ptah.testing.memory import ReadRequest
 from ptah.testing.sim.invariants import Invariants
 from ptah.testing.sim.kubelet import NS
 from ptah.testing.sim.world import SCHEMA_FAMILY, World
+from ptah.workload.job import LABEL_OPERATION
 from support.simworld import hand_world, one_pass, status
 
 DESIRED = "CREATE TABLE t0\nCREATE TABLE t1"
@@ -95,3 +98,35 @@ def test_a_reading_that_saw_an_unsettled_database_settles_nothing() -> None:
         truth.observed = {"fingerprint": "elsewhere", "changes": True}
     _settle(world, inv)
     assert [v.split(":")[0] for v in inv.violations] == ["record-cleared-by-reading"]
+
+
+def test_a_pod_read_that_fails_as_the_reading_is_accounted_spends_no_reading() -> None:
+    """Seed 900207: the API could not list the uncertain run's Pods just as the proof
+    reading's frame was accounted. "Could not say" is no evidence that the run stopped,
+    so nothing settles on it; but it is no reason to spend the reading either: the pass
+    is retried, nothing written, and the retry settles on the same reading."""
+    world, inv = _uncertain_apply()
+    record = status(world)["pendingObservation"]
+    _proof_read(world, inv)
+    failed: list[str] = []
+
+    def pod_lists_fail(req: ReadRequest) -> errors.ApiError | None:
+        run = (req.labels or {}).get(LABEL_OPERATION)
+        if req.kind is POD and run == record["operationId"] and not failed:
+            failed.append(req.verb)
+            return errors.Unavailable("injected: the read timed out")
+        return None
+
+    world.cluster.read_faults = pod_lists_fail
+    before = status(world)
+    for _ in range(20):
+        one_pass(world, inv)
+        if failed:
+            break
+    assert failed, "the account never listed the run's Pods"
+    assert status(world).get("pendingObservation", {}).get("proofReadAt") is None
+    assert status(world).get("activeOperation") == before.get("activeOperation")
+    _settle(world, inv)
+    last = status(world)["lastMutation"]
+    assert last["operationId"] == record["operationId"] and last["outcome"] == "Converged"
+    assert inv.violations == []

@@ -319,6 +319,8 @@ def test_a_pod_orphaned_while_it_waits_for_a_node_keeps_the_hold_going() -> None
     staged = status(world).get("pendingLockRelease") or {}
     assert staged.get("operationId") == claim["operationId"], status(world)
     assert world.cluster.system.get(POD, NS, run.pod) is not None
+    ready = next(c for c in status(world)["conditions"] if c["type"] == "Ready")
+    assert "a Pod of the run waits to start" in ready["message"], ready
     # A node fits at last: the Pod starts, its node loses the API, the Pod is deleted.
     run.start_after = world.clock.now()
     world.kubelet.step()
@@ -337,11 +339,11 @@ def test_a_pod_orphaned_while_it_waits_for_a_node_keeps_the_hold_going() -> None
 
 
 def test_a_never_scheduled_pod_kept_terminating_holds_no_proof_back() -> None:
-    """Seed 728: a quiet holder's Pods on a cut-off node are force-deleted with its Job,
+    """Seed 1972: a quiet holder's Pods on a cut-off node are force-deleted with its Job,
     and only a replacement that was never scheduled stays listed, Terminating behind the
     Job's tracking finalizer (which nobody removes here). That Pod provably never ran: once
     the hold has passed the owed proof reads and settles, instead of waiting on its phase
     (Pending) for as long as the finalizer stays."""
-    result = run_schedule(728)
+    result = run_schedule(1972)
     assert result.faults.get("holder-quiet-pods-lost")
     assert not result.violations, result.violations

@@ -60,6 +60,16 @@ def test_live_job_with_server_defaults_matches_its_intent() -> None:
     assert intent_drift(live, req) == "the Job is not controlled by exactly this resource"
 
 
+def test_a_job_suspended_or_widened_by_hand_is_not_its_intent() -> None:
+    """A Job suspended (its Pod deleted) and resumed, or given more parallelism or
+    completions, runs its operation in another Pod: the intent check sees the edit."""
+    req = _req()
+    for field, value in [("suspend", True), ("parallelism", 2), ("completions", 3)]:
+        live = build_job(req)
+        live["spec"][field] = value
+        assert intent_drift(live, req) == "the Job's spec differs from its intent", field
+
+
 def test_runner_pods_carry_the_deadline_their_node_enforces_and_the_hold_bounds_it() -> None:
     """The Job's deadline is enforced through the API; the Pod's own, the same value, by
     its kubelet even when cut off. The hold covers both: the latest start plus the

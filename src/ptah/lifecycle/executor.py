@@ -149,6 +149,8 @@ class Verdict:
     # A Pod of the operation (its Job's, or one orphaned from it) is waiting to start:
     # its own deadline has not begun (:func:`ptah.lifecycle.hold.saw_waiting`).
     waiting: bool = False
+    # The read that failed, when the API could not say (``writing`` is True then).
+    unread: errors.ApiError | None = None
 
 
 def judge(p: Pass, staged: LockRelease) -> Verdict:
@@ -168,7 +170,7 @@ def judge_in(cluster: Cluster, namespace: str, staged: LockRelease) -> Verdict:
         job = cluster.get(JOB, namespace, staged.job_name)
         pods = cluster.list(POD, namespace, {LABEL_OPERATION: staged.operation_id})
     except errors.ApiError as exc:
-        return Verdict(True, f"the API could not say ({exc.reason})", staged)
+        return Verdict(True, f"the API could not say ({exc.reason})", staged, unread=exc)
     waiting = any(not pod_stopped(pod) and not _started(pod) for pod in pods)
     job_uid = staged.job_uid or (job["metadata"]["uid"] if job is not None else None)
     if job is not None and job["metadata"]["uid"] != job_uid:
@@ -197,6 +199,11 @@ def judge_in(cluster: Cluster, namespace: str, staged: LockRelease) -> Verdict:
     elif job_pods is None:
         why = f"the Job {staged.job_name} was deleted before it was seen to end"
     why = still_writing(known, {pod["metadata"]["uid"] for pod in pods}, job_pods) or why
+    if why is not None and waiting and job is None:
+        why += (
+            "; a Pod of the run waits to start, so the hold starts again (without its Job, "
+            "nothing bounds when it starts: delete it to end the wait)"
+        )
     evidence = staged.model_copy(
         update={
             "job_uid": job_uid,

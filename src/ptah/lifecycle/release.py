@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ptah.api.common import ActiveOperation, LockRelease, PodSeen
-from ptah.kube import errors
 from ptah.kube.kinds import POD
 from ptah.lifecycle import executor, hold, writes
 from ptah.lifecycle.context import Pass
@@ -38,10 +37,16 @@ def uncertain_run_may_write(p: Pass, operation_id: str) -> str | None:
     and the release step gives the Lease up to expiry. A Job never seen under its
     reserved name is no exception: it may have run and been deleted unseen. Without a
     staged release, any Pod of the run that the API shows not stopped keeps
-    the proof waiting."""
+    the proof waiting.
+
+    A read that fails raises (the pass is retried, nothing decided) rather than answer
+    "may still write": the reading this is asked about stays unspent, and the next pass
+    asks again, instead of a transient error costing the proof a whole reading."""
     staged = p.status.pending_lock_release
     if staged is not None and staged.operation_id == operation_id:
         verdict = may_still_write(p, staged)
+        if verdict.unread is not None:
+            raise verdict.unread
         if verdict.writing:
             return verdict.why
     if operation_running(p, operation_id):
@@ -51,12 +56,9 @@ def uncertain_run_may_write(p: Pass, operation_id: str) -> str | None:
 
 def operation_running(p: Pass, operation_id: str) -> bool:
     """Whether a Pod of ``operation_id`` has not stopped, by the evidence rule
-    (:func:`executor.pod_stopped`), or the read could not say. A Pod never bound to a
+    (:func:`executor.pod_stopped`); a read that fails raises. A Pod never bound to a
     node and being deleted provably never ran, however long a finalizer keeps it."""
-    try:
-        pods = p.cluster.list(POD, p.namespace, {LABEL_OPERATION: operation_id})
-    except errors.ApiError:
-        return True
+    pods = p.cluster.list(POD, p.namespace, {LABEL_OPERATION: operation_id})
     return not all(executor.pod_stopped(pod) for pod in pods)
 
 

@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from ptah.api.common import LockRelease
 from ptah.kube import errors
-from ptah.kube.kinds import MIGRATION, POD, SCHEMA
+from ptah.kube.kinds import MIGRATION, POD, SCHEMA, Kind
 from ptah.lifecycle import executor
 from ptah.lifecycle.context import Pass
 from ptah.lifecycle.executor import pod_stopped
@@ -78,24 +78,34 @@ def holder_running(p: Pass, view: LeaseView) -> str | None:
         return f"the Lease does not say whose executor holds it ({holder})"
     who = f"{kind.kind} {namespace}/{name} (operation {operation})"
     try:
-        pods = p.cluster.list(POD, namespace, {LABEL_OPERATION: operation})
-        owner = p.cluster.get(kind, namespace, name)
+        why = _still_running(p, kind, namespace, name, operation, job_name)
     except errors.ApiError as exc:
         return f"{who}: its executor could not be checked ({exc.reason})"
+    except ValidationError:
+        return f"{who}: its status does not say what its executor did"
+    return f"{who}: {why}" if why else None
+
+
+def _still_running(
+    p: Pass, kind: Kind, namespace: str, name: str, operation: str, job_name: str
+) -> str | None:
+    """Why the holder's executor may still run, None when it is known stopped; a read
+    that could not say raises (one answer for every read: "could not be checked")."""
+    pods = p.cluster.list(POD, namespace, {LABEL_OPERATION: operation})
+    owner = p.cluster.get(kind, namespace, name)
     # The release's evidence rule: a terminal phase is not enough (the Pod garbage
     # collector marks a Pod of a cut-off node Failed while its container still runs).
     # Any Pod of the operation counts here, whoever owns it now (an orphaned one too).
     running = [pod for pod in pods if not pod_stopped(pod)]
     if running:
-        return f"{who}: its Pod {running[0]['metadata']['name']} has not stopped"
-    try:
-        run = None if owner is None else _holders_run(owner, operation, job_name, bool(pods))
-    except ValidationError:
-        return f"{who}: its status does not say what its executor did"
+        return f"its Pod {running[0]['metadata']['name']} has not stopped"
+    run = None if owner is None else _holders_run(owner, operation, job_name, bool(pods))
     if run is None:
         return None
     verdict = executor.judge_in(p.cluster, namespace, run)
-    return f"{who}: {verdict.why}" if verdict.writing else None
+    if verdict.unread is not None:
+        raise verdict.unread
+    return verdict.why if verdict.writing else None
 
 
 def _holders_run(

@@ -104,6 +104,7 @@ class ReadRequest:
     kind: Kind
     namespace: str
     name: str = ""  # empty for list
+    labels: Mapping[str, str] | None = None  # a list's label selector
 
 
 @dataclass(frozen=True)
@@ -367,14 +368,14 @@ class MemoryCluster:
         }
 
     def list(self, kind: Kind, namespace: str, labels: dict[str, str] | None = None) -> list[Obj]:
-        self._read("list", kind, namespace, "")
+        self._read("list", kind, namespace, "", labels)
         return [_clone_obj(o) for o in self._list(kind, namespace, labels)]
 
     def list_metadata(
         self, kind: Kind, namespace: str, labels: dict[str, str] | None = None
     ) -> ObjList:
         """Only the metadata, as the real API's PartialObjectMetadataList."""
-        self._read("list", kind, namespace, "")
+        self._read("list", kind, namespace, "", labels)
         return [
             {
                 "apiVersion": o.get("apiVersion"),
@@ -474,10 +475,17 @@ class MemoryCluster:
 
     # -- observation --
 
-    def _read(self, verb: Literal["get", "list", "log"], kind: Kind, ns: str, name: str) -> None:
+    def _read(
+        self,
+        verb: Literal["get", "list", "log"],
+        kind: Kind,
+        ns: str,
+        name: str,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
         self.requests.reads[(verb, kind.kind)] += 1
         if self.read_faults is not None:
-            err = self.read_faults(ReadRequest(verb, kind, ns, name))
+            err = self.read_faults(ReadRequest(verb, kind, ns, name, labels))
             if err is not None:
                 raise err
 

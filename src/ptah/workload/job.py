@@ -183,6 +183,12 @@ def build_job(req: JobRequest) -> dict[str, Any]:
         "spec": {
             "backoffLimit": 0,
             "activeDeadlineSeconds": req.runner.active_deadline_seconds,
+            # Spelled out though they are the API's defaults, so the intent check sees a
+            # person's edit of them: a Job suspended and resumed, or given more
+            # parallelism, runs its operation in another Pod.
+            "suspend": False,
+            "parallelism": 1,
+            "completions": 1,
             "template": {
                 "metadata": {"labels": labels(req), "annotations": {ANNOTATION_ADMISSION: adm}},
                 "spec": pod_spec(req),

@@ -579,6 +579,9 @@ class World:
         for res in self.resources:
             if not any(o is not res and o.db == res.db for o in self.resources):
                 continue  # nobody else could take its Lease: silence there proves nothing
+            quiet_until = self.starved_until.get(res.name)
+            if quiet_until is not None and quiet_until > self.clock.now():
+                continue  # one failure at a time: its first quiet spell plays out
             obj = self.cluster.system.peek(res.family.kind, NS, res.name)
             status = (obj or {}).get("status") or {}
             claim = status.get("activeOperation") or {}
@@ -587,7 +590,7 @@ class World:
                 holders.append((res, str(claim["operationId"])))
             elif staged.get("withheld") and staged.get("operationId") in running:
                 holders.append((res, str(staged["operationId"])))
-        if not holders or self.quiet.random() >= 0.05:
+        if not holders or self.quiet.random() >= 0.08:
             return
         res, op = self.quiet.choice(holders)
         seconds = self.quiet.uniform(LEASE_DURATION + 10, 3.5 * LEASE_DURATION)
@@ -609,15 +612,35 @@ class World:
         self.watcher.fault("starved", res)
         self.watcher.fault("holder-quiet", res)
         draw = self.quiet.random()
-        if draw < 0.9:
+        if draw < 0.85:
             # Its Job deleted: with its Pods (gone from the API, or, since only the cut-off
             # node can confirm they stopped, left Terminating), or with its Pods orphaned
             # (still shown running).
             for job in sorted(jobs):
                 if self.cluster.system.peek(JOB, NS, job) is not None:
                     self._delete_quiet_job(res, job, draw)
+        elif draw < 0.9:
+            self._force_delete_quiet_pods(res, op)
         elif draw < 0.95:
             self._strip_quiet_holder(res, jobs)
+
+    def _force_delete_quiet_pods(self, res: SimResource, op: str) -> None:
+        """Someone force-deletes the quiet holder's Pods on the cut-off node (``kubectl
+        delete pod --force``): the objects go, the processes write on, and the Job
+        controller fails the Job (``backoffLimit: 0``) and counts the Pods. A terminal
+        Job whose Pods nobody saw stop."""
+        api = self.cluster.system
+        runs = [r for r in self.kubelet.runs.values() if r.operation_id == op]
+        if not runs:
+            return
+        self.watcher.fault("holder-quiet-pods-force-deleted", res)
+        # A long run on a node cut off long enough for another resource to come wanting
+        # the Lease while the processes still write.
+        self.kubelet.partition(max(self.kubelet.partitioned, 80))
+        for run in runs:
+            run.steps_left = max(run.steps_left, 80)
+            if api.peek(POD, NS, run.pod) is not None:
+                api.delete(POD, NS, run.pod)
 
     def _strip_quiet_holder(self, res: SimResource, jobs: set[str]) -> None:
         """A person, seeing the quiet holder stuck, deletes it and strips Ptah's finalizer
