@@ -765,9 +765,10 @@ class World:
                 api.delete(POD, NS, run.pod)
 
     def rescheduled_while_withheld(self) -> None:
-        """While a release is withheld and its executor writes on, cut off from the API,
-        now and then an operator replica goes down for longer than the Lease duration and
-        comes back on a node whose clock is off by minutes. Offsets between clocks are
+        """While a release is withheld (or a dispatched run not yet accounted) and its
+        executor writes on, cut off from the API, now and then an operator replica goes
+        down for longer than the Lease duration and comes back on a node whose clock is
+        off by minutes. Offsets between clocks are
         within the clock assumption: the hold is measured from each process's own first
         sighting of the run, never from the ``holdUntil`` another clock stamped, and the
         process here may see that stamp pass long before its own hold does."""
@@ -778,9 +779,18 @@ class World:
             return
         for res in self.resources:
             obj = self.cluster.system.peek(res.family.kind, NS, res.name)
-            staged = ((obj or {}).get("status") or {}).get("pendingLockRelease") or {}
-            op = staged.get("operationId")
-            if not staged.get("withheld") or op not in cut_off or op in self.moved_for:
+            status = (obj or {}).get("status") or {}
+            staged = status.get("pendingLockRelease") or {}
+            claim = status.get("activeOperation") or {}
+            # Withheld, or still claimed (dispatched, not staged yet): then the replica
+            # that stages the release is not the clock that stamped dispatchStarted.
+            if staged.get("withheld"):
+                op = staged.get("operationId")
+            elif claim.get("dispatchStarted") and claim.get("mutating"):
+                op = claim.get("operationId")
+            else:
+                continue
+            if op not in cut_off or op in self.moved_for:
                 continue
             self.moved_for.add(op)
             if self.clocks.random() >= 0.6:
