@@ -578,12 +578,17 @@ class Kubelet:
         self._count("fault:orphan-start-late")
 
     def _never_starts(self, run: PodRun, now: datetime) -> bool:
-        """The truth about a Pod that never started: once its object is gone or its Job's
-        deadline has passed it never will (past the deadline no Pod of the Job starts;
+        """The truth about a Pod that never started: once its object is gone, or it is
+        being deleted before any node was bound to it, or its Job's deadline has passed,
+        it never will (past the deadline no Pod of the Job starts;
         a node cannot start a Pod it has not started before its object went), so it
         is over, whatever the API can hear of it yet. A Pod orphaned by its Job's
         deletion still may: nothing enforces the Job's deadline on it any more."""
-        if self.api.peek(POD, NS, run.pod) is None:
+        pod = self.api.peek(POD, NS, run.pod)
+        if pod is None:
+            return True
+        if pod["metadata"].get("deletionTimestamp") and not (pod.get("spec") or {}).get("nodeName"):
+            # The API refuses to bind a Pod that is being deleted: none ever will be.
             return True
         job = self.api.peek(JOB, NS, run.job)
         lagged = now - timedelta(seconds=JOB_CONTROLLER_LAG)
