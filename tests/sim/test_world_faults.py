@@ -294,13 +294,9 @@ def test_the_hold_is_counted_from_this_controllers_own_sighting_of_the_run() -> 
     assert run.truth is not None and run.truth.alive
 
 
-def test_a_pod_orphaned_while_it_waits_for_a_node_keeps_the_hold_going() -> None:
-    """The Apply's Pod waits for a node (unscheduled) when its Job is deleted with the
-    Pod orphaned: no Job deadline bounds when it starts any more. Long past a hold
-    counted from the dispatch (60 + 60 + 60 s), the release is still withheld and the
-    Lease held while the Pod waits; once it starts and is deleted unseen on a node cut
-    off from the API, the hold counts again from then, so it is never handed back while
-    the process writes (the invariants' hold-outlives-run and lease-while-executor)."""
+def _orphan_waiting_for_a_node() -> tuple[World, Invariants, dict[str, Any], PodRun]:
+    """The Apply (runner deadline 60 s) dispatched, its Pod left waiting for a node, and
+    its Job deleted with the Pod orphaned."""
     world, inv = hand_world(ONE)
     world.cluster.system.patch(
         SCHEMA_FAMILY.kind, NS, "r0", {"spec": {"runner": {"activeDeadlineSeconds": 60}}}
@@ -312,6 +308,28 @@ def test_a_pod_orphaned_while_it_waits_for_a_node_keeps_the_hold_going() -> None
     (run,) = [r for r in world.kubelet.runs.values() if r.operation_id == claim["operationId"]]
     assert not run.started
     world.cluster.system.delete(JOB, NS, claim["jobName"], propagation="Orphan")
+    return world, inv, claim, run
+
+
+def _start_and_lose(world: World, run: PodRun) -> None:
+    """A node fits the orphan at last: it starts, its node loses the API, the Pod is
+    deleted, and the process writes on."""
+    run.start_after = world.clock.now()
+    world.kubelet.step()
+    assert run.started
+    run.steps_left = 10**6
+    world.kubelet.partition(10**6)
+    world.cluster.system.delete(POD, NS, run.pod)
+
+
+def test_a_pod_orphaned_while_it_waits_for_a_node_keeps_the_hold_going() -> None:
+    """The Apply's Pod waits for a node (unscheduled) when its Job is deleted with the
+    Pod orphaned: no Job deadline bounds when it starts any more. Long past a hold
+    counted from the dispatch (60 + 60 + 60 s), the release is still withheld and the
+    Lease held while the Pod waits; once it starts and is deleted unseen on a node cut
+    off from the API, the hold counts again from then, so it is never handed back while
+    the process writes (the invariants' hold-outlives-run and lease-while-executor)."""
+    world, inv, claim, run = _orphan_waiting_for_a_node()
     for _ in range(8):  # 8 x 65 s: well past a hold counted from the dispatch
         one_pass(world, inv, 0)
         world.kubelet.step()
@@ -322,12 +340,7 @@ def test_a_pod_orphaned_while_it_waits_for_a_node_keeps_the_hold_going() -> None
     ready = next(c for c in status(world)["conditions"] if c["type"] == "Ready")
     assert "a Pod of the run waits to start" in ready["message"], ready
     # A node fits at last: the Pod starts, its node loses the API, the Pod is deleted.
-    run.start_after = world.clock.now()
-    world.kubelet.step()
-    assert run.started
-    run.steps_left = 10**6
-    world.kubelet.partition(10**6)
-    world.cluster.system.delete(POD, NS, run.pod)
+    _start_and_lose(world, run)
     for _ in range(2):  # within its own deadline (60 s): it writes on
         one_pass(world, inv, 0)
         world.kubelet.step()
@@ -355,27 +368,13 @@ def test_the_hold_counts_from_the_first_look_at_the_runs_pods() -> None:
     makes no pass that looks at the run's Pods before the orphan has started and been
     deleted on a node cut off from the API. Counted from the staging, the hold would be
     over at that first look, the process still writing: it counts from the look."""
-    world, inv = hand_world(ONE)
-    world.cluster.system.patch(
-        SCHEMA_FAMILY.kind, NS, "r0", {"spec": {"runner": {"activeDeadlineSeconds": 60}}}
-    )
-    later = world.clock.now() + timedelta(days=1)
-    world.kubelet._late_start = lambda job: later  # type: ignore[method-assign]
-    claim = _dispatched_apply(world, inv)
-    world.kubelet.step()
-    (run,) = [r for r in world.kubelet.runs.values() if r.operation_id == claim["operationId"]]
-    world.cluster.system.delete(JOB, NS, claim["jobName"], propagation="Orphan")
+    world, inv, claim, run = _orphan_waiting_for_a_node()
     drive(world, inv, 0, lambda s: bool(s.get("pendingLockRelease")), "no release staged")
     hold = status(world)["pendingLockRelease"]["holdSeconds"]
     # Unseen by the controller, near the end of a hold counted from the staging: the
     # orphan starts, its node loses the API, it is deleted.
     world.clock.advance(hold - 10)
-    run.start_after = world.clock.now()
-    world.kubelet.step()
-    assert run.started
-    run.steps_left = 10**6
-    world.kubelet.partition(10**6)
-    world.cluster.system.delete(POD, NS, run.pod)
+    _start_and_lose(world, run)
     world.clock.advance(11)
     one_pass(world, inv, 0)  # the first look at the run's Pods: none is listed
     assert run.truth is not None and run.truth.alive
