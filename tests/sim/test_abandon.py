@@ -49,7 +49,6 @@ def _uncertain_apply_that_never_ran(h: MemoryHarness) -> dict[str, Any]:
     h.run(lambda: h.phase() == "ProofOwed")
     record = h.status()["pendingObservation"]
     assert record["reason"] == "JobMissing"
-    h.one_pass()  # the release step's first look at the run's Pods: the hold counts from it
     h.clock.advance(h.status()["pendingLockRelease"]["holdSeconds"] + 1)
     h.run(lambda: h.phase() == "ProofNotSettled")
     return dict(record)
@@ -144,7 +143,6 @@ def test_a_reserved_name_never_seen_as_a_job_holds_the_proof_and_the_release() -
     assert "never said" not in message
     lease = h.lease()
     assert lease is not None and lease["spec"]["holderIdentity"] == staged["holder"]
-    h.one_pass()  # the release step's first look at the run's Pods: the hold counts from it
     h.clock.advance(staged["holdSeconds"])
     h.run(lambda: h.phase() == "ProofNotSettled")
     events = _events(h.admin)
@@ -346,7 +344,6 @@ def test_a_reading_stamped_ahead_by_another_clock_is_not_a_reading_after_the_rec
     h.run(lambda: (h.claim() or {}).get("type") == "Apply")
     h.run_to_stop("after", "write_dispatch_started")
     h.run(lambda: h.phase() == "ProofOwed")
-    h.one_pass()  # the release step's first look at the run's Pods: the hold counts from it
     h.clock.advance(h.status()["pendingLockRelease"]["holdSeconds"] + 1)
     record = h.status()["pendingObservation"]
     assert not record.get("proofReadAt")

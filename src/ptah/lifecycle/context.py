@@ -48,12 +48,11 @@ SUPERVISE_SECONDS = 30.0
 
 @dataclass
 class Env:
-    """What a controller process brings to every pass. ``observer``, ``sightings``,
-    ``waiting`` and ``looked`` are the only state kept between passes, and all are this
-    process's own observations, measured on its own clock: a Lease's expiry (the seed
-    requires it), since when a dispatched run's hold counts, which runs had a Pod waiting
-    to start at the last look, and at which runs' Pods it has looked at all
-    (:mod:`ptah.lifecycle.hold`)."""
+    """What a controller process brings to every pass. ``observer``, ``sightings`` and
+    ``waiting`` are the only state kept between passes, and all are this process's own
+    observations, measured on its own clock: a Lease's expiry (the seed requires it),
+    since when a dispatched run's hold counts, and which runs had a Pod waiting to start
+    at the last sighting (:mod:`ptah.lifecycle.hold`)."""
 
     cluster: Cluster
     lock_namespace: str = "ptah-system"
@@ -74,7 +73,6 @@ class Env:
     retry_ceiling_seconds: float = 300.0
     sightings: dict[str, datetime] = field(default_factory=dict)
     waiting: set[str] = field(default_factory=set)
-    looked: set[str] = field(default_factory=set)
     # Where a pass's Events go: written at once by default (the simulation and the
     # in-memory tests); the operator hands them to its one background writer
     # (``ptah.kube.events.EventEmitter``), so no step waits for one.

@@ -87,22 +87,16 @@ def saw_waiting(p: Pass, operation_id: str, waiting: bool) -> None:
     The hold's first deadline, the Job's, bounds when a Pod may start only while the Job
     stands: a Pod orphaned from it (the Job deleted with ``propagationPolicy: Orphan``)
     may wait unscheduled for as long as it likes and then run for its own deadline from
-    its start. So each sighting of a waiting Pod starts the hold again, and so do the
-    first sighting after one (it started, or went, in between) and this process's first
-    look at the run's Pods at all (one may have waited, started and gone before it): by
-    then any start it made is behind, and the hold's length covers its own deadline
-    from there."""
+    its start. So each sighting of a waiting Pod starts the hold again, and so does the
+    first sighting after one (it started, or went, in between): by then any start it
+    made is behind, and the hold's length covers its own deadline from there."""
     key = _key(p, operation_id)
-    first = key not in p.env.looked
-    p.env.looked.add(key)
     was = key in p.env.waiting
     if waiting:
         p.env.waiting.add(key)
     else:
         p.env.waiting.discard(key)
-    if waiting or was or first:
-        # The first look at the run's Pods by this process counts too: a Pod orphaned
-        # before it and gone (started, then deleted unseen) by then started before it.
+    if waiting or was:
         p.env.sightings[key] = p.cluster.now()
 
 
@@ -121,4 +115,3 @@ def forget(p: Pass, staged: LockRelease) -> None:
     """The staged release is gone (released or left to expire): nothing left to measure."""
     p.env.sightings.pop(_key(p, staged.operation_id), None)
     p.env.waiting.discard(_key(p, staged.operation_id))
-    p.env.looked.discard(_key(p, staged.operation_id))
