@@ -360,24 +360,3 @@ def test_a_never_scheduled_pod_kept_terminating_holds_no_proof_back() -> None:
     result = run_schedule(1972)
     assert result.faults.get("holder-quiet-pods-lost")
     assert not result.violations, result.violations
-
-
-def test_the_hold_counts_from_the_first_look_at_the_runs_pods() -> None:
-    """Seed 2100747: the Apply's Job is deleted with its Pod orphaned while the Pod waits
-    for a node; the controller stages the release (its first sighting of the run) but
-    makes no pass that looks at the run's Pods before the orphan has started and been
-    deleted on a node cut off from the API. Counted from the staging, the hold would be
-    over at that first look, the process still writing: it counts from the look."""
-    world, inv, claim, run = _orphan_waiting_for_a_node()
-    drive(world, inv, 0, lambda s: bool(s.get("pendingLockRelease")), "no release staged")
-    hold = status(world)["pendingLockRelease"]["holdSeconds"]
-    # Unseen by the controller, near the end of a hold counted from the staging: the
-    # orphan starts, its node loses the API, it is deleted.
-    world.clock.advance(hold - 10)
-    _start_and_lose(world, run)
-    world.clock.advance(11)
-    one_pass(world, inv, 0)  # the first look at the run's Pods: none is listed
-    assert run.truth is not None and run.truth.alive
-    staged = status(world).get("pendingLockRelease") or {}
-    assert staged.get("operationId") == claim["operationId"], status(world)
-    assert inv.violations == []
