@@ -38,6 +38,13 @@ def _abandon(h: MemoryHarness, kind: Any, name: str, operation_id: str) -> None:
     h.admin.patch(kind, NS, name, {"metadata": {"annotations": {ABANDON_ANNOTATION: operation_id}}})
 
 
+def _looked(h: MemoryHarness) -> None:
+    """Until the release step has looked for the run's Job and Pods (it writes what it
+    saw into the staged release): the hold counts from that first look without the Job
+    (ptah.lifecycle.hold.looked), so a test that lets the hold pass waits for it first."""
+    h.run(lambda: bool((h.status().get("pendingLockRelease") or {}).get("withheld")))
+
+
 def _uncertain_apply_that_never_ran(h: MemoryHarness) -> dict[str, Any]:
     """The controller stops right after ``dispatchStarted``: no Job is ever created. No
     one can tell that from a Job deleted unseen, so the proof waits for the hold; then
@@ -49,6 +56,7 @@ def _uncertain_apply_that_never_ran(h: MemoryHarness) -> dict[str, Any]:
     h.run(lambda: h.phase() == "ProofOwed")
     record = h.status()["pendingObservation"]
     assert record["reason"] == "JobMissing"
+    _looked(h)
     h.clock.advance(h.status()["pendingLockRelease"]["holdSeconds"] + 1)
     h.run(lambda: h.phase() == "ProofNotSettled")
     return dict(record)
@@ -344,6 +352,7 @@ def test_a_reading_stamped_ahead_by_another_clock_is_not_a_reading_after_the_rec
     h.run(lambda: (h.claim() or {}).get("type") == "Apply")
     h.run_to_stop("after", "write_dispatch_started")
     h.run(lambda: h.phase() == "ProofOwed")
+    _looked(h)
     h.clock.advance(h.status()["pendingLockRelease"]["holdSeconds"] + 1)
     record = h.status()["pendingObservation"]
     assert not record.get("proofReadAt")

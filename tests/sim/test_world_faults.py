@@ -351,6 +351,26 @@ def test_a_pod_orphaned_while_it_waits_for_a_node_keeps_the_hold_going() -> None
     assert inv.violations == []
 
 
+def test_an_orphan_started_and_lost_before_the_first_look_restarts_the_hold() -> None:
+    """Seed 2100747: the Apply's Job is deleted with its waiting Pod orphaned, and no
+    controller looks while the Pod waits; it starts long after the dispatch and is deleted
+    unseen on a node cut off from the API, before the controller's first look. That look
+    finds the Job and the Pod gone, with nothing seen waiting: a hold counted from the
+    dispatch would end while the process writes on, so the hold counts again from the first
+    look without the Job, and the Lease stays held through the Pod's own deadline."""
+    world, inv, claim, run = _orphan_waiting_for_a_node()
+    world.clock.advance(150)  # past the Job's deadline + 60 s from the dispatch
+    _start_and_lose(world, run)
+    for _ in range(3):  # 3 x 15 s: past a hold counted from the dispatch (180 s)
+        one_pass(world, inv, 0)
+        world.kubelet.step()
+        world.clock.advance(15)
+    assert run.truth is not None and run.truth.alive  # within its own deadline (60 s)
+    staged = status(world).get("pendingLockRelease") or {}
+    assert staged.get("operationId") == claim["operationId"], status(world)
+    assert inv.violations == []
+
+
 def test_a_never_scheduled_pod_kept_terminating_holds_no_proof_back() -> None:
     """Seed 1972: a quiet holder's Pods on a cut-off node are force-deleted with its Job,
     and only a replacement that was never scheduled stays listed, Terminating behind the

@@ -707,3 +707,23 @@ def test_the_echo_of_a_pass_own_write_wakes_nobody_but_a_later_version_does() ->
     )
     c.handle(WatchEvent("MODIFIED", kinds.SCHEMA, other))
     assert c.queue.get(0) == key  # written by another resource's pass: not its echo
+
+
+def test_every_pass_carries_the_process_own_sightings() -> None:
+    """A hold is measured from this process's own sightings of a run, kept across its
+    passes (ptah.lifecycle.hold): a Pod seen waiting at one pass must still be known at
+    the next, or the look after it (the Pod started, or went, in between) would not start
+    the hold again. Each pass's Env once carried only the first sightings, and the rest
+    started empty at every pass."""
+    from ptah.operator.controller import Controller, Settings, _JobLog
+    from ptah.operator.main import families
+
+    c = Controller(MemoryCluster(), families(), Settings())
+    key = Key("PtahSchema", "ns", "s")
+    first = c._pass_env(PassReport(), _JobLog(c, key))
+    first.sightings.waiting.add("ns/s/apply-1")
+    first.sightings.jobless.add("ns/s/apply-1")
+    second = c._pass_env(PassReport(), _JobLog(c, key))
+    assert second.sightings.waiting == {"ns/s/apply-1"}
+    assert second.sightings.jobless == {"ns/s/apply-1"}
+    assert second.observer is first.observer

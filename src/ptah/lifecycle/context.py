@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ptah.api.common import LifecycleStatus
@@ -13,6 +12,7 @@ from ptah.kube.events import EventSink, record_event
 from ptah.kube.kinds import SECRET
 from ptah.kube.port import Cluster
 from ptah.lifecycle.report import PassReport
+from ptah.lifecycle.sighting import Sightings
 from ptah.targetlock import ExpiryObserver
 
 if TYPE_CHECKING:
@@ -48,11 +48,11 @@ SUPERVISE_SECONDS = 30.0
 
 @dataclass
 class Env:
-    """What a controller process brings to every pass. ``observer``, ``sightings`` and
-    ``waiting`` are the only state kept between passes, and all are this process's own
+    """What a controller process brings to every pass. ``observer`` and ``sightings``
+    are the only state kept between passes, and both are this process's own
     observations, measured on its own clock: a Lease's expiry (the seed requires it),
-    since when a dispatched run's hold counts, and which runs had a Pod waiting to start
-    at the last sighting (:mod:`ptah.lifecycle.hold`)."""
+    and what it saw of dispatched runs, from which their holds count
+    (:mod:`ptah.lifecycle.hold`)."""
 
     cluster: Cluster
     lock_namespace: str = "ptah-system"
@@ -71,8 +71,7 @@ class Env:
     proof_retry_seconds: float = 300.0
     # A transient reading failure is retried after poll_seconds * 2**n, at most this.
     retry_ceiling_seconds: float = 300.0
-    sightings: dict[str, datetime] = field(default_factory=dict)
-    waiting: set[str] = field(default_factory=set)
+    sightings: Sightings = field(default_factory=Sightings)
     # Where a pass's Events go: written at once by default (the simulation and the
     # in-memory tests); the operator hands them to its one background writer
     # (``ptah.kube.events.EventEmitter``), so no step waits for one.

@@ -147,8 +147,11 @@ class Verdict:
     why: str
     evidence: LockRelease
     # A Pod of the operation (its Job's, or one orphaned from it) is waiting to start:
-    # its own deadline has not begun (:func:`ptah.lifecycle.hold.saw_waiting`).
+    # its own deadline has not begun (:func:`ptah.lifecycle.hold.looked`).
     waiting: bool = False
+    # The look found the run's Job gone (deleted, or never seen under its name): nothing
+    # bounds when a Pod orphaned from it starts (:func:`ptah.lifecycle.hold.looked`).
+    job_gone: bool = False
     # The read that failed, when the API could not say (``writing`` is True then).
     unread: errors.ApiError | None = None
 
@@ -158,17 +161,28 @@ def judge(p: Pass, staged: LockRelease) -> Verdict:
     return judge_in(p.cluster, p.namespace, staged)
 
 
-def judge_in(cluster: Cluster, namespace: str, staged: LockRelease) -> Verdict:
+def judge_in(
+    cluster: Cluster,
+    namespace: str,
+    staged: LockRelease,
+    listed: list[dict[str, Any]] | None = None,
+) -> Verdict:
     """The verdict on the run ``staged`` describes, in ``namespace``: the release step
     asks it of its own run, the takeover check of another resource's
-    (:mod:`ptah.lifecycle.takeover`), so both hand a database back on the same evidence."""
+    (:mod:`ptah.lifecycle.takeover`), so both hand a database back on the same evidence.
+    ``listed``: the run's Pods (every Pod labelled with its operation) as the caller has
+    just listed them, so they are not listed twice; by default they are listed here."""
     if staged.job_name is None:
         return Verdict(False, "nothing was dispatched", staged)
     if staged.executor_stopped:
         return Verdict(False, staged.withheld or "the runner was seen to stop", staged)
     try:
         job = cluster.get(JOB, namespace, staged.job_name)
-        pods = cluster.list(POD, namespace, {LABEL_OPERATION: staged.operation_id})
+        pods = (
+            listed
+            if listed is not None
+            else cluster.list(POD, namespace, {LABEL_OPERATION: staged.operation_id})
+        )
     except errors.ApiError as exc:
         return Verdict(True, f"the API could not say ({exc.reason})", staged, unread=exc)
     waiting = any(not pod_stopped(pod) and not _started(pod) for pod in pods)
@@ -212,8 +226,9 @@ def judge_in(cluster: Cluster, namespace: str, staged: LockRelease) -> Verdict:
             "withheld": why or staged.withheld,
         }
     )
+    gone = job is None
     if why is None:
         if not known:
-            return Verdict(False, f"the Job {staged.job_name} ran no Pod", evidence, waiting)
-        return Verdict(False, "every Pod of the Job was seen to stop", evidence, waiting)
-    return Verdict(True, why, evidence, waiting)
+            return Verdict(False, f"the Job {staged.job_name} ran no Pod", evidence, waiting, gone)
+        return Verdict(False, "every Pod of the Job was seen to stop", evidence, waiting, gone)
+    return Verdict(True, why, evidence, waiting, gone)

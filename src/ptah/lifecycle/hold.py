@@ -13,8 +13,9 @@ enforced without Ptah:
   while the node is cut off from the API: a Pod admitted just before the Job's deadline
   is killed that long after its start.
 
-A Pod orphaned from its Job escapes the first bound: while a Pod of the run is seen
-waiting to start, the hold starts again (:func:`saw_waiting`).
+A Pod orphaned from its Job escapes the first bound: a look that sees a Pod of the run
+waiting to start, the look after it, and the first look that finds the Job gone start
+the hold again (:func:`looked`).
 
 So a run dispatched at ``t`` is over by ``t`` + Job deadline + Pod deadline + a margin
 (:data:`MARGIN_SECONDS`: the create's latency, the Job controller's lag at its deadline
@@ -71,33 +72,46 @@ def _key(p: Pass, operation_id: str) -> str:
 
 def saw_dispatch(p: Pass, operation_id: str, dispatch_started: str) -> None:
     """This process stamped ``dispatchStarted`` itself: its hold counts from that stamp."""
-    p.env.sightings.setdefault(_key(p, operation_id), parse_rfc3339(dispatch_started))
+    p.env.sightings.since.setdefault(_key(p, operation_id), parse_rfc3339(dispatch_started))
 
 
 def saw_run(p: Pass, operation_id: str) -> datetime:
     """This process sees the dispatched run ``operation_id`` now (its claim, as it stages
     the release, or the staged release): any sighting comes after the dispatch, so the
     first one is a safe start for the hold on this process's clock."""
-    return p.env.sightings.setdefault(_key(p, operation_id), p.cluster.now())
+    return p.env.sightings.since.setdefault(_key(p, operation_id), p.cluster.now())
 
 
-def saw_waiting(p: Pass, operation_id: str, waiting: bool) -> None:
-    """A Pod of the run is (``waiting``) or was, at the last sighting, waiting to start.
+def looked(p: Pass, operation_id: str, *, waiting: bool, job_gone: bool) -> None:
+    """This process has just looked at the run's Job and Pods: a Pod of the run is
+    (``waiting``) or is not waiting to start, and the Job stands or is gone.
 
     The hold's first deadline, the Job's, bounds when a Pod may start only while the Job
     stands: a Pod orphaned from it (the Job deleted with ``propagationPolicy: Orphan``)
     may wait unscheduled for as long as it likes and then run for its own deadline from
-    its start. So each sighting of a waiting Pod starts the hold again, and so does the
-    first sighting after one (it started, or went, in between): by then any start it
-    made is behind, and the hold's length covers its own deadline from there."""
+    its start. Such a Pod started, if at all, before the look that finds it started or
+    gone, and after any look that saw it waiting, so the hold starts again:
+
+    * at each look that sees a Pod waiting (its start is still ahead), and at the first
+      look after one (it started, or went, in between);
+    * at the first look that finds the Job gone: a Pod orphaned since the last look
+      that saw the Job (or before this process's first look) may have started unseen,
+      and have been deleted too. After that look no Pod of the run is created any more
+      (only the Job made them), so later looks see any Pod that is left.
+
+    By then any start such a Pod made is behind, and the hold's length covers its own
+    deadline from there. A look that could not read the API changes nothing."""
     key = _key(p, operation_id)
-    was = key in p.env.waiting
+    seen = p.env.sightings
+    restart = waiting or key in seen.waiting or (job_gone and key not in seen.jobless)
     if waiting:
-        p.env.waiting.add(key)
+        seen.waiting.add(key)
     else:
-        p.env.waiting.discard(key)
-    if waiting or was:
-        p.env.sightings[key] = p.cluster.now()
+        seen.waiting.discard(key)
+    if job_gone:
+        seen.jobless.add(key)
+    if restart:
+        seen.since[key] = p.cluster.now()
 
 
 def seconds_left(p: Pass, staged: LockRelease) -> float:
@@ -113,5 +127,4 @@ def seconds_left(p: Pass, staged: LockRelease) -> float:
 
 def forget(p: Pass, staged: LockRelease) -> None:
     """The staged release is gone (released or left to expire): nothing left to measure."""
-    p.env.sightings.pop(_key(p, staged.operation_id), None)
-    p.env.waiting.discard(_key(p, staged.operation_id))
+    p.env.sightings.forget(_key(p, staged.operation_id))

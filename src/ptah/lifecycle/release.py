@@ -74,7 +74,8 @@ def release_step(p: Pass) -> Result | None:
         if staged.withheld:
             writes.emit_event(p, "LeaseReleased", f"{staged.lease_name} released: {verdict.why}")
         return AGAIN
-    hold.saw_waiting(p, staged.operation_id, verdict.waiting)
+    if verdict.unread is None:
+        hold.looked(p, staged.operation_id, waiting=verdict.waiting, job_gone=verdict.job_gone)
     if verdict.evidence != staged:
         # What this pass saw is kept, so a Pod seen to stop and then collected still
         # counts, and the record names why the release is withheld.

@@ -102,7 +102,7 @@ def _still_running(
     run = None if owner is None else _holders_run(owner, operation, job_name, bool(pods))
     if run is None:
         return None
-    verdict = executor.judge_in(p.cluster, namespace, run)
+    verdict = executor.judge_in(p.cluster, namespace, run, pods)
     if verdict.unread is not None:
         raise verdict.unread
     return verdict.why if verdict.writing else None

@@ -42,6 +42,7 @@ from ptah.lifecycle.context import SUPERVISE_SECONDS, Env
 from ptah.lifecycle.family import AnyFamily
 from ptah.lifecycle.reconcile import reconcile
 from ptah.lifecycle.report import PassReport
+from ptah.lifecycle.sighting import Sightings
 from ptah.operator.mapping import (
     Driver,
     Index,
@@ -168,7 +169,7 @@ class Controller:
         self.observer = ExpiryObserver()
         # This process's first sightings of dispatched runs, kept across passes like the
         # observer: each run's hold is measured from them (ptah.lifecycle.hold).
-        self.sightings: dict[str, datetime] = {}
+        self.sightings = Sightings()
         self.stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._busy = 0

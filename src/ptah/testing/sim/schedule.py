@@ -102,12 +102,14 @@ def run_schedule(seed: int) -> ScheduleResult:
         world.rescheduled_while_withheld()
         world.holder_goes_quiet()
         world.orphan_waiting_pod()
+        world.lose_started_orphans()
         _stuck_while_proof_unread(world, aim)
     api_faults["on"] = False
     world.faults_on = False
     world.kubelet.faults_on = False
     for i in range(QUIET_STEPS):
         _step(world, quiet=True)
+        world.lose_started_orphans()
         inv.after_step(check_secrets=i % 50 == 0)
         steps += 1
     world.crash = None

@@ -159,6 +159,8 @@ class World:
     quiet: random.Random = field(default_factory=random.Random)
     # A Job deleted with its waiting Pod orphaned: its own stream too.
     orphaning: random.Random = field(default_factory=random.Random)
+    # Orphaned Pods to be force-deleted, unseen, as soon as they start.
+    unseen_orphans: set[str] = field(default_factory=set)
     # Two acquirers racing for one Lease, and the Leases an earlier deployment left
     # behind, draw from their own stream too.
     acquirers: random.Random = field(default_factory=random.Random)
@@ -701,8 +703,57 @@ class World:
         obj = self.cluster.system.peek(JOB, NS, job)
         if obj is None:
             return
-        self.watcher.fault("job-orphaned-while-waiting", self._owner_of(obj))
+        owner = self._owner_of(obj)
+        self.watcher.fault("job-orphaned-while-waiting", owner)
         self.cluster.system.delete(JOB, NS, job, propagation="Orphan")
+        if owner is not None and self.orphaning.random() < 0.6:
+            self._orphan_starts_unseen(owner, job)
+
+    def _orphan_starts_unseen(self, owner: SimResource, job: str) -> None:
+        """The orphaned Pod waits long past a hold counted from before, while its owner's
+        worker is stuck (no controller looks at it meanwhile); it then starts, and is
+        force-deleted on its cut-off node as it does (:meth:`lose_started_orphans`).
+        The owner's controller finds the Job and the Pod gone, never having seen the Pod
+        wait or run: only a hold started again at that look covers the Pod's deadline."""
+        now = self.clock.now()
+        start = now
+        for run in self.kubelet.runs.values():
+            if run.job != job or run.started:
+                continue
+            pod = self.cluster.system.peek(POD, NS, run.pod) or {}
+            deadline = int((pod.get("spec") or {}).get("activeDeadlineSeconds") or 300)
+            # Past a hold counted from now (the Job's deadline + its own + 60 s) by the
+            # time it runs to its own deadline.
+            later = self.orphaning.uniform(1.05, 1.5) * min(deadline, 300) + 60
+            run.orphan_drawn = True  # the kubelet draws no wait of its own for it
+            run.start_after = now + timedelta(seconds=later)
+            start = max(start, run.start_after)
+            self.unseen_orphans.add(run.pod)
+        if start == now:
+            return
+        self.watcher.fault("orphan-starts-unseen", owner)
+        # Kubelet steps come about every 17 s of the world's clock: the worker stays
+        # stuck until the Pod has started and gone.
+        until = start + timedelta(seconds=self.orphaning.uniform(60, 120))
+        self.starved_until[owner.name] = max(self.starved_until.get(owner.name, until), until)
+
+    def lose_started_orphans(self) -> None:
+        """Force-delete the unseen orphans (:meth:`_orphan_starts_unseen`) that have
+        started: the node is cut off, so the process writes on until its own deadline. A
+        fault already drawn, so it plays out in the quiet steps too."""
+        api = self.cluster.system
+        for name in sorted(self.unseen_orphans):
+            run = self.kubelet.runs.get(name)
+            if run is None:
+                self.unseen_orphans.discard(name)
+                continue
+            if not run.started:
+                continue
+            self.unseen_orphans.discard(name)
+            self.kubelet.partition(max(self.kubelet.partitioned, 80))
+            run.steps_left = max(run.steps_left, 80)
+            if api.peek(POD, NS, name) is not None:
+                api.delete(POD, NS, name)
 
     def _delete_quiet_job(self, res: SimResource, job: str, draw: float) -> None:
         api = self.cluster.system
