@@ -149,8 +149,10 @@ class Verdict:
     # A Pod of the operation (its Job's, or one orphaned from it) is waiting to start:
     # its own deadline has not begun (:func:`ptah.lifecycle.hold.looked`).
     waiting: bool = False
-    # The look found the run's Job gone (deleted, or never seen under its name): nothing
-    # bounds when a Pod orphaned from it starts (:func:`ptah.lifecycle.hold.looked`).
+    # The look found the run's Job gone (deleted, or never seen under its name) and
+    # nobody saw it end: nothing bounds when a Pod orphaned from it while it ran starts
+    # (:func:`ptah.lifecycle.hold.looked`). A Job seen to end had its waiting Pods
+    # deleted as it ended; a Pod deleted before any node took it never starts.
     job_gone: bool = False
     # The read that failed, when the API could not say (``writing`` is True then).
     unread: errors.ApiError | None = None
@@ -226,7 +228,7 @@ def judge_in(
             "withheld": why or staged.withheld,
         }
     )
-    gone = job is None
+    gone = job is None and job_pods is None
     if why is None:
         if not known:
             return Verdict(False, f"the Job {staged.job_name} ran no Pod", evidence, waiting, gone)

@@ -94,10 +94,13 @@ def looked(p: Pass, operation_id: str, *, waiting: bool, job_gone: bool) -> None
 
     * at each look that sees a Pod waiting (its start is still ahead), and at the first
       look after one (it started, or went, in between);
-    * at the first look that finds the Job gone: a Pod orphaned since the last look
-      that saw the Job (or before this process's first look) may have started unseen,
-      and have been deleted too. After that look no Pod of the run is created any more
-      (only the Job made them), so later looks see any Pod that is left.
+    * at the first look that finds the Job gone before anyone saw it end: a Pod
+      orphaned since the last look that saw the Job (or before this process's first
+      look) may have started unseen, and have been deleted too. After that look no Pod
+      of the run is created any more (only the Job made them), so later looks see any
+      Pod that is left. A Job seen to end deleted the Pods still waiting as it ended
+      (a Pod deleted before a node took it never starts), so its later deletion (its
+      TTL, say) starts nothing again.
 
     By then any start such a Pod made is behind, and the hold's length covers its own
     deadline from there. A look that could not read the API changes nothing."""

@@ -151,6 +151,8 @@ class World:
     # as it was; the operations whose withheld release already had its chance of one.
     clocks: random.Random = field(default_factory=random.Random)
     moved_for: set[str] = field(default_factory=set)
+    # A resource whose next pass runs on the named replica (its worker moved there).
+    handover: dict[str, str] = field(default_factory=dict)
     # Passes that race another's write (a second controller over the same resource, a
     # worker over another resource between a Lease read and its write) draw from their
     # own stream, so every other draw of a schedule stays as it was.
@@ -836,9 +838,9 @@ class World:
             # Withheld, or still claimed (dispatched, not staged yet): then the replica
             # that stages the release is not the clock that stamped dispatchStarted.
             if staged.get("withheld"):
-                op = staged.get("operationId")
+                op, claimed = staged.get("operationId"), False
             elif claim.get("dispatchStarted") and claim.get("mutating"):
-                op = claim.get("operationId")
+                op, claimed = claim.get("operationId"), True
             else:
                 continue
             if op not in cut_off or op in self.moved_for:
@@ -852,6 +854,32 @@ class World:
             seconds = self.clocks.uniform(LEASE_DURATION + 10, 3.5 * LEASE_DURATION)
             replica.down_until = self.clock.now() + timedelta(seconds=seconds)
             self.watcher.fault("clock-moved", res)
+            if claimed and self.clocks.random() < 0.5:
+                # The resource's worker moves with it (it takes the leadership, say):
+                # nothing passes over the resource until the replica is back, and the
+                # replica that accounts the run and stages its release is the one
+                # whose clock is not the one that stamped dispatchStarted.
+                until = replica.down_until + timedelta(seconds=1)
+                self.starved_until[res.name] = max(self.starved_until.get(res.name, until), until)
+                self.handover[res.name] = replica.name
+                self.watcher.fault("worker-moved-with-clock", res)
+                self._force_delete_cut_off(str(op))
+
+    def _force_delete_cut_off(self, op: str) -> None:
+        """Someone force-deletes the run's Pods on the cut-off node: the objects go, the
+        Job controller fails the Job and counts them (the Job stands, terminal), and the
+        processes write on until their own deadline."""
+        api = self.cluster.system
+        for run in self.kubelet.runs.values():
+            if run.operation_id != op or not run.started or run.done:
+                continue
+            run.steps_left = 10**6
+            # Kubelet steps come about every 17 s of the world's clock: cut off until
+            # past the Pod's own deadline.
+            steps = (run.deadline or 300) // 10 + 10
+            self.kubelet.partition(max(self.kubelet.partitioned, steps))
+            if api.peek(POD, NS, run.pod) is not None:
+                api.delete(POD, NS, run.pod)
             self.watcher.fault("outage", None)
 
     def outage(self) -> None:
@@ -888,6 +916,8 @@ class World:
             if not ready:
                 return
             res = self.rng.choice(ready)
+        moved = self.handover.pop(res.name, None)
+        replica = next((r for r in up if r.name == moved), replica)
         outer, self._current = self._current, res
         self.depth += 1
         self.watcher.pass_started(res, self.depth)
