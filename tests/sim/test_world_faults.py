@@ -34,8 +34,8 @@ from ptah.kube.kinds import JOB, LEASE, POD
 from ptah.testing.memory import PROCEED, FaultDecision, WriteRequest
 from ptah.testing.sim.invariants import Invariants
 from ptah.testing.sim.kubelet import NS, PodRun
-from ptah.testing.sim.schedule import run_schedule
 from ptah.testing.sim.world import LOCK_NS, MIGRATION_FAMILY, SCHEMA_FAMILY, World
+from ptah.workload.job import LABEL_OPERATION
 from ptah.workload.names import lease_name
 from support.simworld import drive, hand_world, one_pass, status
 
@@ -372,11 +372,34 @@ def test_an_orphan_started_and_lost_before_the_first_look_restarts_the_hold() ->
 
 
 def test_a_never_scheduled_pod_kept_terminating_holds_no_proof_back() -> None:
-    """Seed 1972: a quiet holder's Pods on a cut-off node are force-deleted with its Job,
-    and only a replacement that was never scheduled stays listed, Terminating behind the
-    Job's tracking finalizer (which nobody removes here). That Pod provably never ran: once
-    the hold has passed the owed proof reads and settles, instead of waiting on its phase
+    """Seed 1972, by hand: the Apply's Job is deleted and its Pod force-deleted, while
+    only a replacement that was never scheduled stays listed, Terminating behind the
+    Job's tracking finalizer (which nobody removes here). That Pod provably never ran:
+    once the hold has passed, the owed proof reads, instead of waiting on its phase
     (Pending) for as long as the finalizer stays."""
-    result = run_schedule(1972)
-    assert result.faults.get("holder-quiet-pods-lost")
-    assert not result.violations, result.violations
+    world, inv = hand_world(ONE)
+    world.cluster.system.patch(
+        SCHEMA_FAMILY.kind, NS, "r0", {"spec": {"runner": {"activeDeadlineSeconds": 60}}}
+    )
+    claim = _dispatched_apply(world, inv)
+    world.kubelet.step()
+    world._lose_quiet_pods(world.resources[0], claim["jobName"])
+    (kept,) = world.cluster.system.list(POD, NS, {LABEL_OPERATION: claim["operationId"]})
+    assert kept["metadata"]["deletionTimestamp"] and kept["metadata"]["finalizers"]
+    assert not kept["spec"].get("nodeName")
+    s = drive(world, inv, 0, lambda s: s.get("phase") == "ProofOwed", "no proof owed")
+    assert s["pendingObservation"]["operationId"] == claim["operationId"]
+    # 180 s of hold (60 + 60 + 60 s), then the reading: 100 passes 5 s apart.
+    s = drive(
+        world,
+        inv,
+        0,
+        lambda s: (
+            (s.get("pendingObservation") or {}).get("operationId") != claim["operationId"]
+            or bool(s["pendingObservation"].get("proofReadAt"))
+        ),
+        "the proof never read",
+        passes=100,
+    )
+    assert world.cluster.system.get(POD, NS, kept["metadata"]["name"]) is not None
+    assert inv.violations == []

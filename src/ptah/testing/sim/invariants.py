@@ -136,6 +136,9 @@ RULES: dict[str, str] = {
     "proof-prioritised": "Prove or refuse: the proof runs before suspension, deletion and "
     "generation gates (a resource owing proof never rests at one of them, and a record owed "
     "at rest, or said not settled, has been read since it was written)",
+    "proof-evidence": "Prove an uncertain run (the evidence rule of Release coordination): "
+    "the proof waits only while the run may still write; a Pod never bound to a node and "
+    "being deleted provably never ran, and holds no proof back",
     "finalizer-removed": "The finalizer, through a metadata patch: a finalizer with no claim "
     "is removed by the next pass (at rest, a finalizer stays only while something is owed, "
     "so a deleted resource that owes nothing is gone)",
@@ -176,6 +179,9 @@ class PassRecord:
     # The UID of the Job under the claim's name as the pass started ("" for none), when the
     # claim had adopted one.
     job_at_start: str | None = None
+    # As the pass started, the resource's proof waited on its run's Pods, and every one of
+    # them listed was never bound to a node and being deleted.
+    waits_on_never_run: bool = False
 
 
 @dataclass
@@ -202,6 +208,8 @@ class Invariants(Watcher):
     # of readings when the record first appeared (a proof must read after its record).
     readings_of: Counter[str] = field(default_factory=Counter)
     owed: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # Passes in a row that left a resource's proof waiting on Pods that never ran.
+    never_ran_waits: Counter[str] = field(default_factory=Counter)
     # Holders whose withheld release was given up with the Lease still held (left to
     # expire past the hold, never released).
     left_to_expire: set[str] = field(default_factory=set)
@@ -279,11 +287,17 @@ class Invariants(Watcher):
         if claim.get("jobUid"):
             job = self.world.cluster.system.peek(JOB, NS, str(claim.get("jobName")))
             job_uid = str(job["metadata"]["uid"]) if job is not None else ""
-        self.passes.append(PassRecord(res, start, job_at_start=job_uid))
+        self.passes.append(
+            PassRecord(
+                res, start, job_at_start=job_uid, waits_on_never_run=self._waits_on_never_run(start)
+            )
+        )
 
     def pass_ended(self, res: SimResource, ok: bool) -> None:
         record = self.passes.pop()
         self._check(res)
+        if ok:
+            self._proof_evidence(res, record)
         if ok:
             self._renewed_withheld(res, record)
             self._rebound_by_uid(res, record)
@@ -1094,6 +1108,45 @@ class Invariants(Watcher):
                     f"{res.name}: plan {applied[:12]} credited as applied without the "
                     "Succeeded account of its own claim",
                 )
+
+    def _waits_on_never_run(self, status: dict[str, Any]) -> bool:
+        """The proof waits on the run's Pods (no staged release of the run decides), and
+        every Pod of the run the API lists provably never ran: never bound to a node and
+        being deleted (the API binds no Pod that is being deleted)."""
+        record = status.get("pendingObservation") or status.get("unresolvedRun") or {}
+        operation = record.get("operationId")
+        staged = status.get("pendingLockRelease") or {}
+        if (
+            not operation
+            or status.get("waitingFor") != "the uncertain run to stop"
+            or staged.get("operationId") == operation
+        ):
+            return False
+        pods = [
+            pod
+            for pod in self.world.cluster.system.list(POD, NS)
+            if (pod["metadata"].get("labels") or {}).get(LABEL_OPERATION) == operation
+        ]
+        return bool(pods) and all(
+            pod["metadata"].get("deletionTimestamp") and not (pod.get("spec") or {}).get("nodeName")
+            for pod in pods
+        )
+
+    def _proof_evidence(self, res: SimResource, record: PassRecord) -> None:
+        """A pass that began with the proof waiting on Pods that never ran must not end
+        still waiting on them: three such passes in a row (a pass may end before the
+        prove step, its status left as an earlier pass wrote it) break the rule."""
+        status = (self._obj(res) or {}).get("status") or {}
+        if not (record.waits_on_never_run and self._waits_on_never_run(status)):
+            self.never_ran_waits.pop(res.name, None)
+            return
+        self.never_ran_waits[res.name] += 1
+        if self.never_ran_waits[res.name] >= 3:
+            self.fail(
+                "proof-evidence",
+                f"{res.name}: the proof still waits for the run to stop, on Pods that were "
+                "never bound to a node and are being deleted (they never ran)",
+            )
 
     def _proof_first(self, res: SimResource, status: dict[str, Any]) -> None:
         record = status.get("pendingObservation") or status.get("unresolvedRun")

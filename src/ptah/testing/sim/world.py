@@ -32,6 +32,7 @@ from ptah.targetlock import HOLDER_JOB, HOLDER_KIND, HOLDER_NAME, HOLDER_NAMESPA
 from ptah.testing.memory import MemoryCluster, WriteRequest
 from ptah.testing.sim.database import Databases
 from ptah.testing.sim.kubelet import BROKEN, NODE_CONFIRMS, NS, OTHER_DATABASE, Kubelet
+from ptah.workload.job import LABEL_OPERATION
 from ptah.workload.names import lease_name
 
 # The finalizer a Job controller puts on each Pod it makes, until it has counted the Pod.
@@ -177,6 +178,8 @@ class World:
     edits: random.Random = field(default_factory=random.Random)
     # A deadline shortened in spec.runner after a mutating run's dispatch: its own stream.
     shortened: random.Random = field(default_factory=random.Random)
+    # A Job deleted while a Pod it just made waits unscheduled: its own stream.
+    stuck: random.Random = field(default_factory=random.Random)
 
     @classmethod
     def build(cls, seed: int) -> World:
@@ -201,6 +204,7 @@ class World:
         world.delays = random.Random(f"{seed}/delays")
         world.edits = random.Random(f"{seed}/edits")
         world.shortened = random.Random(f"{seed}/shortened")
+        world.stuck = random.Random(f"{seed}/stuck")
         world.kubelet.on_partition = world._partition_spreads
         world._populate()
         world._leases_left_behind()
@@ -761,6 +765,9 @@ class World:
         api = self.cluster.system
         if draw < 0.5:
             self.watcher.fault("holder-quiet-job-deleted", res)
+            obj = api.peek(JOB, NS, job)
+            if obj is not None:
+                self._deleted_with_a_replacement(obj)
             api.delete(JOB, NS, job, propagation="Background")
         elif draw < 0.6:
             self.watcher.fault("holder-quiet-job-orphaned", res)
@@ -791,6 +798,34 @@ class World:
         if obj is None or (obj.get("status") or {}).get("conditions"):
             return  # a terminal Job makes no Pod
         self.watcher.fault("holder-quiet-pods-lost", res)
+        self._unscheduled_replacement(obj)
+        api.delete(JOB, NS, job, propagation="Background")
+        for run in list(self.kubelet.runs.values()):
+            if run.job == job and api.peek(POD, NS, run.pod) is not None:
+                api.delete(POD, NS, run.pod)
+
+    def _deleted_with_a_replacement(self, job: dict[str, Any]) -> None:
+        """Now and then a mutating Job deleted while it runs had just made a Pod that no
+        node took yet: deleted with the Job, that Pod stays Terminating behind the Job's
+        tracking finalizer, listed under the run's operation for as long as the
+        finalizer stays. It provably never ran, so it must hold no proof back."""
+        labels = job["metadata"].get("labels") or {}
+        operation = str(labels.get(LABEL_OPERATION, ""))
+        if (
+            not operation.startswith(("apply-", "migrate-"))
+            or (job.get("status") or {}).get("conditions")
+            or self.stuck.random() >= 0.5
+        ):
+            return
+        self.watcher.fault("job-deleted-replacement-stuck", self._owner_of(job))
+        self._unscheduled_replacement(job)
+
+    def _unscheduled_replacement(self, obj: dict[str, Any]) -> None:
+        """A Pod the Job controller has just made for Job ``obj`` (to replace one, say),
+        never scheduled, with the Job's tracking finalizer: once deleted (with its Job),
+        it stays Terminating until someone removes the finalizer, nobody here."""
+        api = self.cluster.system
+        job = obj["metadata"]["name"]
         template = obj["spec"]["template"]
         api.create(
             POD,
@@ -812,10 +847,6 @@ class World:
                 "spec": dict(template["spec"]),
             },
         )
-        api.delete(JOB, NS, job, propagation="Background")
-        for run in list(self.kubelet.runs.values()):
-            if run.job == job and api.peek(POD, NS, run.pod) is not None:
-                api.delete(POD, NS, run.pod)
 
     def rescheduled_while_withheld(self) -> None:
         """While a release is withheld (or a dispatched run not yet accounted) and its
@@ -999,6 +1030,8 @@ class World:
                     self.watcher.fault(
                         "job-deleted-orphan" if orphan else "job-deleted", self._owner_of(job)
                     )
+                    if not orphan:
+                        self._deleted_with_a_replacement(job)
                     api.delete(
                         JOB,
                         NS,
