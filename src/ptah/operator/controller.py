@@ -167,8 +167,9 @@ class Controller:
         # carrying exactly that version is the echo of the pass's own write.
         self.own = OwnWrites(cluster)
         self.observer = ExpiryObserver()
-        # This process's first sightings of dispatched runs, kept across passes like the
-        # observer: each run's hold is measured from them (ptah.lifecycle.hold).
+        # This process's sightings of dispatched runs, kept across passes like the
+        # observer and shared by every pass: each run's hold is measured from them
+        # (ptah.lifecycle.hold).
         self.sightings = Sightings()
         self.stop = threading.Event()
         self._threads: list[threading.Thread] = []
