@@ -1,0 +1,82 @@
+"""When a withheld release's hold starts again (ptah.lifecycle.hold.looked), look by look.
+
+The simulation shows the holes each rule closes (tests/sim/test_world_faults.py: an
+orphan seen waiting, an orphan started and lost before the first look); these pin the
+rule itself: which looks restart the hold, and which leave it counting.
+"""
+
+from __future__ import annotations
+
+from ptah.api.common import LockRelease
+from ptah.kube import kinds
+from ptah.kube.clock import SimClock
+from ptah.lifecycle import hold
+from ptah.lifecycle.context import Env, Pass
+from ptah.operator.main import families
+from ptah.testing.memory import MemoryCluster
+
+OP = "apply-1"
+STAGED = LockRelease(
+    operation_id=OP,
+    lease_name="l",
+    holder="h/apply-1",
+    job_name="j",
+    hold_seconds=180,
+    staged_at="2026-01-01T00:00:00Z",
+)
+
+
+def _pass() -> tuple[Pass, SimClock]:
+    clock = SimClock()
+    cluster = MemoryCluster(clock=clock)
+    obj = cluster.create(
+        kinds.SCHEMA,
+        {
+            "apiVersion": kinds.SCHEMA.api_version,
+            "kind": "PtahSchema",
+            "metadata": {"name": "s", "namespace": "ns"},
+            "spec": {},
+        },
+    )
+    return Pass(Env(cluster), families()["PtahSchema"], obj), clock
+
+
+def _look(p: Pass, clock: SimClock, seconds: float, *, waiting: bool, job_gone: bool) -> float:
+    """Let ``seconds`` pass, look, and say how long the hold has left."""
+    clock.advance(seconds)
+    hold.looked(p, OP, waiting=waiting, job_gone=job_gone)
+    return hold.seconds_left(p, STAGED)
+
+
+def test_looks_at_a_standing_job_leave_the_hold_counting() -> None:
+    p, clock = _pass()
+    hold.saw_run(p, OP)
+    assert _look(p, clock, 50, waiting=False, job_gone=False) == 130
+    assert _look(p, clock, 50, waiting=False, job_gone=False) == 80
+
+
+def test_the_first_look_without_the_job_restarts_the_hold_and_only_the_first() -> None:
+    p, clock = _pass()
+    hold.saw_run(p, OP)
+    assert _look(p, clock, 50, waiting=False, job_gone=False) == 130
+    assert _look(p, clock, 50, waiting=False, job_gone=True) == 180
+    assert _look(p, clock, 50, waiting=False, job_gone=True) == 130
+
+
+def test_a_waiting_pod_restarts_the_hold_at_each_look_and_the_look_after() -> None:
+    p, clock = _pass()
+    hold.saw_run(p, OP)
+    assert _look(p, clock, 100, waiting=True, job_gone=True) == 180
+    assert _look(p, clock, 100, waiting=True, job_gone=True) == 180
+    assert _look(p, clock, 100, waiting=False, job_gone=True) == 180  # it started, or went
+    assert _look(p, clock, 100, waiting=False, job_gone=True) == 80
+
+
+def test_a_restarted_process_starts_over_and_a_forgotten_release_leaves_nothing() -> None:
+    p, clock = _pass()
+    hold.saw_run(p, OP)
+    assert _look(p, clock, 50, waiting=False, job_gone=True) == 180
+    hold.forget(p, STAGED)
+    assert not (p.env.sightings.since or p.env.sightings.waiting or p.env.sightings.jobless)
+    fresh = Pass(Env(p.cluster), p.family, p.obj)
+    assert _look(fresh, clock, 50, waiting=False, job_gone=True) == 180
