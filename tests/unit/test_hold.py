@@ -80,3 +80,16 @@ def test_a_restarted_process_starts_over_and_a_forgotten_release_leaves_nothing(
     assert not (p.env.sightings.since or p.env.sightings.waiting or p.env.sightings.jobless)
     fresh = Pass(Env(p.cluster), p.family, p.obj)
     assert _look(fresh, clock, 50, waiting=False, job_gone=True) == 180
+
+
+def test_a_look_that_could_not_read_changes_nothing() -> None:
+    """A failed read saw no Pod: it neither restarts the hold nor clears the mark of a Pod
+    seen waiting, so the first look that does read (the Pod started meanwhile) still
+    restarts it."""
+    p, clock = _pass()
+    hold.saw_run(p, OP)
+    assert _look(p, clock, 10, waiting=True, job_gone=True) == 180
+    clock.advance(100)
+    hold.looked(p, OP, waiting=False, job_gone=True, unread=True)
+    assert hold.seconds_left(p, STAGED) == 80
+    assert _look(p, clock, 50, waiting=False, job_gone=True) == 180

@@ -82,7 +82,9 @@ def saw_run(p: Pass, operation_id: str) -> datetime:
     return p.env.sightings.since.setdefault(_key(p, operation_id), p.cluster.now())
 
 
-def looked(p: Pass, operation_id: str, *, waiting: bool, job_gone: bool) -> None:
+def looked(
+    p: Pass, operation_id: str, *, waiting: bool, job_gone: bool, unread: bool = False
+) -> None:
     """This process has just looked at the run's Job and Pods: a Pod of the run is
     (``waiting``) or is not waiting to start, and the Job stands or is gone.
 
@@ -103,7 +105,10 @@ def looked(p: Pass, operation_id: str, *, waiting: bool, job_gone: bool) -> None
       TTL, say) starts nothing again.
 
     By then any start such a Pod made is behind, and the hold's length covers its own
-    deadline from there. A look that could not read the API changes nothing."""
+    deadline from there. A look that could not read the API (``unread``) changes
+    nothing: it saw no Pod, so it must not clear a waiting one's mark."""
+    if unread:
+        return
     key = _key(p, operation_id)
     seen = p.env.sightings
     restart = waiting or key in seen.waiting or (job_gone and key not in seen.jobless)

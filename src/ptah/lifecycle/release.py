@@ -74,8 +74,13 @@ def release_step(p: Pass) -> Result | None:
         if staged.withheld:
             writes.emit_event(p, "LeaseReleased", f"{staged.lease_name} released: {verdict.why}")
         return AGAIN
-    if verdict.unread is None:
-        hold.looked(p, staged.operation_id, waiting=verdict.waiting, job_gone=verdict.job_gone)
+    hold.looked(
+        p,
+        staged.operation_id,
+        waiting=verdict.waiting,
+        job_gone=verdict.job_gone,
+        unread=verdict.unread is not None,
+    )
     if verdict.evidence != staged:
         # What this pass saw is kept, so a Pod seen to stop and then collected still
         # counts, and the record names why the release is withheld.
