@@ -14,6 +14,7 @@ from ptah.lifecycle import hold
 from ptah.lifecycle.context import Env, Pass
 from ptah.operator.main import families
 from ptah.testing.memory import MemoryCluster
+from support.schemas import sqlite_schema
 
 OP = "apply-1"
 STAGED = LockRelease(
@@ -26,19 +27,17 @@ STAGED = LockRelease(
 )
 
 
-def _pass() -> tuple[Pass, SimClock]:
+def _sighted() -> tuple[Pass, SimClock]:
+    """A pass over one PtahSchema whose process has just sighted the run (its first
+    sighting: the hold counts from now)."""
     clock = SimClock()
     cluster = MemoryCluster(clock=clock)
-    obj = cluster.create(
-        kinds.SCHEMA,
-        {
-            "apiVersion": kinds.SCHEMA.api_version,
-            "kind": "PtahSchema",
-            "metadata": {"name": "s", "namespace": "ns"},
-            "spec": {},
-        },
-    )
-    return Pass(Env(cluster), families()["PtahSchema"], obj), clock
+    sqlite_schema(cluster)
+    obj = cluster.get(kinds.SCHEMA, "ns", "s")
+    assert obj is not None
+    p = Pass(Env(cluster), families()["PtahSchema"], obj)
+    hold.saw_run(p, OP)
+    return p, clock
 
 
 def _look(p: Pass, clock: SimClock, seconds: float, *, waiting: bool, job_gone: bool) -> float:
@@ -49,23 +48,20 @@ def _look(p: Pass, clock: SimClock, seconds: float, *, waiting: bool, job_gone: 
 
 
 def test_looks_at_a_standing_job_leave_the_hold_counting() -> None:
-    p, clock = _pass()
-    hold.saw_run(p, OP)
+    p, clock = _sighted()
     assert _look(p, clock, 50, waiting=False, job_gone=False) == 130
     assert _look(p, clock, 50, waiting=False, job_gone=False) == 80
 
 
 def test_the_first_look_without_the_job_restarts_the_hold_and_only_the_first() -> None:
-    p, clock = _pass()
-    hold.saw_run(p, OP)
+    p, clock = _sighted()
     assert _look(p, clock, 50, waiting=False, job_gone=False) == 130
     assert _look(p, clock, 50, waiting=False, job_gone=True) == 180
     assert _look(p, clock, 50, waiting=False, job_gone=True) == 130
 
 
 def test_a_waiting_pod_restarts_the_hold_at_each_look_and_the_look_after() -> None:
-    p, clock = _pass()
-    hold.saw_run(p, OP)
+    p, clock = _sighted()
     assert _look(p, clock, 100, waiting=True, job_gone=True) == 180
     assert _look(p, clock, 100, waiting=True, job_gone=True) == 180
     assert _look(p, clock, 100, waiting=False, job_gone=True) == 180  # it started, or went
@@ -73,8 +69,7 @@ def test_a_waiting_pod_restarts_the_hold_at_each_look_and_the_look_after() -> No
 
 
 def test_a_restarted_process_starts_over_and_a_forgotten_release_leaves_nothing() -> None:
-    p, clock = _pass()
-    hold.saw_run(p, OP)
+    p, clock = _sighted()
     assert _look(p, clock, 50, waiting=False, job_gone=True) == 180
     hold.forget(p, STAGED)
     assert not (p.env.sightings.since or p.env.sightings.waiting or p.env.sightings.jobless)
@@ -86,8 +81,7 @@ def test_a_look_that_could_not_read_changes_nothing() -> None:
     """A failed read saw no Pod: it neither restarts the hold nor clears the mark of a Pod
     seen waiting, so the first look that does read (the Pod started meanwhile) still
     restarts it."""
-    p, clock = _pass()
-    hold.saw_run(p, OP)
+    p, clock = _sighted()
     assert _look(p, clock, 10, waiting=True, job_gone=True) == 180
     clock.advance(100)
     hold.looked(p, OP, waiting=False, job_gone=True, unread=True)

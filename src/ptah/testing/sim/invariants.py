@@ -19,7 +19,7 @@ from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, LEASE, PLAN, POD, SECRET, 
 from ptah.lifecycle.context import ABANDON_ANNOTATION, FINALIZER
 from ptah.testing.memory import PROCEED, FaultDecision, WriteRequest
 from ptah.testing.sim.database import SimDatabase
-from ptah.testing.sim.kubelet import NS, PodTruth
+from ptah.testing.sim.kubelet import NS, PodTruth, never_bound_and_deleting
 from ptah.testing.sim.world import LOCK_NS, SCHEMA_FAMILY, SimResource, Watcher, World
 from ptah.workload.job import (
     ANNOTATION_ADMISSION,
@@ -298,7 +298,6 @@ class Invariants(Watcher):
         self._check(res)
         if ok:
             self._proof_evidence(res, record)
-        if ok:
             self._renewed_withheld(res, record)
             self._rebound_by_uid(res, record)
         claim = record.start.get("activeOperation") or {}
@@ -1122,15 +1121,8 @@ class Invariants(Watcher):
             or staged.get("operationId") == operation
         ):
             return False
-        pods = [
-            pod
-            for pod in self.world.cluster.system.list(POD, NS)
-            if (pod["metadata"].get("labels") or {}).get(LABEL_OPERATION) == operation
-        ]
-        return bool(pods) and all(
-            pod["metadata"].get("deletionTimestamp") and not (pod.get("spec") or {}).get("nodeName")
-            for pod in pods
-        )
+        pods = self.world.cluster.system.list(POD, NS, {LABEL_OPERATION: str(operation)})
+        return bool(pods) and all(never_bound_and_deleting(pod) for pod in pods)
 
     def _proof_evidence(self, res: SimResource, record: PassRecord) -> None:
         """A pass that began with the proof waiting on Pods that never ran must not end

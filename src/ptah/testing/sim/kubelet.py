@@ -148,6 +148,14 @@ class PodRun:
     orphan_drawn: bool = False  # whether its wait as an orphan was drawn
 
 
+def never_bound_and_deleting(pod: dict[str, Any]) -> bool:
+    """A Pod no node was bound to, being deleted: the API binds no Pod that is being
+    deleted, so it provably never runs."""
+    return bool(pod["metadata"].get("deletionTimestamp")) and not (pod.get("spec") or {}).get(
+        "nodeName"
+    )
+
+
 @dataclass
 class Kubelet:
     cluster: MemoryCluster
@@ -587,8 +595,7 @@ class Kubelet:
         pod = self.api.peek(POD, NS, run.pod)
         if pod is None:
             return True
-        if pod["metadata"].get("deletionTimestamp") and not (pod.get("spec") or {}).get("nodeName"):
-            # The API refuses to bind a Pod that is being deleted: none ever will be.
+        if never_bound_and_deleting(pod):
             return True
         job = self.api.peek(JOB, NS, run.job)
         lagged = now - timedelta(seconds=JOB_CONTROLLER_LAG)

@@ -31,7 +31,7 @@ from ptah.lifecycle.reconcile import reconcile
 from ptah.targetlock import HOLDER_JOB, HOLDER_KIND, HOLDER_NAME, HOLDER_NAMESPACE
 from ptah.testing.memory import MemoryCluster, WriteRequest
 from ptah.testing.sim.database import Databases
-from ptah.testing.sim.kubelet import BROKEN, NODE_CONFIRMS, NS, OTHER_DATABASE, Kubelet
+from ptah.testing.sim.kubelet import BROKEN, NODE_CONFIRMS, NS, OTHER_DATABASE, Kubelet, PodRun
 from ptah.workload.job import LABEL_OPERATION
 from ptah.workload.names import lease_name
 
@@ -637,18 +637,14 @@ class World:
         delete pod --force``): the objects go, the processes write on, and the Job
         controller fails the Job (``backoffLimit: 0``) and counts the Pods. A terminal
         Job whose Pods nobody saw stop."""
-        api = self.cluster.system
         runs = [r for r in self.kubelet.runs.values() if r.operation_id == op]
         if not runs:
             return
         self.watcher.fault("holder-quiet-pods-force-deleted", res)
         # A long run on a node cut off long enough for another resource to come wanting
         # the Lease while the processes still write.
-        self.kubelet.partition(max(self.kubelet.partitioned, 80))
         for run in runs:
-            run.steps_left = max(run.steps_left, 80)
-            if api.peek(POD, NS, run.pod) is not None:
-                api.delete(POD, NS, run.pod)
+            self._force_delete_cut_off(run, 80)
 
     def _strip_quiet_holder(self, res: SimResource, jobs: set[str]) -> None:
         """A person, seeing the quiet holder stuck, deletes it and strips Ptah's finalizer
@@ -747,7 +743,6 @@ class World:
         """Force-delete the unseen orphans (:meth:`_orphan_starts_unseen`) that have
         started: the node is cut off, so the process writes on until its own deadline. A
         fault already drawn, so it plays out in the quiet steps too."""
-        api = self.cluster.system
         for name in sorted(self.unseen_orphans):
             run = self.kubelet.runs.get(name)
             if run is None:
@@ -756,10 +751,7 @@ class World:
             if not run.started:
                 continue
             self.unseen_orphans.discard(name)
-            self.kubelet.partition(max(self.kubelet.partitioned, 80))
-            run.steps_left = max(run.steps_left, 80)
-            if api.peek(POD, NS, name) is not None:
-                api.delete(POD, NS, name)
+            self._force_delete_cut_off(run, 80)
 
     def _delete_quiet_job(self, res: SimResource, job: str, draw: float) -> None:
         api = self.cluster.system
@@ -894,23 +886,23 @@ class World:
                 self.starved_until[res.name] = max(self.starved_until.get(res.name, until), until)
                 self.handover[res.name] = replica.name
                 self.watcher.fault("worker-moved-with-clock", res)
-                self._force_delete_cut_off(str(op))
+                for run in self.kubelet.runs.values():
+                    if run.operation_id == op and run.started and not run.done:
+                        # The Job controller fails the Job and counts the Pod (the Job
+                        # stands, terminal); the process writes on until its own
+                        # deadline, its node cut off until past it (kubelet steps come
+                        # about every 17 s of the world's clock).
+                        run.steps_left = 10**6
+                        self._force_delete_cut_off(run, (run.deadline or 300) // 10 + 10)
 
-    def _force_delete_cut_off(self, op: str) -> None:
-        """Someone force-deletes the run's Pods on the cut-off node: the objects go, the
-        Job controller fails the Job and counts them (the Job stands, terminal), and the
-        processes write on until their own deadline."""
-        api = self.cluster.system
-        for run in self.kubelet.runs.values():
-            if run.operation_id != op or not run.started or run.done:
-                continue
-            run.steps_left = 10**6
-            # Kubelet steps come about every 17 s of the world's clock: cut off until
-            # past the Pod's own deadline.
-            steps = (run.deadline or 300) // 10 + 10
-            self.kubelet.partition(max(self.kubelet.partitioned, steps))
-            if api.peek(POD, NS, run.pod) is not None:
-                api.delete(POD, NS, run.pod)
+    def _force_delete_cut_off(self, run: PodRun, steps: int) -> None:
+        """Someone force-deletes ``run``'s Pod (``kubectl delete pod --force``) on its node,
+        cut off from the API for ``steps`` more kubelet steps: the object goes, and the
+        process writes on for at least that long."""
+        self.kubelet.partition(max(self.kubelet.partitioned, steps))
+        run.steps_left = max(run.steps_left, steps)
+        if self.cluster.system.peek(POD, NS, run.pod) is not None:
+            self.cluster.system.delete(POD, NS, run.pod)
             self.watcher.fault("outage", None)
 
     def outage(self) -> None:
