@@ -56,9 +56,11 @@ def _add_offline(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _plan(args: argparse.Namespace) -> tuple[Any, Plan]:
-    """Read the desired file, then open the target and plan. A failure of input or
-    environment propagates to ``ptah``'s one-line report (:func:`ptah.cli.main.explain`)."""
+def _plan(args: argparse.Namespace, *, read_only: bool = False) -> tuple[Any, Plan]:
+    """Read the desired file, then open the target (``read_only`` for a plan that only
+    shows: it leaves no trace, not even a new empty SQLite file) and plan. A failure of
+    input or environment propagates to ``ptah``'s one-line report
+    (:func:`ptah.cli.main.explain`)."""
     from ptah.engines import planner
     from ptah.engines.connect import open_target
     from ptah.engines.model import Online, SchemaPolicy
@@ -66,7 +68,7 @@ def _plan(args: argparse.Namespace) -> tuple[Any, Plan]:
 
     desired = read_desired(args.desired)
     dev = parse_url(args.dev_url) if args.dev_url else None
-    target = open_target(args.url)
+    target = open_target(args.url, read_only=read_only)
     try:
         policy = SchemaPolicy(online=Online.from_off(tuple(args.offline)))
         return target, planner.plan(
@@ -92,7 +94,7 @@ def render(plan: Plan) -> str:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    target, plan = _plan(args)
+    target, plan = _plan(args, read_only=True)
     target.close()
     sys.stdout.write(json.dumps(plan.to_json(), indent=2) + "\n" if args.json else render(plan))
     return 0

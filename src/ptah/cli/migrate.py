@@ -85,13 +85,13 @@ def _err(text: str) -> None:
     print(f"ptah migrate: {text}", file=sys.stderr)
 
 
-def _open(url: str | None) -> Any:
+def _open(url: str | None, *, read_only: bool = False) -> Any:
     from ptah.engines.connect import open_target
 
     url = url or os.environ.get("PTAH_DB_URL", "")
     if not url:
         raise failures.Failure(failures.BAD_URL, "no database URL: pass --url or set PTAH_DB_URL")
-    return open_target(url)
+    return open_target(url, read_only=read_only)
 
 
 def cmd_hash(args: argparse.Namespace) -> int:
@@ -169,7 +169,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         directory = read_directory(args.dirs)
     except DirectoryError as exc:
         raise _unusable(exc) from None
-    with _open(args.url) as target:
+    with _open(args.url, read_only=True) as target:
         identity = target.identity()
         session = Session(target.connection, target.engine, _err)
         session.begin(read_only=True)

@@ -30,8 +30,10 @@ _MYSQL_AUTH_CODES = {1044, 1045, 1698}
 _MYSQL_NO_DB = 1049
 
 
-def open_target(url: str) -> Target:
-    """Connect to ``url`` and return the opened :class:`Target`.
+def open_target(url: str, *, read_only: bool = False) -> Target:
+    """Connect to ``url`` and return the opened :class:`Target`; ``read_only`` for a
+    reading that must leave no trace (see :meth:`SqliteTarget.open`: the servers' engines
+    create nothing on opening either way).
 
     Raises :class:`TargetUnavailable` with a scrubbed one-line message on any failure.
     """
@@ -39,15 +41,15 @@ def open_target(url: str) -> Target:
         parsed = parse_url(url)
     except UrlError as exc:
         raise bad_url(exc) from None
-    return open_url(parsed)
+    return open_url(parsed, read_only=read_only)
 
 
 def bad_url(exc: UrlError) -> TargetUnavailable:
     return TargetUnavailable(f"bad database URL: {exc}", failures.BAD_URL.reason)
 
 
-def open_url(parsed: DbUrl) -> Target:
-    """Connect to an already parsed URL."""
+def open_url(parsed: DbUrl, *, read_only: bool = False) -> Target:
+    """Connect to an already parsed URL (``read_only``: see :func:`open_target`)."""
     try:
         if parsed.engine == "postgres":
             from ptah.engines.postgres.target import PostgresTarget
@@ -57,14 +59,14 @@ def open_url(parsed: DbUrl) -> Target:
             from ptah.engines.mysql.target import MysqlTarget
 
             return MysqlTarget.open(parsed)
-        return _open_sqlite(parsed)
+        return _open_sqlite(parsed, read_only)
     except EngineError:
         raise
     except Exception as exc:
         raise classify(exc, parsed) from None
 
 
-def _open_sqlite(parsed: DbUrl) -> Target:
+def _open_sqlite(parsed: DbUrl, read_only: bool) -> Target:
     from ptah.engines.sqlite.target import SqliteTarget
 
     path = parsed.path
@@ -87,7 +89,7 @@ def _open_sqlite(parsed: DbUrl) -> Target:
                 f"{where} is not a regular file, so not an SQLite database file",
                 failures.NOT_A_DATABASE.reason,
             )
-    target = SqliteTarget.open(parsed)
+    target = SqliteTarget.open(parsed, read_only=read_only)
     try:
         # SQLite reads the file only when first asked: make "not a database" (or a
         # schema it cannot read: a damaged file) an opening failure, not a surprise
