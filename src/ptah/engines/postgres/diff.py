@@ -622,11 +622,17 @@ class _Diff:
             node = f"{kind}:{name}"
             if self.rebuilt(node):
                 self.drop(node, f"DROP {word} {name}")
-                self.create(node, make(name, want[name]))
+                self.made(node, make(name, want[name]))
             elif alter is not None and cur[name] != want[name]:
                 alter(name, cur[name], want[name])
         for name in sorted(want.keys() - cur.keys()):
-            self.create(f"{kind}:{name}", make(name, want[name]))
+            self.made(f"{kind}:{name}", make(name, want[name]))
+
+    def made(self, node: str, sql: str | list[str]) -> None:
+        """The statement(s) that make an object: some need a second (a domain's NOT VALID
+        check, which ``CREATE DOMAIN`` cannot say)."""
+        for one in [sql] if isinstance(sql, str) else sql:
+            self.create(node, one)
 
     def collations(self) -> None:
         def make(name: str, c: dict[str, Any]) -> str:
@@ -667,7 +673,7 @@ class _Diff:
                 self.create(f"enum:{name}", f"ALTER TYPE {name} ADD VALUE {_lit(value)}{where}")
 
     def domains(self) -> None:
-        def make(name: str, d: dict[str, Any]) -> str:
+        def make(name: str, d: dict[str, Any]) -> list[str]:
             parts = [f"CREATE DOMAIN {name} AS {d['type']}"]
             if d["collation"]:
                 parts.append(f"COLLATE {d['collation']}")
@@ -675,8 +681,14 @@ class _Diff:
                 parts.append(f"DEFAULT {d['default']}")
             if d["notNull"]:
                 parts.append("NOT NULL")
-            parts += [f"CONSTRAINT {k} {v}" for k, v in sorted(d["checks"].items())]
-            return " ".join(parts)
+            checks = sorted(d["checks"].items())
+            parts += [f"CONSTRAINT {k} {v}" for k, v in checks if not v.endswith(" NOT VALID")]
+            # CREATE DOMAIN takes no NOT VALID (a syntax error): those are added after it.
+            return [" ".join(parts)] + [
+                f"ALTER DOMAIN {name} ADD CONSTRAINT {k} {v}"
+                for k, v in checks
+                if v.endswith(" NOT VALID")
+            ]
 
         def alter(name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
             node, at = f"domain:{name}", f"ALTER DOMAIN {name}"
@@ -945,8 +957,15 @@ class _Diff:
                 if base is not None:
                     self.column_properties(name, col, base, d, partition=True)
         else:
+            parents = [self.want["table"].get(p, {}) for p in t.get("inherits", [])]
             for col, d in sorted(t["columns"].items(), key=lambda kv: kv[1]["_n"]):
-                self.column_storage(name, col, {}, d)
+                base = _inherited_base(parents, col) if d.get("_inherited") else None
+                if base is not None:
+                    # A new child starts with no statistics target of its own.
+                    base["statistics"] = -1
+                    self.column_properties(name, col, base, d, partition=False)
+                else:
+                    self.column_storage(name, col, {}, d)
         self.table_properties(name, {}, t)
 
     def alter_table(self, name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
@@ -1024,6 +1043,15 @@ class _Diff:
             c
             for c in cols
             if new["columns"][c].get("_inherited") and not old["columns"][c].get("_inherited")
+        )
+        # A column the table lacks that the desired has from a parent it newly inherits
+        # only: INHERIT needs it there first (ADD COLUMN), which makes it the table's own.
+        staying = [p for p in old.get("inherits", []) if p in new.get("inherits", [])]
+        parents = self.parents(self.want, {"inherits": staying})
+        to_parent += sorted(
+            c
+            for c in new["columns"].keys() - old["columns"].keys()
+            if new["columns"][c].get("_inherited") and _inherited_base(parents, c) is None
         )
         clones = old.get("_clones", {}) if old.get("inherits") else {}
         newly = any(p not in old.get("inherits", []) for p in new.get("inherits", []))
@@ -1161,17 +1189,14 @@ class _Diff:
         for col in sorted(cur.keys() & want.keys()):
             if child and not partition and want[col].get("_inherited"):
                 # The parent's change reaches its children, all but SET COMPRESSION (and
-                # its type change resets the child's compression): that one is set here.
-                was = cur[col].get("compression")
-                if cur[col]["type"] != want[col]["type"]:
-                    was = None
-                if was != want[col].get("compression"):
-                    self.column_storage(
-                        table,
-                        col,
-                        {**want[col], "compression": was},
-                        want[col],
-                    )
+                # its type change resets the child's compression): that one is set here,
+                # with the child's own default and NOT NULL beside its parents'.
+                pold = _inherited_base(self.parents(self.cur, old_t), col)
+                pnew = _inherited_base(self.parents(self.want, new_t), col)
+                was = cur[col]
+                if pold is not None and pnew is not None:
+                    was = _merge_inherited(cur[col], pold, pnew)
+                self.column_properties(table, col, was, want[col], partition=False)
                 continue
             if partition and want[col].get("_inherited"):
                 parent = self.want["table"].get(new_t["partitionOf"], {}).get("columns", {})
@@ -1233,6 +1258,10 @@ class _Diff:
                 self.create(node, f"{at} SET DEFAULT {new['default']}")
         if old["notNull"] != new["notNull"] and new["notNull"]:
             self.create(node, f"{at} SET NOT NULL", DATA_DEPENDENT, LOCK_HEAVY)
+        elif old["notNull"] != new["notNull"]:
+            # Its own NOT NULL, or (an inheriting child) the one its parent gave it: a
+            # partition's column is nullable in the desired only where its parent's is.
+            self.create(node, f"{at} DROP NOT NULL")
         # Its statistics target too: without it the partition's own target was set again
         # on every plan (the plan never came out empty).
         base = {
@@ -1242,6 +1271,12 @@ class _Diff:
             "statistics": old.get("statistics", -1),
         }
         self.column_storage(table, col, base, new)
+
+    @staticmethod
+    def parents(schema: Schema, t: dict[str, Any]) -> list[dict[str, Any]]:
+        """The tables ``t`` inherits from (INHERITS), as ``schema`` has them."""
+        tables = schema.get("table", {})
+        return [tables.get(p, {}) for p in t.get("inherits", [])]
 
     def alter_column(self, table: str, col: str, old: dict[str, Any], new: dict[str, Any]) -> None:
         if (table, col) in self.ch.defaults:
@@ -1285,6 +1320,12 @@ class _Diff:
             )
         if old["default"] != new["default"] and new["default"] is not None:
             self.create(node, f"{at} SET DEFAULT {new['default']}")
+        if old["notNull"] != new["notNull"]:
+            # Before an identity is added: the server adds one to a NOT NULL column only.
+            if new["notNull"]:
+                self.set_not_null(table, col)
+            else:
+                self.create(node, f"{at} DROP NOT NULL")
         if new["identity"] and old["identity"] != new["identity"]:
             kind = "ALWAYS" if new["identity"] == "a" else "BY DEFAULT"
             if old["identity"]:
@@ -1294,11 +1335,6 @@ class _Diff:
                 self.identity_past_rows(table, col, new)
         if new["identity"] and old["identity"] and (changes := _identity_changes(old, new)):
             self.create(node, f"{at} {changes}")
-        if old["notNull"] != new["notNull"]:
-            if new["notNull"]:
-                self.set_not_null(table, col)
-            else:
-                self.create(node, f"{at} DROP NOT NULL")
         self.column_storage(table, col, {**old, "_": 1}, new)
 
     def row_type_kept(self, table: str, change: str) -> None:
@@ -1460,6 +1496,20 @@ class _Diff:
         return bool(
             new and not new.get("parent") and same({**old, "parent": None}, {**new, "parent": None})
         )
+
+    def indexed_by_parent(self, index: dict[str, Any]) -> bool:
+        """A partition's index the server makes by itself: an index of its parent's (or of
+        its parent's parent's, a partition of a new sub-partitioned partition) exists and
+        stays, so the new partition gets its own copy as it is created. Created again by
+        the plan, it failed (relation already exists)."""
+        cur, want = self.cur.get("index", {}), self.want.get("index", {})
+        parent, seen = index.get("parent"), set()
+        while parent and parent not in seen:
+            seen.add(parent)
+            if parent in cur:
+                return not self.rebuilt(f"index:{parent}")
+            parent = want.get(parent, {}).get("parent")
+        return False
 
     def with_parent_index(self, index: str) -> bool:
         """A detached partition's index that goes with its parent's index: that one is
@@ -1658,11 +1708,13 @@ class _Diff:
         for name in sorted(want.keys()):
             node = f"index:{name}"
             i = want[name]
+            if i.get("invalid"):
+                raise PlanError(_invalid_index_refusal(name, i), "Unsupported")
             if i.get("parent"):
                 # Created before its parent's index, which then attaches it (keeping its
                 # name); when the parent's index exists, a new partition gets one by itself.
                 parent = f"index:{i['parent']}"
-                if i["parent"] in cur and not self.rebuilt(parent):
+                if self.indexed_by_parent(i):
                     continue
                 if (
                     name in cur
@@ -1943,7 +1995,8 @@ class _Diff:
             self.extra_deps[anode] = {node}
             for grantee, privs, _ in _group(old - new):
                 self.create(anode, f"REVOKE {privs} ON {a['on']} FROM {grantee}")
-            for grantee, privs, grantable in _group((new - old) | _column_regrants(old, new)):
+            grants = _group((new - old) | _column_regrants(old, new))
+            for grantee, privs, grantable in _in_order(grants, want.get(node, {}).get("_order")):
                 option = " WITH GRANT OPTION" if grantable else ""
                 self.create(anode, f"GRANT {privs} ON {a['on']} TO {grantee}{option}")
 
@@ -1969,6 +2022,8 @@ class _Diff:
                     if kept
                     else self.initial_acl(f"sequence:{seq['name']}")
                 )
+                if (old_seq.get("type") if kept else None) != seq.get("type"):
+                    self.identity_type(table, col, c)
                 said = old_seq.get("comment") if kept else None
                 if said != seq.get("comment"):
                     cnode = f"comment:identity:{table}.{col}"
@@ -1983,11 +2038,25 @@ class _Diff:
                 self.extra_deps[anode] = {f"table:{table}"}
                 for grantee, privs, _ in _group(old - new):
                     self.create(anode, f"REVOKE {privs} ON SEQUENCE {seq['name']} FROM {grantee}")
-                for grantee, privs, grantable in _group(new - old):
+                for grantee, privs, grantable in _in_order(_group(new - old), seq.get("_order")):
                     option = " WITH GRANT OPTION" if grantable else ""
                     self.create(
                         anode, f"GRANT {privs} ON SEQUENCE {seq['name']} TO {grantee}{option}"
                     )
+
+    def identity_type(self, table: str, col: str, c: dict[str, Any]) -> None:
+        """An identity's sequence of another type than its column's (``LIKE ... INCLUDING
+        IDENTITY`` makes one ``bigint``): no identity clause says the type (the server
+        takes the column's), so it is set after, with the bounds the desired has (``AS``
+        alone moves a bound that was the old type's own to the new type's)."""
+        seq = c["identitySequence"]
+        node = f"identity:{table}.{col}"
+        self.extra_deps[node] = {f"table:{table}"}
+        self.create(
+            node,
+            f"ALTER SEQUENCE {seq['name']} AS {seq.get('type') or c['type']}"
+            f" MINVALUE {seq['min']} MAXVALUE {seq['max']}",
+        )
 
     def initial_acl(self, node: str) -> set[str]:
         """What an object the plan creates is granted (besides its owner): the target's
@@ -2093,14 +2162,71 @@ def _written(index: dict[str, Any]) -> str:
 def _merge(child: dict[str, Any], pold: dict[str, Any], pnew: dict[str, Any]) -> dict[str, Any]:
     """A partition's column as it will be once its parent's column changed."""
     out = dict(child)
-    for key in ("type", "collation", "notNull"):
+    for key in ("type", "collation"):
         out[key] = pnew[key]
+    if pold["notNull"] != pnew["notNull"]:
+        # The parent's SET or DROP NOT NULL reaches it; unchanged, the partition keeps a
+        # NOT NULL of its own (else it was planned again on every plan).
+        out["notNull"] = pnew["notNull"]
     if child["default"] == pold["default"]:
         out["default"] = pnew["default"]
     if pold["type"] != pnew["type"]:
         # The parent's ALTER COLUMN ... TYPE reaches the partition and resets its storage
         # and compression to the new type's; the parent's SET COMPRESSION does not reach
         # it, so they are set again on the partition as the desired has them.
+        out["storage"], out["compression"] = None, None
+    return out
+
+
+def _invalid_index_refusal(name: str, index: dict[str, Any]) -> str:
+    """Why a desired index the server holds invalid is not planned. A loaded file leaves
+    one only as ``CREATE INDEX ... ON ONLY`` a partitioned table with a partition whose
+    index is not attached: a plain CREATE INDEX would make it valid (and index every
+    partition), so the plan would never converge."""
+    return (
+        f"index {name} on {index['table']} is invalid in the desired schema: created ON ONLY"
+        " a partitioned table without an index attached for every partition (ALTER INDEX"
+        " ... ATTACH PARTITION); Ptah plans valid indexes only: attach one for each"
+        " partition or create the index without ONLY"
+    )
+
+
+def _inherited_base(parents: list[dict[str, Any]], col: str) -> dict[str, Any] | None:
+    """An inherited column as ``CREATE TABLE ... INHERITS`` gives it to the child: its
+    parents' NOT NULL (any of them), default, storage and compression (the first parent
+    with one; parents that disagree make the server refuse unless the child names the
+    column itself). The child's own default or NOT NULL are set after it (without them the
+    child had its parents' and the plan never converged). None: no parent has it."""
+    found = [p["columns"][col] for p in parents if col in p.get("columns", {})]
+    if not found:
+        return None
+
+    def first(key: str) -> Any:
+        return next((c[key] for c in found if c.get(key) is not None), None)
+
+    return {
+        "type": found[0]["type"],
+        "notNull": any(c["notNull"] for c in found),
+        "default": first("default"),
+        "storage": first("storage"),
+        "compression": first("compression"),
+        "statistics": next((c["statistics"] for c in found if "statistics" in c), -1),
+    }
+
+
+def _merge_inherited(
+    child: dict[str, Any], pold: dict[str, Any], pnew: dict[str, Any]
+) -> dict[str, Any]:
+    """An inheriting child's column as it will be once its parents' column changed: the
+    parent's ALTER COLUMN (default, NOT NULL, type, storage, statistics) reaches it, all but SET
+    COMPRESSION; a type change resets its storage and compression to the new type's."""
+    out = dict(child)
+    for key in ("default", "notNull", "storage"):
+        if pold.get(key) != pnew.get(key):
+            out[key] = pnew.get(key)
+    if pold.get("statistics", -1) != pnew.get("statistics", -1):
+        out["statistics"] = pnew.get("statistics", -1)
+    if pold["type"] != pnew["type"]:
         out["storage"], out["compression"] = None, None
     return out
 
@@ -2323,6 +2449,20 @@ def _group(entries: set[str]) -> list[tuple[str, str, bool]]:
             priv.replace("(", " (", 1) if "(" in priv else priv
         )
     return [(g, ", ".join(sorted(p)), opt) for (g, opt), p in sorted(grouped.items())]
+
+
+def _in_order(
+    grants: list[tuple[str, str, bool]], order: list[str] | None
+) -> list[tuple[str, str, bool]]:
+    """Grants in the order the desired object's ACL holds their grantees: the server
+    appends a new grantee's entry at the end, and pg_dump prints the entries in that
+    order, so granting by name left an object whose dump differed from the desired
+    file's (``GRANT ... TO writer; GRANT ... TO reader``). Grantees it does not name
+    (none in practice) come last, by name."""
+    if not order:
+        return grants
+    rank = {grantee: i for i, grantee in enumerate(order)}
+    return sorted(grants, key=lambda g: rank.get(g[0], len(rank)))
 
 
 def caveats(current: Schema, desired: Schema, online: Online | None = None) -> list[str]:

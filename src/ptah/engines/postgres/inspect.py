@@ -221,7 +221,8 @@ SELECT c.oid, quote_ident(a.attname),
                                 || CASE WHEN x.is_grantable THEN 'g' ELSE '' END, E'\n')
                          FROM aclexplode(coalesce(sc.relacl, acldefault('s', sc.relowner))) x
                         WHERE x.grantee <> sc.relowner),
-                      obj_description(sc.oid, 'pg_class')]
+                      obj_description(sc.oid, 'pg_class'),
+                      CASE WHEN s.seqtypid <> a.atttypid THEN format_type(s.seqtypid, NULL) END]
            FROM pg_depend d JOIN pg_class sc ON sc.oid = d.objid
            JOIN pg_namespace sn ON sn.oid = sc.relnamespace
            JOIN pg_sequence s ON s.seqrelid = sc.oid
@@ -924,7 +925,7 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
         if not local:
             column["_inherited"] = True
         if identity_seq:
-            name_, start, inc, mn, mx, cache, cycle, acl, comment = identity_seq
+            name_, start, inc, mn, mx, cache, cycle, acl, comment, seqtype = identity_seq
             column["identitySequence"] = {
                 "name": name_,
                 "start": start,
@@ -935,8 +936,17 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
                 "cycle": cycle == "true",
             }
             if acl:
-                # Its grants (GRANT ... ON ALL SEQUENCES reaches it), the owner's left out.
-                column["identitySequence"]["acl"] = sorted(acl.split("\n"))
+                # Its grants (GRANT ... ON ALL SEQUENCES reaches it), the owner's left out;
+                # the grantees' order as the ACL holds them (see _read_privileges).
+                entries = acl.split("\n")
+                column["identitySequence"]["acl"] = sorted(entries)
+                column["identitySequence"]["_order"] = list(
+                    dict.fromkeys(e.split("|", 1)[0] for e in entries)
+                )
+            if seqtype is not None:
+                # A sequence of another type than its column's (CREATE TABLE ... LIKE
+                # copies an identity under a bigint sequence): pg_dump prints its bounds.
+                column["identitySequence"]["type"] = seqtype
             if comment is not None:
                 column["identitySequence"]["comment"] = comment
         table["columns"][col] = column
@@ -1088,6 +1098,11 @@ def _read_privileges(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
         acl = acls.setdefault(node, {"on": f"{kind} {name}", "entries": []})
         acl["entries"].append(entry)
     for node, acl in acls.items():
+        # The grantees in the order the object's ACL holds them (the order they were
+        # first granted in): pg_dump prints its GRANTs so, and a plan granting in
+        # another order left a dump unlike the desired file's. Private: the grants
+        # are the same whatever their order.
+        acl["_order"] = list(dict.fromkeys(e.split("|", 1)[0] for e in acl["entries"]))
         acl["entries"].sort()
         schema["acl"][node] = acl
     for oid, role, nsp, objtype, entries in _rows(cur, Q_DEFAULT_ACLS):
