@@ -60,6 +60,18 @@ FROM_EMPTY: dict[str, str] = {
         CREATE TABLE public.src (i integer GENERATED ALWAYS AS IDENTITY);
         CREATE TABLE public.dst (LIKE public.src INCLUDING ALL);
     """,
+    # "unsafe use of new value": the scratch loaded the file in one transaction, where
+    # psql commits each statement.
+    "enum value used in the file that adds it": """
+        CREATE TYPE public.mood AS ENUM ('sad', 'ok');
+        ALTER TYPE public.mood ADD VALUE 'happy' AFTER 'ok';
+        CREATE TABLE public.person (
+            name text,
+            mood public.mood DEFAULT 'happy' CHECK (mood <> 'happy' OR name IS NOT NULL)
+        );
+        ALTER TYPE public.mood ADD VALUE IF NOT EXISTS 'meh' BEFORE 'sad';
+        CREATE VIEW public.cheerful AS SELECT * FROM public.person WHERE mood IN ('happy', 'meh');
+    """,
 }
 
 

@@ -38,6 +38,9 @@ _OWNER_TO = re.compile(
 )
 _COPY_STDIN = re.compile(r"\ACOPY\s.*\sFROM\s+STDIN\b", re.DOTALL | re.IGNORECASE)
 _TRANSACTION = re.compile(r"\A(?:BEGIN|COMMIT|END|START\s+TRANSACTION)\b", re.IGNORECASE)
+# A value added to an enum cannot be used in the transaction that added it ("unsafe use
+# of new value"); psql, in autocommit, commits it at once.
+_ADD_ENUM_VALUE = re.compile(r"\AALTER\s+TYPE\s.*\sADD\s+VALUE\b", re.DOTALL | re.IGNORECASE)
 # CREATE INDEX CONCURRENTLY cannot run in the loading transaction; the index it makes is
 # the same without the word (how the plan builds it is the plan's: online indexes).
 _CONCURRENT_INDEX = re.compile(
@@ -61,6 +64,17 @@ class Load:
         k = max(0, bisect.bisect_right(self.offsets, at) - 1)
         stmt = self.statements[k]
         return stmt.line + self.sql.count("\n", self.offsets[k], at)
+
+    def commits(self) -> list[int]:
+        """Where a temporary scratch must commit before going on: after each ``ALTER TYPE
+        ... ADD VALUE`` (the index of the statement after it), so the rest of the file may
+        use the value, as it can when psql loads the file statement by statement. A dev
+        database loads in one transaction, which cannot (the server says so)."""
+        return [
+            i + 1
+            for i, stmt in enumerate(self.statements)
+            if _ADD_ENUM_VALUE.match(_body(stmt.text))
+        ]
 
     def part(self, first: int, last: int) -> Load:
         """Statements ``first`` to ``last`` (excluded) as a load of their own: one round

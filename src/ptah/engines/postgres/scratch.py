@@ -21,7 +21,9 @@ thread, off the plan's path: ending a load of thousands of relations truncates e
 one's files); a large file (more than ``BATCH`` statements) is
 loaded into it in committed batches, because one transaction holds a lock on every
 relation it creates until it ends, and ten thousand tables with their indexes outgrow
-the server's lock table (``max_locks_per_transaction``). A dev database keeps the single rolled-back
+the server's lock table (``max_locks_per_transaction``); so is a file that adds a value
+to an enum, committed after each addition (:meth:`prepare.Load.commits`), so the rest
+of the file may use the value, as with psql. A dev database keeps the single rolled-back
 transaction (it must be left as found).
 
 After the load, the census of the scratch (:mod:`ptah.engines.postgres.graph`)
@@ -208,6 +210,8 @@ class _Loader:
         self.load = load
         self.committed = committed
         self.size = size
+        # Where a committed part must end besides its size (prepare.Load.commits).
+        self.commits = load.commits() if committed else []
         self.sent = 0  # statements run so far
         # The server's error and the part it failed in (its positions are that part's).
         self.failure: tuple[psycopg.Error, prepare.Load] | None = None
@@ -245,6 +249,9 @@ class _Loader:
                 while (count := self._allowed.get()) is not None:
                     while self.sent < count and not self._stopped:
                         last = min(self.sent + self.size, count)
+                        k = bisect.bisect_right(self.commits, self.sent)
+                        if k < len(self.commits):
+                            last = min(last, self.commits[k])
                         part = self.load.part(self.sent, last)
                         try:
                             # One simple-query round trip each (a committed part opens and
@@ -525,7 +532,8 @@ def _temporary_database(
     try:
         if conn is None:
             conn = _load_connection(url, database=name, scratch=True)
-        committed = len(load.statements) > BATCH
+        # Committed parts for a large file, or one that uses an enum value it adds.
+        committed = len(load.statements) > BATCH or bool(load.commits())
         if committed:
             conn.autocommit = True  # a fresh session: no transaction open yet
         pid = conn.info.backend_pid
