@@ -140,6 +140,33 @@ CASES = {
         "CREATE TABLE c (id INT PRIMARY KEY, pid INT, x INT, UNIQUE KEY c_u (x), KEY c_x (x),"
         " CONSTRAINT c_p FOREIGN KEY (pid) REFERENCES p (id));",
     ),
+    # An index keeps the block size it was built with when the table's option changes.
+    "the table's key block size removed": (
+        T.replace("b INT)", "b INT, KEY t_b (b))") + " ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=4;",
+        T.replace("b INT)", "b INT, KEY t_b (b))") + ";",
+    ),
+    "the table's key block size changed": (
+        T + " ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=4;",
+        T + " ROW_FORMAT=COMPRESSED KEY_BLOCK_SIZE=8;",
+    ),
+    # A dump's tables may reference each other (it turns the checks off); apply keeps
+    # them on. And back: each of the tables is still referenced by the other.
+    "new tables that reference each other": (
+        T + ";",
+        T + "; SET FOREIGN_KEY_CHECKS=0;"
+        " CREATE TABLE x (id INT PRIMARY KEY, y INT,"
+        " CONSTRAINT x_y FOREIGN KEY (y) REFERENCES y (id));"
+        " CREATE TABLE y (id INT PRIMARY KEY, x INT,"
+        " CONSTRAINT y_x FOREIGN KEY (x) REFERENCES x (id));"
+        " SET FOREIGN_KEY_CHECKS=1;",
+    ),
+    # The dropped table's key needs the index the alteration drops (error 1553).
+    "a table dropped with the key its foreign key needs": (
+        "CREATE TABLE p (id INT PRIMARY KEY, k INT, UNIQUE KEY p_k (k));"
+        "CREATE TABLE c (id INT PRIMARY KEY, pk INT,"
+        " CONSTRAINT c_p FOREIGN KEY (pk) REFERENCES p (k));",
+        "CREATE TABLE p (id INT PRIMARY KEY, k INT);",
+    ),
 }
 
 

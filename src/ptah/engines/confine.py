@@ -152,7 +152,7 @@ def _word(token: Token) -> Word:
     return Word("punct", text)
 
 
-def uncover_versioned_comments(text: str) -> str:
+def uncover_versioned_comments(text: str, skipped: Set[str] = frozenset()) -> str:
     """``text`` with MariaDB/MySQL executable comments opened up, offsets kept (and a
     ``--`` the server reads as two minus signs made one, so no tokenizer hides the rest
     of its line as a comment).
@@ -160,7 +160,9 @@ def uncover_versioned_comments(text: str) -> str:
     ``/*! ... */``, ``/*!40101 ... */``, ``/*M! ... */`` and ``/*M!100100 ... */``
     are executed by the server (the version test is treated as passed: the
     stricter reading). Their markers become spaces, so their content is read
-    as the code it is. Quotes and ordinary comments are stepped over.
+    as the code it is. Quotes and ordinary comments are stepped over. Those whose
+    marker (``/*!99999``) is in ``skipped`` become spaces whole: the reading of a
+    server that skips them (MySQL's rules read it both ways).
     """
     out = list(text)
     i, n, inside = 0, len(text), False
@@ -199,6 +201,20 @@ def uncover_versioned_comments(text: str) -> str:
                 j += 1
                 while j < n and text[j].isdigit():
                     j += 1
+                if text[i:j] == "/*M!999999" and text.startswith("\\-", j):
+                    # mariadb-dump's first line, "/*M!999999\- enable the sandbox mode */":
+                    # a command to its client, and to the server (99.99.99 is above every
+                    # server) a comment; read as code, it joined the dump's first SET to
+                    # it, and the dump was refused. Any other versioned comment is code.
+                    end = text.find("*/", j)
+                    i = n if end < 0 else end + 2
+                    continue
+                if text[i:j] in skipped:
+                    end = text.find("*/", j)
+                    end = n if end < 0 else end + 2
+                    out[i:end] = [c if c == "\n" else " " for c in text[i:end]]
+                    i = end
+                    continue
                 for k in range(i, j):
                     out[k] = " "
                 inside = True

@@ -10,8 +10,12 @@ another database (the target's own name included: the scratch is not it).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from itertools import combinations
 from typing import Any
+
+from sqlglot.errors import SqlglotError
 
 from ptah.engines.confine import (
     NAME_TOKENS,
@@ -25,7 +29,9 @@ from ptah.engines.confine import (
     names_an_object,
     object_kind,
     qualified_tables,
+    read_words,
     statement_starts,
+    uncover_versioned_comments,
 )
 from ptah.engines.mysql import bounds
 from ptah.engines.mysql.modes import SAFE_MODES
@@ -680,7 +686,62 @@ def _function_call(words: list[Word]) -> str | None:
 
 
 def refusal(words: list[Word], text: str) -> str | None:
-    """Why this statement acts outside its database, or None when it stays inside."""
+    """Why this statement acts outside its database, or None when it stays inside: in
+    every reading the server may make of its versioned comments (:func:`_readings`)."""
+    why = _refusal(words, text)
+    if why or "/*" not in text:
+        return why
+    markers = sorted(set(_VERSIONED.findall(text)))
+    if len(markers) > _MAX_MARKERS:
+        return (
+            f"holds versioned comments of more than {_MAX_MARKERS} versions:"
+            " too many readings to check"
+        )
+    for skipped in _readings(markers):
+        reading = uncover_versioned_comments(text, skipped)
+        try:
+            other = read_words(reading, "mysql")
+        except SqlglotError:
+            return "the statement cannot be read to be checked"
+        if not other:
+            continue  # all of it skipped: nothing runs
+        why = _refusal(other, reading) or _hidden_reading_set(other, words)
+        if why:
+            return why
+    return None
+
+
+# A versioned comment's marker: the server runs its content or skips it whole, by its
+# version against the server's own (and, for ``/*!``, MySQL-only versions: MariaDB 10.11
+# skips /*!79999 and /*!80016 but runs /*!50001 and /*!100000). A skipped one is no
+# statement start's prefix: "/*!99999 x */ DROP DATABASE d" read as code hid the DROP
+# behind "x", and the server ran it.
+_VERSIONED = re.compile(r"/\*M?!\d+")
+_MAX_MARKERS = 6
+
+
+def _readings(markers: list[str]) -> Iterator[frozenset[str]]:
+    """Each set of markers a server may skip (every version decides alike everywhere in
+    the statement; the rules read the all-run reading already)."""
+    for size in range(1, len(markers) + 1):
+        for subset in combinations(markers, size):
+            yield frozenset(subset)
+
+
+def _hidden_reading_set(other: list[Word], words: list[Word]) -> str | None:
+    """A SET of sql_mode or the client character set from a user variable that only a
+    skipping reading shows at a statement's start: the file's rules (:func:`file_refusal`)
+    judge those of the all-run reading."""
+    seen = {(what, _user_variable(value)) for what, value, _ in _assignments(words)}
+    for what, value, _ in _assignments(other):
+        var = _user_variable(value)
+        if var is not None and (what, var) not in seen:
+            return f"{_READS_DIFFERENTLY} (sets {what} from @{var} behind a versioned comment)"
+    return None
+
+
+def _refusal(words: list[Word], text: str) -> str | None:
+    """The rules over one reading of the statement."""
     return (
         first_reason(words, _head)
         or _reading_mode(words)

@@ -117,6 +117,21 @@ def _unignored(line: str) -> str:
     return line[: -len(" IGNORED")] if line.endswith(" IGNORED") else line
 
 
+def _reblocked(
+    old: dict[str, str], new: dict[str, str], cur_options: str, want_options: str
+) -> set[str]:
+    """The indexes built again because the table's ``KEY_BLOCK_SIZE`` changes.
+
+    An index line shows its block size only where it differs from the table's, so the
+    same line means another size under another table option; and an index keeps the
+    size it was built with when the option changes (``ROW_FORMAT=COMPRESSED
+    KEY_BLOCK_SIZE=4`` removed left each index showing ``KEY_BLOCK_SIZE=4``). Dropped and
+    added again in the ALTER that sets the option, each takes the new one."""
+    if options(cur_options).get("KEY_BLOCK_SIZE") == options(want_options).get("KEY_BLOCK_SIZE"):
+        return set()
+    return {key for key in old if key.split(" ", 1)[0] in ("index", "primary") and key in new}
+
+
 def _storage(line: str) -> str | None:
     """VIRTUAL, STORED (PERSISTENT) for a generated column line; None for another."""
     if " GENERATED ALWAYS AS " not in line:
@@ -175,7 +190,7 @@ def _alter(
         if key.split(" ", 1)[0] in ("index", "primary", "check")
         and key in new
         and regenerated & set(_names(old[key].split("(", 1)[-1]))
-    }
+    } | _reblocked(old, new, cur["options"], want["options"])
     # An index whose only change is IGNORED is altered in place: dropped and added again
     # in one ALTER, the server finds the key the same and keeps the old flag.
     flagged = {
@@ -311,30 +326,75 @@ def references(entry: dict[str, Any]) -> set[str]:
     return found
 
 
-def _ordered(nodes: dict[str, Statement], after: dict[str, set[str]]) -> list[Statement]:
-    """``nodes`` so that each comes after those it depends on; name order otherwise.
+def _order(nodes: dict[str, Statement], after: dict[str, set[str]]) -> list[str]:
+    """The keys of ``nodes`` so that each comes after those it depends on; name order
+    otherwise.
 
-    A cycle (tables referencing each other) cannot be ordered: what is left is
-    emitted in name order and the server's own check reports it.
+    A cycle (tables referencing each other) cannot be ordered: it is broken at a new
+    table where there is one (:func:`_deferred` adds its keys to tables made after it
+    once they exist), else in name order, and the server's own check reports it.
     """
     pending = {k: {d for d in after.get(k, set()) if d in nodes and d != k} for k in nodes}
-    out: list[Statement] = []
+    out: list[str] = []
     while pending:
-        ready = sorted(k for k, deps in pending.items() if not deps) or sorted(pending)[:1]
+        ready = sorted(k for k, deps in pending.items() if not deps)
+        if not ready:
+            ready = sorted(k for k in pending if k.startswith("create ")) or sorted(pending)
         key = ready[0]
-        out.append(nodes[key])
+        out.append(key)
         del pending[key]
         for deps in pending.values():
             deps.discard(key)
     return out
 
 
+def _ordered(nodes: dict[str, Statement], after: dict[str, set[str]]) -> list[Statement]:
+    return [nodes[k] for k in _order(nodes, after)]
+
+
+def _deferred(
+    name: str, entry: dict[str, Any], later: set[str]
+) -> tuple[Statement, Statement | None]:
+    """The CREATE of a new table without its foreign keys to the tables in ``later``
+    (made or altered after it), and the ALTER that adds those keys once they are.
+
+    New tables that reference each other (a dump's ``SET FOREIGN_KEY_CHECKS=0`` loads
+    them in any order) have no order that apply, with the server's checks on, accepts:
+    a CREATE naming a table that does not exist yet fails."""
+    keys = [
+        key
+        for key, line in entry["elements"].items()
+        if key.startswith("fk ") and (fk := _foreign(line)) is not None and fk[1] in later
+    ]
+    if not keys:
+        return Statement(entry["_sql"]), None
+    lines = entry["_sql"].splitlines()
+    end = next(i for i in range(1, len(lines)) if lines[i].startswith(")"))
+    moved = {entry["elements"][k] for k in keys}
+    body = [ln.rstrip(",") for ln in lines[1:end] if ln.strip().rstrip(",") not in moved]
+    sql = "\n".join([lines[0], ",\n".join(body), *lines[end:]])
+    adds = ",\n  ".join(f"ADD {entry['elements'][k]}" for k in keys)
+    return Statement(sql), Statement(f"ALTER TABLE {q(name)}\n  {adds}")
+
+
+def _keys(entry: dict[str, Any]) -> dict[str, str]:
+    return {
+        k: v for k, v in entry["elements"].items() if k.split(" ", 1)[0] in ("index", "primary")
+    }
+
+
 def _predropped(current: Schema, desired: Schema) -> dict[str, list[str]]:
     """The foreign keys (by table) dropped in a statement before the alterations: those
-    added again under the same name, and those on a column whose type changes (on
-    either side of the key), which the server refuses to retype while the key is there."""
+    added again under the same name, those on a column whose type changes (on
+    either side of the key), which the server refuses to retype while the key is there,
+    and those of a dropped table to a table whose keys change."""
     cur_t, want_t = current["table"], desired["table"]
     changed = {name: retyped(cur_t[name], want_t[name]) for name in cur_t.keys() & want_t.keys()}
+    # Tables whose keys change: a table dropped after the alterations may hold a foreign
+    # key that needs one of the keys they drop (the server refuses: error 1553).
+    reindexed = {
+        name for name in cur_t.keys() & want_t.keys() if _keys(cur_t[name]) != _keys(want_t[name])
+    }
     out: dict[str, list[str]] = {}
     for name in sorted(cur_t):
         for key, line in cur_t[name]["elements"].items():
@@ -345,6 +405,7 @@ def _predropped(current: Schema, desired: Schema) -> dict[str, list[str]]:
             touches = fk is not None and (
                 bool(set(fk[0]) & changed.get(name, set()))
                 or bool(set(fk[2]) & changed.get(fk[1], set()))
+                or (name not in want_t and fk[1] in reindexed)
             )
             if (wanted is not None and wanted != line) or touches:
                 out.setdefault(name, []).append(key)
@@ -412,7 +473,19 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
     for name in dropped:
         referencing = {o for o in dropped if name in references(cur_t[o])}
         after["drop " + name] = {"alter " + a for a in altered} | {"drop " + o for o in referencing}
-    out += _ordered(nodes, after)
+    done: set[str] = set()
+    for key in _order(nodes, after):
+        kind, _, name = key.partition(" ")
+        done.add(name)
+        if kind == "create":
+            create, fks = _deferred(name, want_t[name], (set(created) | set(altered)) - done)
+            out.append(create)
+            if fks is not None:
+                later.insert(0, fks)
+        else:
+            if kind == "drop":
+                out += _unreferenced(name, {n: cur_t[n] for n in dropped if n not in done})
+            out.append(nodes[key])
     out += later
     views = {
         name: Statement(_view_sql(name, want_v[name]))
@@ -423,6 +496,25 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
         name: {o for o in views if o != name and q(o) in want_v[name]["def"]} for name in views
     }
     out += _ordered(views, view_after)
+    return out
+
+
+def _unreferenced(name: str, remaining: dict[str, dict[str, Any]]) -> list[Statement]:
+    """The foreign keys to ``name`` of the tables dropped after it, dropped first.
+
+    Dropped tables that reference each other have no order in which each goes after
+    those that reference it: the server refuses to drop a table another one's key still
+    references (error 1451), so the keys of the cycle go before the first DROP."""
+    out: list[Statement] = []
+    for other, entry in sorted(remaining.items()):
+        keys = [
+            key
+            for key, line in entry["elements"].items()
+            if key.startswith("fk ") and (fk := _foreign(line)) is not None and fk[1] == name
+        ]
+        if keys:
+            drops = ",\n  ".join(_drop_clause(k) for k in keys)
+            out.append(Statement(f"ALTER TABLE {q(other)}\n  {drops}"))
     return out
 
 
