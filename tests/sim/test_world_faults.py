@@ -30,8 +30,9 @@ from typing import Any
 
 import pytest
 
+from ptah.kube import errors
 from ptah.kube.kinds import JOB, LEASE, POD
-from ptah.testing.memory import PROCEED, FaultDecision, WriteRequest
+from ptah.testing.memory import PROCEED, FaultDecision, ReadRequest, WriteRequest
 from ptah.testing.sim.invariants import Invariants
 from ptah.testing.sim.kubelet import NS, PodRun
 from ptah.testing.sim.world import LOCK_NS, MIGRATION_FAMILY, SCHEMA_FAMILY, World
@@ -369,6 +370,73 @@ def test_an_orphan_started_and_lost_before_the_first_look_restarts_the_hold() ->
     staged = status(world).get("pendingLockRelease") or {}
     assert staged.get("operationId") == claim["operationId"], status(world)
     assert inv.violations == []
+
+
+def _reads_fail(world: World) -> dict[str, bool]:
+    """Every read of a Job or a Pod fails from now (the operator's permission to read
+    them taken away, say) until the returned switch is turned off."""
+    unreadable = {"on": True}
+
+    def read_faults(req: ReadRequest) -> errors.ApiError | None:
+        if unreadable["on"] and req.kind in (JOB, POD):
+            return errors.Forbidden("injected: pods is forbidden")
+        return None
+
+    world.cluster.read_faults = read_faults
+    return unreadable
+
+
+def _orphan_lost_while_unread(
+    world: World, inv: Invariants, claim: dict[str, Any], run: PodRun
+) -> None:
+    """Reads fail for far longer than a hold (6 x 65 s); then the orphan starts and is
+    deleted unseen on a node cut off from the API, the reads come back, and the
+    controller looks twice within the Pod's own deadline (60 s) of its start. The
+    release must still be staged: its process writes on."""
+    unreadable = _reads_fail(world)
+    for _ in range(6):
+        one_pass(world, inv, 0)
+        world.kubelet.step()
+        world.clock.advance(65)
+    _start_and_lose(world, run)
+    for _ in range(4):
+        if _ == 2:
+            unreadable["on"] = False
+        one_pass(world, inv, 0)
+        world.kubelet.step()
+        world.clock.advance(10)
+    assert run.truth is not None and run.truth.alive
+    staged = status(world).get("pendingLockRelease") or {}
+    assert staged.get("operationId") == claim["operationId"], status(world)
+    assert inv.violations == []
+
+
+def test_an_orphan_that_starts_while_its_run_cannot_be_read_keeps_the_hold_going() -> None:
+    """The controller sees the orphaned Pod wait; then every read of the run's Job and
+    Pods fails, and meanwhile the Pod starts and is lost. A hold counted from the look
+    that saw it wait would pass while the process writes: it cannot pass while the look
+    after the waiting one is owed, so the Lease stays held, and the first look that reads
+    counts it again."""
+    world, inv, claim, run = _orphan_waiting_for_a_node()
+    for _ in range(2):
+        one_pass(world, inv, 0)
+        world.kubelet.step()
+        world.clock.advance(15)
+    assert status(world)["pendingLockRelease"]["operationId"] == claim["operationId"]
+    _orphan_lost_while_unread(world, inv, claim, run)
+
+
+def test_a_restarted_controller_that_cannot_read_the_run_keeps_the_hold_going() -> None:
+    """The release is staged, the orphan seen waiting, and the controller restarts: the
+    fresh process has no sighting of the run, and every read of its Job and Pods fails.
+    Its hold cannot pass before its first look that reads (only such a look can find the
+    Job gone and start the hold again), however long the reads fail."""
+    world, inv, claim, run = _orphan_waiting_for_a_node()
+    one_pass(world, inv, 0)
+    assert status(world)["pendingLockRelease"]["operationId"] == claim["operationId"]
+    for replica in world.replicas:
+        world.restart(replica)
+    _orphan_lost_while_unread(world, inv, claim, run)
 
 
 def test_a_never_scheduled_pod_kept_terminating_holds_no_proof_back() -> None:

@@ -72,7 +72,8 @@ def test_a_restarted_process_starts_over_and_a_forgotten_release_leaves_nothing(
     p, clock = _sighted()
     assert _look(p, clock, 50, waiting=False, job_gone=True) == 180
     hold.forget(p, STAGED)
-    assert not (p.env.sightings.since or p.env.sightings.waiting or p.env.sightings.jobless)
+    seen = p.env.sightings
+    assert not (seen.since or seen.waiting or seen.jobless or seen.read)
     fresh = Pass(Env(p.cluster), p.family, p.obj)
     assert _look(fresh, clock, 50, waiting=False, job_gone=True) == 180
 
@@ -85,5 +86,25 @@ def test_a_look_that_could_not_read_changes_nothing() -> None:
     assert _look(p, clock, 10, waiting=True, job_gone=True) == 180
     clock.advance(100)
     hold.looked(p, OP, waiting=False, job_gone=True, unread=True)
-    assert hold.seconds_left(p, STAGED) == 80
+    assert p.env.sightings.waiting == {f"ns/s/{OP}"}
     assert _look(p, clock, 50, waiting=False, job_gone=True) == 180
+    assert _look(p, clock, 50, waiting=False, job_gone=True) == 130
+
+
+def test_the_hold_cannot_pass_while_a_readable_look_is_owed() -> None:
+    """After a look that saw a Pod waiting, and before this process's first look that
+    could read, nothing bounds when a Pod of the run starts: however long the reads fail,
+    the hold keeps its whole length, and counts only from the look that reads."""
+    p, clock = _sighted()
+    clock.advance(500)
+    hold.looked(p, OP, waiting=False, job_gone=True, unread=True)
+    assert hold.seconds_left(p, STAGED) == 180  # no look has read yet
+    assert _look(p, clock, 10, waiting=False, job_gone=False) == 180 - 510  # the Job stands
+    p, clock = _sighted()
+    assert _look(p, clock, 10, waiting=True, job_gone=True) == 180
+    for _ in range(10):
+        clock.advance(100)
+        hold.looked(p, OP, waiting=False, job_gone=True, unread=True)
+        assert hold.seconds_left(p, STAGED) == 180  # the look after the waiting one is owed
+    assert _look(p, clock, 100, waiting=False, job_gone=True) == 180
+    assert _look(p, clock, 100, waiting=False, job_gone=True) == 80

@@ -106,11 +106,13 @@ def looked(
 
     By then any start such a Pod made is behind, and the hold's length covers its own
     deadline from there. A look that could not read the API (``unread``) changes
-    nothing: it saw no Pod, so it must not clear a waiting one's mark."""
+    nothing: it saw no Pod, so it must not clear a waiting one's mark (and the hold
+    cannot end while that mark is set: :func:`seconds_left`)."""
     if unread:
         return
     key = _key(p, operation_id)
     seen = p.env.sightings
+    seen.read.add(key)
     restart = waiting or key in seen.waiting or (job_gone and key not in seen.jobless)
     if waiting:
         seen.waiting.add(key)
@@ -124,12 +126,22 @@ def looked(
 
 def seconds_left(p: Pass, staged: LockRelease) -> float:
     """Seconds until the hold of ``staged`` has passed by this process's own clock
-    (negative once it has)."""
+    (negative once it has).
+
+    The hold cannot pass while a look that can read the API is owed: before this
+    process's first one (a Job deleted with its Pods orphaned before it is found gone
+    only by such a look, :func:`looked`), and after one that saw a Pod waiting, until
+    the next one (that Pod may start at any time meanwhile, and only the look after it
+    starts the hold again). While the API cannot be read, say the operator's permission
+    to list Pods was taken away, the hold waits, its whole length left."""
     now = p.cluster.now()
     first = saw_run(p, staged.operation_id)
     length = staged.hold_seconds
     if length is None:  # staged by an older operator: the longest this runner may take
         length = hold_seconds(run_deadline(p))
+    key = _key(p, staged.operation_id)
+    if key not in p.env.sightings.read or key in p.env.sightings.waiting:
+        return float(length)
     return length - (now - first).total_seconds()
 
 

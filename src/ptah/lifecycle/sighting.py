@@ -18,14 +18,17 @@ class Sightings:
 
     ``since``: when each run's hold counts from (its first sighting, or the last look
     that could have missed a Pod starting). ``waiting``: the runs that had a Pod waiting
-    to start at the last look. ``jobless``: the runs whose Job this process has already
-    looked for and found gone."""
+    to start at the last look that could read the API. ``jobless``: the runs whose Job
+    this process has already looked for and found gone. ``read``: the runs this process
+    has had a look at that could read the API."""
 
     since: dict[str, datetime] = field(default_factory=dict)
     waiting: set[str] = field(default_factory=set)
     jobless: set[str] = field(default_factory=set)
+    read: set[str] = field(default_factory=set)
 
     def forget(self, key: str) -> None:
         self.since.pop(key, None)
         self.waiting.discard(key)
         self.jobless.discard(key)
+        self.read.discard(key)

@@ -82,6 +82,8 @@ def run_schedule(seed: int) -> ScheduleResult:
     reads = random.Random(f"{seed}/reads")
 
     def read_faults(req: ReadRequest) -> errors.ApiError | None:
+        if world.unread(req.kind, req.name, req.labels):
+            return errors.Unavailable("injected: the read timed out")
         if api_faults["on"] and req.kind in (JOB, POD) and reads.random() < 0.02:
             inv.fault("read-failed", None)
             return errors.Unavailable("injected: the read timed out")
@@ -102,6 +104,7 @@ def run_schedule(seed: int) -> ScheduleResult:
         world.rescheduled_while_withheld()
         world.holder_goes_quiet()
         world.orphan_waiting_pod()
+        world.orphan_starts_while_unread()
         world.lose_started_orphans()
         _stuck_while_proof_unread(world, aim)
     api_faults["on"] = False
@@ -166,7 +169,11 @@ def _drain(world: World, inv: Invariants, rounds: int = 300) -> None:
     """Let every started operation finish: round-robin passes, the kubelet, some
     time (10 s a round, two polls: 3,000 s in all, past the longest hold a restart can
     start over, the Job's and the Pod's 900 s + 60 s); people only approve and abandon
-    proofs."""
+    proofs. Reads that fail past the faults' end (World.orphan_starts_while_unread) push
+    the rounds back: a hold counts again from the first look that reads."""
+    ends = [until for until in world.unread_until.values() if until > world.clock.now()]
+    if ends:
+        rounds += int((max(ends) - world.clock.now()).total_seconds() // 10) + 1
     for _ in range(rounds):
         before = world.cluster.requests.effective_writes
         for res in world.resources:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -24,6 +25,7 @@ from ptah.kube.kinds import (
     POD,
     SCHEMA,
     SECRET,
+    Kind,
 )
 from ptah.lifecycle.context import ABANDON_ANNOTATION, Env
 from ptah.lifecycle.family import AnyFamily
@@ -180,6 +182,11 @@ class World:
     shortened: random.Random = field(default_factory=random.Random)
     # A Job deleted while a Pod it just made waits unscheduled: its own stream.
     stuck: random.Random = field(default_factory=random.Random)
+    # Reads of a run's Job and Pods that fail while its orphan starts: its own stream, the
+    # runs that had their chance of it, and until when each run's reads fail.
+    unreadable: random.Random = field(default_factory=random.Random)
+    unread_drawn: set[str] = field(default_factory=set)
+    unread_until: dict[str, datetime] = field(default_factory=dict)
 
     @classmethod
     def build(cls, seed: int) -> World:
@@ -205,6 +212,7 @@ class World:
         world.edits = random.Random(f"{seed}/edits")
         world.shortened = random.Random(f"{seed}/shortened")
         world.stuck = random.Random(f"{seed}/stuck")
+        world.unreadable = random.Random(f"{seed}/unreadable")
         world.kubelet.on_partition = world._partition_spreads
         world._populate()
         world._leases_left_behind()
@@ -738,6 +746,69 @@ class World:
         # stuck until the Pod has started and gone.
         until = start + timedelta(seconds=self.orphaning.uniform(60, 120))
         self.starved_until[owner.name] = max(self.starved_until.get(owner.name, until), until)
+
+    def orphan_starts_while_unread(self) -> None:
+        """Now and then, once a controller has seen an orphaned Pod wait, every read of
+        its run's Job and Pods fails (the API times out on them: writes, the Lease's
+        renewals among them, still go through) until long after the Pod starts, late,
+        and is force-deleted on its cut-off node (:meth:`lose_started_orphans`). The
+        look after the failed ones finds nothing: only a hold started again there, the
+        first readable look after the waiting one, covers the Pod's deadline (or, when the
+        controller restarts as the reads start failing, its first look that reads). Its
+        own stream, so every other draw of a schedule stays as it was."""
+        if not self.faults_on:
+            return
+        now = self.clock.now()
+        seen = set().union(*(r.env.sightings.waiting for r in self.replicas))
+        for run in sorted(self.kubelet.runs.values(), key=lambda r: r.pod):
+            if run.pod in self.unread_drawn or run.started or not run.mutating:
+                continue
+            if self.cluster.system.peek(JOB, NS, run.job) is not None:
+                continue  # only an orphan escapes the Job's deadline
+            owner = next(
+                (r for r in self.resources if f"{NS}/{r.name}/{run.operation_id}" in seen), None
+            )
+            if owner is None:
+                continue
+            self.unread_drawn.add(run.pod)
+            if self.unreadable.random() >= 0.5:
+                continue
+            pod = self.cluster.system.peek(POD, NS, run.pod) or {}
+            deadline = int((pod.get("spec") or {}).get("activeDeadlineSeconds") or 300)
+            # It starts past a hold counted from the look that saw it wait.
+            later = self.unreadable.uniform(1.05, 1.5) * min(deadline, 300) + 60
+            run.orphan_drawn = True
+            run.start_after = now + timedelta(seconds=later)
+            self.unseen_orphans.add(run.pod)
+            until = run.start_after + timedelta(seconds=self.unreadable.uniform(60, 120))
+            self.unread_until[run.operation_id] = until
+            self.watcher.fault("orphan-starts-while-unread", owner)
+            if self.unreadable.random() < 0.5:
+                # Its controller restarts as the reads start failing: the fresh process
+                # never has a look that reads, only its first sighting of the release,
+                # for longer than a hold counted from that sighting.
+                key = f"{NS}/{owner.name}/{run.operation_id}"
+                for replica in self.replicas:
+                    if key in replica.env.sightings.waiting:
+                        self.restart(replica)
+                longer = 2 * deadline + 60 + self.unreadable.uniform(30, 90)
+                self.unread_until[run.operation_id] = max(until, now + timedelta(seconds=longer))
+
+    def unread(self, kind: Kind, name: str, labels: Mapping[str, str] | None) -> bool:
+        """Whether a read of ``kind`` (a get of ``name``, or a list by ``labels``) fails
+        now under :meth:`orphan_starts_while_unread` (drawn already, so it plays out in
+        the quiet steps too)."""
+        now = self.clock.now()
+        for op, until in self.unread_until.items():
+            if until <= now:
+                continue
+            if kind == POD and (labels or {}).get(LABEL_OPERATION) == op:
+                return True
+            if kind == JOB and any(
+                r.job == name and r.operation_id == op for r in self.kubelet.runs.values()
+            ):
+                return True
+        return False
 
     def lose_started_orphans(self) -> None:
         """Force-delete the unseen orphans (:meth:`_orphan_starts_unseen`) that have
