@@ -21,6 +21,7 @@ existing rows.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -169,6 +170,9 @@ class _Changes:
     # Keys, primary keys and exclusion constraints whose index's storage parameters
     # alone change: ALTER INDEX ... SET/RESET.
     reoptioned: set[str] = field(default_factory=set)
+    # SQL-standard function bodies replaced as they stand (CREATE OR REPLACE), parsed
+    # again over a composite type whose attributes change under them.
+    reparsed: set[str] = field(default_factory=set)
 
 
 class _Diff:
@@ -304,6 +308,8 @@ class _Diff:
         for name in sorted(cur.keys() & want.keys()):
             if not _attributes_in_place(cur[name]["attributes"], want[name]["attributes"]):
                 self.reordered_composite(name, cur[name], want[name])
+            elif _attributes_dropped_or_altered(cur[name]["attributes"], want[name]["attributes"]):
+                self.composite_users_parsed_again(name)
         for kind in ("range", "collation"):
             cur, want = self.pair(kind)
             for name in cur.keys() & want.keys():
@@ -326,6 +332,11 @@ class _Diff:
                     or (n["generated"] and o["default"] != n["default"])
                 ):
                     self.ch.rewritten.add(name)
+                if (o["type"], o["collation"]) != (n["type"], n["collation"]):
+                    # Also where the change comes down from a parent to a sub-partitioned
+                    # partition's key.
+                    _refuse_partition_key_change(name, tables_cur[name], col, o, n)
+                    self.refuse_merged_column_change(name, col, o, n)
                 if o.get("_inherited") and n.get("_inherited"):
                     continue  # the parent's column changes; the change comes down
                 if (o["type"], o["collation"]) != (n["type"], n["collation"]):
@@ -334,6 +345,28 @@ class _Diff:
                     self.ch.readded.add((name, col))
                 elif o["type"] != n["type"]:
                     self.converts(name, col, o, n)
+
+    def refuse_merged_column_change(
+        self, table: str, col: str, old: dict[str, Any], new: dict[str, Any]
+    ) -> None:
+        """A column a child merges from several parents (plain inheritance): the server
+        changes its type from no parent (cannot alter inherited column: each parent's
+        ``ALTER COLUMN ... TYPE`` reaches it as one of several); the plan says so instead
+        of failing on apply."""
+        parents = [
+            p
+            for p in self.cur["table"][table].get("inherits", [])
+            if col in self.cur["table"].get(p, {}).get("columns", {})
+        ]
+        if len(parents) < 2:
+            return
+        raise PlanError(
+            f"table {table}: column {col} changes from {old['type']} to {new['type']}, and"
+            f" it is merged from several parents ({', '.join(parents)}); PostgreSQL cannot"
+            " change the type of such a column: detach the child (NO INHERIT), change the"
+            " parents and the child, and inherit again, in a versioned migration",
+            "Unsupported",
+        )
 
     def reordered_composite(self, name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
         """A composite type whose attributes would not stand in the desired order after
@@ -359,6 +392,23 @@ class _Diff:
                 "Unsupported",
             )
         self.ch.replaced.add(node)
+
+    def composite_users_parsed_again(self, name: str) -> None:
+        """A composite type changed in place by ``DROP ATTRIBUTE`` or ``ALTER ATTRIBUTE ...
+        TYPE``: a stored expression that builds or casts to it (``ROW(1, 'x')::c`` in a
+        view, a SQL-standard function body) was parsed against its attributes by position,
+        and the server leaves it as it was (it printed ``ROW(1, NULL)::c`` after, and
+        never matched the desired file): views that use it are created again, SQL-standard
+        bodies replaced as they stand."""
+        for child, deptype in self.dependents(f"ctype:{name}"):
+            if deptype != "n" or not self._in(self.want, child) or self.rebuilt(child):
+                continue
+            if _kind(child) == "view":
+                self.ch.replaced.add(child)
+            elif _kind(child) == "function":
+                function = self.cur["function"].get(_name(child), {})
+                if function.get("_sqlBody"):
+                    self.ch.reparsed.add(child)
 
     def moved_extensions(self) -> None:
         """An extension in another schema than the target's is refused first, before what
@@ -436,6 +486,7 @@ class _Diff:
                     self._rebuild(child, work, f"the type of column {col} of {table} changes")
         for table, col in sorted(self.ch.readded):
             self.readd(table, col, work)
+        self.gone_function_users(work)
         for users in self.gone_columns_and_tables():
             # A SQL-standard function body that reads a column or table the plan drops
             # holds the drop until it goes (its new body comes after).
@@ -464,6 +515,22 @@ class _Diff:
                 else:
                     self._rebuild(child, work, f"{node} is dropped and created again")
 
+    def gone_function_users(self, work: list[str]) -> None:
+        """What uses a function the plan drops for good and stays is rebuilt (a column
+        default set again): the server refuses the drop under it. Its definition may read
+        the same in both files: an overload whose argument types change (``f(text[])`` to
+        ``f(varchar[])``) is called by the same name, so nothing else rebuilt it."""
+        cur, want = self.pair("function")
+        for name in sorted(cur.keys() - want.keys()):
+            node = f"function:{name}"
+            for child, _ in self.dependents(node):
+                if self.rebuilt(child) or not self._in(self.want, child):
+                    continue
+                if self.reset_defaults(child, node):
+                    continue
+                if _kind(child) in _REBUILDABLE:
+                    self._rebuild(child, work, f"{node} is dropped")
+
     def gone_columns_and_tables(self) -> list[list[tuple[str, str]]]:
         """What uses each column or table the plan drops (a table's own columns left out
         when the whole table goes)."""
@@ -475,6 +542,13 @@ class _Diff:
                 if col not in kept and not c.get("_inherited"):
                     out.append(self.column_users(table, col))
         return out
+
+    @functools.cached_property
+    def gone_column_users(self) -> set[str]:
+        """What uses a column or table the plan drops: an index on a dropped column goes
+        with it (``DROP COLUMN`` drops it), so it is never swapped for one built beside it
+        (the swap's ``DROP INDEX CONCURRENTLY`` failed: the index was gone)."""
+        return {user for users in self.gone_columns_and_tables() for user, _ in users}
 
     def column_users(self, table: str, col: str) -> list[tuple[str, str]]:
         """What uses a column on the target (node, deptype), and what uses the column of
@@ -813,7 +887,7 @@ class _Diff:
             if self.rebuilt(node):
                 self.drop(node, f"DROP {words.get(cur[name]['kind'], 'FUNCTION')} {name}")
                 self.create(node, want[name]["def"])
-            elif not same(cur[name], want[name]):
+            elif not same(cur[name], want[name]) or node in self.ch.reparsed:
                 self.create(node, want[name]["def"])  # CREATE OR REPLACE keeps dependents
         for name in sorted(want.keys() - cur.keys()):
             self.create(f"function:{name}", want[name]["def"])
@@ -859,7 +933,13 @@ class _Diff:
         for name in sorted(want):
             owned = want[name]["ownedBy"]
             node = f"owned:{name}"
-            if owned and (name not in cur or cur[name]["ownedBy"] != owned):
+            was = cur[name]["ownedBy"] if name in cur else None
+            if was and was != owned and not self._column_kept(was):
+                # The column (or table) that owns it goes: the server would drop the
+                # sequence with it, so it is released first, among the drops.
+                self.drop(node, f"ALTER SEQUENCE {name} OWNED BY NONE")
+                was = None
+            if owned and was != owned:
                 table = owned.rsplit(".", 1)[0]
                 self.extra_deps[node] = {f"sequence:{name}", f"table:{table}"}
                 self.create(node, f"ALTER SEQUENCE {name} OWNED BY {owned}")
@@ -871,7 +951,7 @@ class _Diff:
                     and (table, col) not in self.ch.readded
                 ):
                     self.past_rows(node, name, want[name], table, col)
-            elif not owned and name in cur and cur[name]["ownedBy"]:
+            elif not owned and was:
                 self.create(node, f"ALTER SEQUENCE {name} OWNED BY NONE")
 
     def _column_kept(self, qualified: str) -> bool:
@@ -1730,6 +1810,7 @@ class _Diff:
                 not self.rebuilt(node)
                 or (self.kept_detached(name) and not self.with_parent_index(name))
             ):
+                self.statistics_after_retype(name, i)
                 continue
             if self._concurrent(name, i):
                 self.build_concurrently(name, i, swapped)
@@ -1757,6 +1838,20 @@ class _Diff:
                     f"index:{name}", f"ALTER TABLE {want[name]['table']} SET WITHOUT CLUSTER"
                 )
 
+    def statistics_after_retype(self, name: str, index: dict[str, Any]) -> None:
+        """An index the server builds again under a column whose type or collation
+        changes (``ALTER COLUMN ... TYPE``) loses its columns' statistics targets: they
+        are set again after the change."""
+        targets = sorted(index.get("statistics", {}).items())
+        node = f"index:{name}"
+        if targets and any(
+            node == user
+            for table, col in sorted(self.ch.retyped)
+            for user, _ in self.column_users(table, col)
+        ):
+            for col, target in targets:
+                self.create(node, f"ALTER INDEX {name} ALTER COLUMN {col} SET STATISTICS {target}")
+
     def _concurrent(self, name: str, index: dict[str, Any]) -> bool:
         """Built or dropped ``CONCURRENTLY``: online indexes, on an ordinary table that
         exists and stays, not a partition's index attached to its parent's."""
@@ -1783,6 +1878,8 @@ class _Diff:
             # by its old definition (which may no longer hold: 's = ''a''::text' on an
             # enum), so it goes before the change.
             return False
+        if node in self.gone_column_users:
+            return False  # the server drops it with the column, before any swap
         return not any(
             self.rebuilt(parent) or not self._in(self.want, parent)
             for parent in self.cur_deps.get(node, {})
@@ -2178,6 +2275,25 @@ def _merge(child: dict[str, Any], pold: dict[str, Any], pnew: dict[str, Any]) ->
     return out
 
 
+def _refuse_partition_key_change(
+    table: str, t: dict[str, Any], col: str, old: dict[str, Any], new: dict[str, Any]
+) -> None:
+    """A column of a partitioned table's key whose type or collation changes: the server
+    refuses ``ALTER COLUMN ... TYPE`` on it (cannot alter column ... because it is part of
+    the partition key), after the plan had detached the partitions; the plan says so."""
+    if col not in t.get("_partitionColumns", []):
+        return
+    was = old["type"] + (f" COLLATE {old['collation']}" if old["collation"] else "")
+    now = new["type"] + (f" COLLATE {new['collation']}" if new["collation"] else "")
+    raise PlanError(
+        f"table {table}: column {col} changes from {was} to {now}, and it is in the"
+        f" partition key ({t['partitionBy']}); PostgreSQL cannot change a partition key"
+        " column's type or collation: create a new table and move the rows in a versioned"
+        " migration",
+        "Unsupported",
+    )
+
+
 def _invalid_index_refusal(name: str, index: dict[str, Any]) -> str:
     """Why a desired index the server holds invalid is not planned. A loaded file leaves
     one only as ``CREATE INDEX ... ON ONLY`` a partitioned table with a partition whose
@@ -2279,6 +2395,14 @@ def _assignable(
     if arrays and _assignable(s[2], d[2], src_types, dst_types, casts):
         return True
     return bool(d[0] == "S")
+
+
+def _attributes_dropped_or_altered(old: list[list[str]], new: list[list[str]]) -> bool:
+    """Whether a composite type's change in place drops an attribute or changes one's
+    type or collation: what moves the positions, or the types, that stored expressions
+    building the type were parsed against."""
+    now = {a[0]: a for a in new}
+    return any(a[0] not in now or now[a[0]] != a for a in old)
 
 
 def _attributes_in_place(old: list[list[str]], new: list[list[str]]) -> bool:

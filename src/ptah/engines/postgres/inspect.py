@@ -157,7 +157,8 @@ SELECT p.oid, p.oid::regprocedure::text,
        a.aggtransspace, a.aggmtransspace, p.proparallel::text, a.aggnumdirectargs,
        coalesce((SELECT string_agg(format_type(u.t, NULL), ',' ORDER BY u.n)
                    FROM unnest(p.proallargtypes, p.proargmodes) WITH ORDINALITY AS u(t, m, n)
-                  WHERE u.m IN ('o', 'b', 't')), '')
+                  WHERE u.m IN ('o', 'b', 't')), ''),
+       p.prosqlbody IS NOT NULL
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 LEFT JOIN pg_aggregate a ON a.aggfnoid = p.oid
 WHERE {_USER_NS} AND {_not_ext("pg_proc", "p.oid")}
@@ -198,7 +199,18 @@ SELECT c.oid, {_qn("n", "c.relname")}, c.relkind::text, c.relispartition,
                JOIN pg_namespace pn ON pn.oid = pc.relnamespace
               WHERE h.inhrelid = c.oid ORDER BY h.inhseqno),
        pg_get_expr(c.relpartbound, c.oid),
-       c.reloftype <> 0, am.amname
+       c.reloftype <> 0, am.amname,
+       ARRAY(SELECT quote_ident(a.attname) FROM pg_attribute a
+              WHERE a.attrelid = c.oid AND a.attnum > 0 AND c.relkind = 'p'
+                AND (a.attnum = ANY ((SELECT pt.partattrs FROM pg_partitioned_table pt
+                                       WHERE pt.partrelid = c.oid)::int2[])
+                     OR EXISTS (SELECT 1 FROM pg_depend d
+                                 WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid
+                                   AND d.objsubid = a.attnum
+                                   AND d.refclassid = 'pg_class'::regclass
+                                   AND d.refobjid = c.oid AND d.refobjsubid = 0
+                                   AND d.deptype = 'i'))
+              ORDER BY a.attnum)
 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 LEFT JOIN pg_am am ON am.oid = c.relam
 WHERE c.relkind IN ('r', 'p') AND {_USER_NS} AND {_not_ext("pg_class", "c.oid")}
@@ -814,7 +826,10 @@ def _read_functions(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             "_argnames": argnames,
             "_defaults": ndefaults,
             # The types of its OUT (INOUT, TABLE) arguments: its result's row type.
-            "_outTypes": row[-1],
+            "_outTypes": row[-2],
+            # A SQL-standard body (BEGIN ATOMIC, RETURN): parsed once, at its creation,
+            # against the types it uses then (a composite's attributes by position).
+            "_sqlBody": bool(row[-1]),
         }
         nodes.add("pg_proc", oid, f"function:{ident}")
 
@@ -851,6 +866,7 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             bound,
             typed,
             am,
+            key_columns,
         ) = row
         if typed:
             raise PlanError(
@@ -872,6 +888,9 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             }[replident]
         if partkey:
             table["partitionBy"] = partkey
+            # The columns its partition key reads (as a column or in an expression): the
+            # server changes neither their type nor their collation.
+            table["_partitionColumns"] = list(key_columns)
         if is_partition:
             table["partitionOf"] = parents[0]
             table["bound"] = bound
