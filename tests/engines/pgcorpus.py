@@ -138,3 +138,31 @@ def apply_plan(url: str, sql: str) -> Plan:
         again = planner.plan(t, sql)
         assert again.statements == [], [s.sql for s in again.statements]
     return plan
+
+
+def assert_edit_like_psql(admin_url: str, first: str, second: str) -> None:
+    """Ptah brings a database from ``first`` to ``second``: it dumps like ``second``
+    loaded by psql, and re-plans empty."""
+    ensure_roles(admin_url)
+    with database(admin_url) as ptah_db, database(admin_url) as psql_db:
+        apply_plan(ptah_db, first)
+        apply_plan(ptah_db, second)
+        psql_load(psql_db, second)
+        assert_same_dump(ptah_db, psql_db)
+
+
+def refusal(admin_url: str, first: str, second: str) -> str:
+    """The one-line refusal of the plan from ``first`` (applied; empty: nothing) to
+    ``second``."""
+    import pytest
+
+    from ptah.engines.model import PlanError
+
+    with database(admin_url) as url:
+        if first:
+            apply_plan(url, first)
+        with open_target(url) as t, pytest.raises(PlanError) as refused:
+            planner.plan(t, second)
+    said = str(refused.value)
+    assert "\n" not in said, said
+    return said

@@ -5,11 +5,15 @@ object."""
 from __future__ import annotations
 
 import pytest
-from pgcorpus import apply_plan, assert_same_dump, database, ensure_roles, psql_load
-
-from ptah.engines import planner
-from ptah.engines.connect import open_target
-from ptah.engines.model import PlanError
+from pgcorpus import (
+    apply_plan,
+    assert_edit_like_psql,
+    assert_same_dump,
+    database,
+    ensure_roles,
+    psql_load,
+    refusal,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -140,12 +144,7 @@ EDITS: dict[str, tuple[str, str]] = {
 
 @pytest.mark.parametrize(("first", "second"), EDITS.values(), ids=EDITS.keys())
 def test_edit_dumps_like_psql(pg_url: str, first: str, second: str) -> None:
-    ensure_roles(pg_url)
-    with database(pg_url) as ptah_db, database(pg_url) as psql_db:
-        apply_plan(ptah_db, first)
-        apply_plan(ptah_db, second)
-        psql_load(psql_db, second)
-        assert_same_dump(ptah_db, psql_db)
+    assert_edit_like_psql(pg_url, first, second)
 
 
 REFUSED: dict[str, tuple[str, str, str]] = {
@@ -176,10 +175,4 @@ REFUSED: dict[str, tuple[str, str, str]] = {
 
 @pytest.mark.parametrize(("first", "second", "said"), REFUSED.values(), ids=REFUSED.keys())
 def test_refused_naming_the_object(pg_url: str, first: str, second: str, said: str) -> None:
-    with database(pg_url) as url:
-        if first:
-            apply_plan(url, first)
-        with open_target(url) as t, pytest.raises(PlanError) as refused:
-            planner.plan(t, second)
-        assert said in str(refused.value)
-        assert "\n" not in str(refused.value)
+    assert said in refusal(pg_url, first, second)

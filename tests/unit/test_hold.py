@@ -7,24 +7,17 @@ rule itself: which looks restart the hold, and which leave it counting.
 
 from __future__ import annotations
 
-from ptah.api.common import LockRelease
 from ptah.kube import kinds
 from ptah.kube.clock import SimClock
 from ptah.lifecycle import hold
 from ptah.lifecycle.context import Env, Pass
 from ptah.operator.main import families
 from ptah.testing.memory import MemoryCluster
+from support.releases import staged_release
 from support.schemas import sqlite_schema
 
 OP = "apply-1"
-STAGED = LockRelease(
-    operation_id=OP,
-    lease_name="l",
-    holder="h/apply-1",
-    job_name="j",
-    hold_seconds=180,
-    staged_at="2026-01-01T00:00:00Z",
-)
+STAGED = staged_release(OP)
 
 
 def _sighted() -> tuple[Pass, SimClock]:

@@ -16,8 +16,9 @@ from ptah.targetlock import (
     Outcome,
     acquire,
     read,
+    renew,
 )
-from ptah.testing.memory import MemoryCluster
+from ptah.testing.memory import PROCEED, FaultDecision, MemoryCluster, WriteRequest
 
 NS = "ptah-system"
 NAME = "ptah-realm-x"
@@ -113,3 +114,29 @@ def test_an_expired_lease_whose_holder_may_still_run_is_not_taken() -> None:
     assert lease is not None and lease.holder == "uid-o/apply-1"
     stopped = _take(cluster, observer, holder_stopped=lambda view: None)
     assert stopped.acquired
+
+
+def test_a_renewal_overtaken_on_its_way_keeps_nothing() -> None:
+    """The renewal read the Lease as ours; before its write lands, another resource took
+    the Lease (the renewal was delayed past the Lease duration). The write carries the
+    version it read, so it is refused, and the renewal says the tenure is lost instead of
+    overwriting the taker's renewTime and letting its caller dispatch beside the taker."""
+    cluster, _ = _cluster()
+    _held_by_other(cluster, renewed_seconds_ago=0)
+    taken = {"done": False}
+
+    def overtaken(req: WriteRequest) -> FaultDecision:
+        if req.kind == LEASE and not taken["done"]:
+            taken["done"] = True
+            cluster.system.patch(
+                LEASE,
+                NS,
+                NAME,
+                {"spec": {"holderIdentity": "uid-t/apply-2", "leaseTransitions": 2}},
+            )
+        return PROCEED
+
+    cluster.faults = overtaken
+    assert not renew(cluster, namespace=NS, name=NAME, holder="uid-o/apply-1", epoch=1)
+    lease = read(cluster, NS, NAME)
+    assert lease is not None and lease.holder == "uid-t/apply-2" and lease.epoch == 2

@@ -198,11 +198,15 @@ class Kubelet:
     lag: random.Random = field(init=False)
     # How long a Pod orphaned while unscheduled waits for a node: its own stream.
     orphans: random.Random = field(init=False)
+    # A container started as its node lost the API (the start never reported): its own
+    # stream.
+    unreported: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
         self.graceful = random.Random(f"{self.rng.getstate()[1][:4]}/graceful")
         self.lag = random.Random(f"{self.rng.getstate()[1][:4]}/lag")
         self.orphans = random.Random(f"{self.rng.getstate()[1][:4]}/orphans")
+        self.unreported = random.Random(f"{self.rng.getstate()[1][:4]}/unreported")
 
     @property
     def api(self) -> Any:
@@ -471,6 +475,11 @@ class Kubelet:
                 self._killed(run)
                 self._report_exit(run)
                 continue
+            if _phase(pod) == "Pending" and run.started:
+                # Its start never reached the API (its node lost it as the container
+                # started): back in touch, the kubelet reports it running.
+                self.api.patch(POD, NS, name, {"status": _running()}, "status")
+                continue
             if _phase(pod) == "Pending":
                 self._orphaned_while_waiting(run, pod)
                 if run.start_after is not None and self.cluster.now() < run.start_after:
@@ -485,7 +494,9 @@ class Kubelet:
                     continue
                 if not (pod.get("spec") or {}).get("nodeName"):
                     self.api.patch(POD, NS, name, {"spec": {"nodeName": NODE}})  # scheduled
-                self.api.patch(POD, NS, name, {"status": _running()}, "status")
+                unreported = run.mutating and self.faults_on and self.unreported.random() < 0.05
+                if not unreported:
+                    self.api.patch(POD, NS, name, {"status": _running()}, "status")
                 run.started = True
                 run.started_at = self.cluster.now()
                 deadline = (pod.get("spec") or {}).get("activeDeadlineSeconds")
@@ -497,6 +508,25 @@ class Kubelet:
                     run.db.max_concurrent_writers = max(
                         run.db.max_concurrent_writers, len(run.db.writers)
                     )
+                if unreported:
+                    # The node lost the API as the container started: the API shows the
+                    # Pod bound and Pending, with no container reported, while it writes
+                    # (the Pod garbage collector may mark it Failed meanwhile, still with
+                    # no container status: no evidence that the process stopped).
+                    self._count("fault:start-unreported")
+                    run.steps_left = max(run.steps_left, 40)
+                    self.partition(max(self.partitioned, self.unreported.randint(40, 80)))
+                    if self.unreported.random() < 0.5:
+                        # The Pod garbage collector marks the Pod of the lost node Failed:
+                        # Failed, with no container ever reported, while it writes on.
+                        self._count("fault:unreported-marked-failed")
+                        status = {
+                            "phase": "Failed",
+                            "reason": "NodeLost",
+                            "conditions": [{"type": "DisruptionTarget", "status": "True"}],
+                        }
+                        self.api.patch(POD, NS, name, {"status": status}, "status")
+                    continue
                 if run.start_after is not None and self.faults_on and self.rng.random() < 0.8:
                     # Started late, a long run, and its node loses the API past the Job's
                     # deadline: the Job controller fails the Job and deletes the Pod, and
@@ -564,8 +594,9 @@ class Kubelet:
     def _orphaned_while_waiting(self, run: PodRun, pod: dict[str, Any]) -> None:
         """An unscheduled Pod whose Job is gone but which is not being deleted (its Job
         deleted with ``propagationPolicy: Orphan``) is bound by no Job deadline: now and
-        then no node fits it for longer than a hold counted from the dispatch, and it
-        starts (and runs for its own deadline) well after it."""
+        then no node fits it (or the node it is bound to does not take it up) for longer
+        than a hold counted from the dispatch, and it starts (and runs for its own
+        deadline) well after it."""
         if (
             run.orphan_drawn
             or run.start_after is None
@@ -584,6 +615,11 @@ class Kubelet:
         later = self.orphans.uniform(2.0, 3.0) * min(deadline, 300) + 60
         run.start_after = max(run.start_after, self.cluster.now() + timedelta(seconds=later))
         self._count("fault:orphan-start-late")
+        if self.orphans.random() < 0.5:
+            # The scheduler bound it to a node whose kubelet has not taken it up (cut off,
+            # or slow): bound, still Pending, it has not started, and may start late.
+            self.api.patch(POD, NS, run.pod, {"spec": {"nodeName": NODE}})
+            self._count("fault:orphan-bound-waiting")
 
     def _never_starts(self, run: PodRun, now: datetime) -> bool:
         """The truth about a Pod that never started: once its object is gone, or it is

@@ -177,6 +177,7 @@ class World:
     replaced: random.Random = field(default_factory=random.Random)
     impatient: random.Random = field(default_factory=random.Random)
     delays: random.Random = field(default_factory=random.Random)
+    renewals: random.Random = field(default_factory=random.Random)
     edits: random.Random = field(default_factory=random.Random)
     # A deadline shortened in spec.runner after a mutating run's dispatch: its own stream.
     shortened: random.Random = field(default_factory=random.Random)
@@ -209,6 +210,7 @@ class World:
         world.replaced = random.Random(f"{seed}/replaced")
         world.impatient = random.Random(f"{seed}/impatient")
         world.delays = random.Random(f"{seed}/delays")
+        world.renewals = random.Random(f"{seed}/renewals")
         world.edits = random.Random(f"{seed}/edits")
         world.shortened = random.Random(f"{seed}/shortened")
         world.stuck = random.Random(f"{seed}/stuck")
@@ -463,6 +465,7 @@ class World:
         read and fail when the Lease moved."""
         self._acquirers_race(req)
         self._release_delayed(req)
+        self._renewal_delayed(req)
         if (
             not self.faults_on
             or self.depth != 1
@@ -525,27 +528,54 @@ class World:
         holder's executor stopped, takes it. Only the version the release carries stands
         between the late write and the taker's tenure."""
         spec = dict(req.body or {}).get("spec") or {}
-        current = self._current
-        if (
-            not self.faults_on
-            or self.depth != 1
-            or req.kind != LEASE
-            or req.verb != "patch"
-            or "holderIdentity" not in spec
-            or spec["holderIdentity"] is not None
-            or current is None
-        ):
+        current = self._lease_patch_in_pass(req)
+        if current is None or "holderIdentity" not in spec or spec["holderIdentity"] is not None:
             return
         rivals = [r for r in self.resources if r is not current and r.db == current.db]
         if not rivals or self.delays.random() >= 0.5:
             return
         self.watcher.fault("release-delayed", current)
+        self._rivals_meanwhile(req, rivals, self.delays.randint(26, 60), "release-overtaken")
+
+    def _renewal_delayed(self, req: WriteRequest) -> None:
+        """A renewal at the dispatch boundary read the Lease as its own, and its write is
+        delayed on its way for longer than the Lease duration: a rival on the same
+        database finds the Lease expired and its holder's claim not dispatched, takes it,
+        and dispatches. Only the version the renewal carries makes it fail, so the
+        delayed holder does not dispatch beside the taker. Its own stream."""
+        spec = dict(req.body or {}).get("spec") or {}
+        current = self._lease_patch_in_pass(req)
+        if current is None or "renewTime" not in spec or "holderIdentity" in spec:
+            return
+        obj = self.cluster.system.peek(current.family.kind, NS, current.name) or {}
+        claim = (obj.get("status") or {}).get("activeOperation") or {}
+        if claim.get("dispatchStarted"):
+            return  # a dispatched holder's Lease is not taken while its run may write
+        rivals = [r for r in self.resources if r is not current and r.db == current.db]
+        if not rivals or self.renewals.random() >= 0.5:
+            return
+        self.watcher.fault("renewal-delayed", current)
+        self._rivals_meanwhile(req, rivals, self.renewals.randint(26, 60), "renewal-overtaken")
+
+    def _lease_patch_in_pass(self, req: WriteRequest) -> SimResource | None:
+        """The resource whose pass (not one interleaved in it) patches a Lease with
+        ``req``, while faults are on; None otherwise."""
+        if not self.faults_on or self.depth != 1 or req.kind != LEASE or req.verb != "patch":
+            return None
+        return self._current
+
+    def _rivals_meanwhile(
+        self, req: WriteRequest, rivals: list[SimResource], rounds: int, overtaken: str
+    ) -> None:
+        """While ``req`` (a write of a Lease) is on its way, the ``rivals`` make their
+        passes and the kubelet and the clock go on (5 s a round), until one of them wrote
+        the Lease (the fault ``overtaken``) or ``rounds`` have passed."""
         before = self._lease_version(req.namespace, req.name)
-        for _ in range(self.delays.randint(26, 60)):
+        for _ in range(rounds):
             for rival in rivals:
                 self.reconcile_one(rival)
             if self._lease_version(req.namespace, req.name) != before:
-                self.watcher.fault("release-overtaken", current)
+                self.watcher.fault(overtaken, self._current)
                 return
             self.kubelet.step()
             self.clock.advance(5)
