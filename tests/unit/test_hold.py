@@ -101,3 +101,11 @@ def test_the_hold_cannot_pass_while_a_readable_look_is_owed() -> None:
         assert hold.seconds_left(p, STAGED) == 180  # the look after the waiting one is owed
     assert _look(p, clock, 100, waiting=False, job_gone=True) == 180
     assert _look(p, clock, 100, waiting=False, job_gone=True) == 80
+
+
+def test_the_hold_is_both_deadlines_and_the_margin() -> None:
+    """The Job's deadline bounds the latest start, the Pod's own the run from there, and
+    the margin the Job controller's lag at its deadline and the kill's grace period: 1,860 s
+    with the default 900 s deadline (docs/mutation-lifecycle.md, "The hold is a bound")."""
+    assert hold.hold_seconds(900) == 1860
+    assert hold.hold_seconds(60) == 180

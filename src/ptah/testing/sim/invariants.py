@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from ptah.api.digest import digest
@@ -59,7 +60,7 @@ RULES: dict[str, str] = {
     "hold-outlives-run": "Release coordination: the hold (the Job's deadline + the Pod's "
     "deadline + the margin for the Job controller's lag and the kill's grace) is a bound: a "
     "withheld release is given up to expiry only once no process of its run is still alive "
-    "that the API no longer shows",
+    "that the API no longer shows, nor was one alive after the hold it measured ended",
     "release-first": "pendingLockRelease: the next pass releases it before anything else "
     "(no new mutating claim while a release is staged, and no new claim at all but the "
     "reading that proves an owed record)",
@@ -419,12 +420,26 @@ class Invariants(Watcher):
         expired and no Pod of the holder has nothing to stop it."""
         api = self.world.cluster.system
         op = staged.get("operationId")
+        ended = self._hold_ended(res, staged)
         for truth in self.world.kubelet.truth.values():
-            if truth.operation_id != op or not truth.mutating or not truth.alive:
+            if truth.operation_id != op or not truth.mutating:
+                continue
+            pod = api.peek(POD, NS, truth.pod)
+            if not truth.alive:
+                alive_at = truth.seen_alive_at
+                if pod is None and ended and alive_at and alive_at > ended:
+                    # Gone before the give-up, but it ran past the hold's end: a pass
+                    # then (a controller polls every few seconds) had given it up early.
+                    self.fail(
+                        "hold-outlives-run",
+                        f"{res.name}: the release of {op} given up past a hold that ended at"
+                        f" {ended:%H:%M:%S} while {truth.pod}, gone from the API, was alive"
+                        f" at {alive_at:%H:%M:%S}",
+                    )
+                    return
                 continue
             run = self.world.kubelet.runs.get(truth.pod)
             job = api.peek(JOB, NS, truth.job)
-            pod = api.peek(POD, NS, truth.pod)
             own_job = job is not None and job["metadata"]["uid"] == truth.job_uid
             if pod is None:
                 why = "gone from the API, still runs"
@@ -443,6 +458,21 @@ class Invariants(Watcher):
                 f"{res.name}: the release of {op} given up to expiry while {truth.pod} is {why}",
             )
             return
+
+    def _hold_ended(self, res: SimResource, staged: dict[str, Any]) -> datetime | None:
+        """When, by the world's clock, the hold of ``staged`` that the giving-up process
+        measured ended: its own sighting of the run (read before it forgets it) plus the
+        hold's length, less its clock's offset. The world's clock moves in jumps of up to
+        minutes between passes, so the give-up itself can come after a process that
+        outlived the hold has ended."""
+        replica = self.world.pass_replica
+        length = staged.get("holdSeconds")
+        if replica is None or not length:
+            return None
+        since = replica.env.sightings.since.get(f"{NS}/{res.name}/{staged.get('operationId')}")
+        if since is None:
+            return None
+        return since + timedelta(seconds=float(length) - replica.skew)
 
     def _spent_before_marker(self, res: SimResource, claim: dict[str, Any]) -> None:
         name = claim.get("approvalName")

@@ -107,6 +107,10 @@ class PodTruth:
     opened_db: str | None  # the database the process really opened
     admitted: bool  # the Pod is what the Job's template asked for
     alive: bool = True  # the process may still run (and write)
+    # The last time the world saw its process alive, having started: before each pass and
+    # each kubelet step (the world's clock moves in jumps, so when it stopped between two
+    # of them is not known; it was alive then).
+    seen_alive_at: datetime | None = None
     printed_op: str | None = None  # the operation the one frame in its log names
     printed_frames: int = 0  # frame lines in its log that verify (length and digest)
     printed_outcome: str | None = None  # the outcome the one frame in its log says
@@ -590,6 +594,9 @@ class Kubelet:
                 self._unsent_exits[run.pod] = run
             else:
                 self._report_exit(run)
+        for run in self.runs.values():
+            if run.started and run.truth is not None and run.truth.alive:
+                run.truth.seen_alive_at = now
 
     def _orphaned_while_waiting(self, run: PodRun, pod: dict[str, Any]) -> None:
         """An unscheduled Pod whose Job is gone but which is not being deleted (its Job

@@ -1023,6 +1023,8 @@ class World:
     # --- one step
 
     _current: SimResource | None = None
+    # The replica whose process makes the pass in progress (the innermost one).
+    pass_replica: Replica | None = None
 
     def reconcile_one(self, res: SimResource | None = None) -> None:
         self.kubelet.enforce_pod_deadlines()  # a node kills at the deadline, not at a step
@@ -1043,6 +1045,7 @@ class World:
         moved = self.handover.pop(res.name, None)
         replica = next((r for r in up if r.name == moved), replica)
         outer, self._current = self._current, res
+        outer_replica, self.pass_replica = self.pass_replica, replica
         self.depth += 1
         self.watcher.pass_started(res, self.depth)
         ok = False
@@ -1055,13 +1058,13 @@ class World:
                 # The interleaved pass ran in the same process as the outer one.
                 self.watcher.pass_ended(res, ok)
                 self.depth -= 1
-                self._current = outer
+                self._current, self.pass_replica = outer, outer_replica
                 raise
         except errors.ApiError:
             pass
         self.watcher.pass_ended(res, ok)
         self.depth -= 1
-        self._current = outer
+        self._current, self.pass_replica = outer, outer_replica
 
     def person_acts(self, quiet: bool) -> None:
         """People: approve, edit, suspend, delete, rotate, abandon a proof."""
