@@ -43,6 +43,7 @@ from ptah.api.common import ActiveOperation, LockRelease
 from ptah.kube.clock import parse_rfc3339, rfc3339
 from ptah.lifecycle.context import Pass
 from ptah.lifecycle.request import runner_spec
+from ptah.lifecycle.sighting import run_key
 
 MARGIN_SECONDS = 60
 
@@ -67,7 +68,7 @@ def hold_until(dispatch_started: str, seconds: int) -> str:
 
 
 def _key(p: Pass, operation_id: str) -> str:
-    return f"{p.namespace}/{p.name}/{operation_id}"
+    return run_key(p.namespace, p.name, operation_id)
 
 
 def saw_dispatch(p: Pass, operation_id: str, dispatch_started: str) -> None:

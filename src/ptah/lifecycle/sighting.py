@@ -12,6 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 
+def run_key(namespace: str, name: str, operation_id: str) -> str:
+    """The key of one resource's run ``operation_id`` in :class:`Sightings`."""
+    return f"{namespace}/{name}/{operation_id}"
+
+
 @dataclass
 class Sightings:
     """This process's sightings of dispatched runs.

@@ -18,6 +18,7 @@ from typing import Any
 from ptah.api.digest import digest
 from ptah.kube.kinds import APPROVAL, CONFIGMAP, JOB, LEASE, PLAN, POD, SECRET, Kind
 from ptah.lifecycle.context import ABANDON_ANNOTATION, FINALIZER
+from ptah.lifecycle.sighting import run_key
 from ptah.testing.memory import PROCEED, FaultDecision, WriteRequest
 from ptah.testing.sim.database import SimDatabase
 from ptah.testing.sim.kubelet import NS, PodTruth, never_bound_and_deleting
@@ -469,7 +470,9 @@ class Invariants(Watcher):
         length = staged.get("holdSeconds")
         if replica is None or not length:
             return None
-        since = replica.env.sightings.since.get(f"{NS}/{res.name}/{staged.get('operationId')}")
+        since = replica.env.sightings.since.get(
+            run_key(NS, res.name, str(staged.get("operationId")))
+        )
         if since is None:
             return None
         return since + timedelta(seconds=float(length) - replica.skew)

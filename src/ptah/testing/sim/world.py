@@ -30,6 +30,7 @@ from ptah.kube.kinds import (
 from ptah.lifecycle.context import ABANDON_ANNOTATION, Env
 from ptah.lifecycle.family import AnyFamily
 from ptah.lifecycle.reconcile import reconcile
+from ptah.lifecycle.sighting import run_key
 from ptah.targetlock import HOLDER_JOB, HOLDER_KIND, HOLDER_NAME, HOLDER_NAMESPACE
 from ptah.testing.memory import MemoryCluster, WriteRequest
 from ptah.testing.sim.database import Databases
@@ -796,7 +797,7 @@ class World:
             if self.cluster.system.peek(JOB, NS, run.job) is not None:
                 continue  # only an orphan escapes the Job's deadline
             owner = next(
-                (r for r in self.resources if f"{NS}/{r.name}/{run.operation_id}" in seen), None
+                (r for r in self.resources if run_key(NS, r.name, run.operation_id) in seen), None
             )
             if owner is None:
                 continue
@@ -817,7 +818,7 @@ class World:
                 # Its controller restarts as the reads start failing: the fresh process
                 # never has a look that reads, only its first sighting of the release,
                 # for longer than a hold counted from that sighting.
-                key = f"{NS}/{owner.name}/{run.operation_id}"
+                key = run_key(NS, owner.name, run.operation_id)
                 for replica in self.replicas:
                     if key in replica.env.sightings.waiting:
                         self.restart(replica)
