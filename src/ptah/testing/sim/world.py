@@ -553,7 +553,7 @@ class World:
         if claim.get("dispatchStarted"):
             return  # a dispatched holder's Lease is not taken while its run may write
         rivals = [r for r in self.resources if r is not current and r.db == current.db]
-        if not rivals or self.renewals.random() >= 0.5:
+        if not rivals or self.renewals.random() >= 0.15:
             return
         self.watcher.fault("renewal-delayed", current)
         self._rivals_meanwhile(req, rivals, self.renewals.randint(26, 60), "renewal-overtaken")
@@ -971,7 +971,7 @@ class World:
             if op not in cut_off or op in self.moved_for:
                 continue
             self.moved_for.add(op)
-            if self.clocks.random() >= 0.6:
+            if self.clocks.random() >= 0.9:
                 continue
             replica = self.clocks.choice(self.replicas)
             sign = 1 if self.clocks.random() < 0.75 else -1
