@@ -295,6 +295,22 @@ def test_the_hold_is_counted_from_this_controllers_own_sighting_of_the_run() -> 
     assert run.truth is not None and run.truth.alive
 
 
+def _passes(world: World, inv: Invariants, count: int, seconds: int) -> None:
+    """``count`` passes over the resource, each with a kubelet step and ``seconds`` after it."""
+    for _ in range(count):
+        one_pass(world, inv, 0)
+        world.kubelet.step()
+        world.clock.advance(seconds)
+
+
+def _still_withheld(world: World, inv: Invariants, claim: dict[str, Any], run: PodRun) -> None:
+    """The run's process writes on, and its release is still staged, the Lease held."""
+    assert run.truth is not None and run.truth.alive
+    staged = status(world).get("pendingLockRelease") or {}
+    assert staged.get("operationId") == claim["operationId"], status(world)
+    assert inv.violations == []
+
+
 def _orphan_waiting_for_a_node() -> tuple[World, Invariants, dict[str, Any], PodRun]:
     """The Apply (runner deadline 60 s) dispatched, its Pod left waiting for a node, and
     its Job deleted with the Pod orphaned."""
@@ -331,10 +347,7 @@ def test_a_pod_orphaned_while_it_waits_for_a_node_keeps_the_hold_going() -> None
     off from the API, the hold counts again from then, so it is never handed back while
     the process writes (the invariants' hold-outlives-run and lease-while-executor)."""
     world, inv, claim, run = _orphan_waiting_for_a_node()
-    for _ in range(8):  # 8 x 65 s: well past a hold counted from the dispatch
-        one_pass(world, inv, 0)
-        world.kubelet.step()
-        world.clock.advance(65)
+    _passes(world, inv, 8, 65)  # 8 x 65 s: well past a hold counted from the dispatch
     staged = status(world).get("pendingLockRelease") or {}
     assert staged.get("operationId") == claim["operationId"], status(world)
     assert world.cluster.system.get(POD, NS, run.pod) is not None
@@ -342,14 +355,8 @@ def test_a_pod_orphaned_while_it_waits_for_a_node_keeps_the_hold_going() -> None
     assert "a Pod of the run waits to start" in ready["message"], ready
     # A node fits at last: the Pod starts, its node loses the API, the Pod is deleted.
     _start_and_lose(world, run)
-    for _ in range(2):  # within its own deadline (60 s): it writes on
-        one_pass(world, inv, 0)
-        world.kubelet.step()
-        world.clock.advance(20)
-    assert run.truth is not None and run.truth.alive
-    staged = status(world).get("pendingLockRelease") or {}
-    assert staged.get("operationId") == claim["operationId"], status(world)
-    assert inv.violations == []
+    _passes(world, inv, 2, 20)  # within its own deadline (60 s): it writes on
+    _still_withheld(world, inv, claim, run)
 
 
 def test_an_orphan_started_and_lost_before_the_first_look_restarts_the_hold() -> None:
@@ -362,10 +369,7 @@ def test_an_orphan_started_and_lost_before_the_first_look_restarts_the_hold() ->
     world, inv, claim, run = _orphan_waiting_for_a_node()
     world.clock.advance(150)  # past the Job's deadline + 60 s from the dispatch
     _start_and_lose(world, run)
-    for _ in range(3):  # 3 x 15 s: past a hold counted from the dispatch (180 s)
-        one_pass(world, inv, 0)
-        world.kubelet.step()
-        world.clock.advance(15)
+    _passes(world, inv, 3, 15)  # 3 x 15 s: past a hold counted from the dispatch (180 s)
     assert run.truth is not None and run.truth.alive  # within its own deadline (60 s)
     staged = status(world).get("pendingLockRelease") or {}
     assert staged.get("operationId") == claim["operationId"], status(world)
@@ -394,21 +398,12 @@ def _orphan_lost_while_unread(
     controller looks twice within the Pod's own deadline (60 s) of its start. The
     release must still be staged: its process writes on."""
     unreadable = _reads_fail(world)
-    for _ in range(6):
-        one_pass(world, inv, 0)
-        world.kubelet.step()
-        world.clock.advance(65)
+    _passes(world, inv, 6, 65)
     _start_and_lose(world, run)
-    for _ in range(4):
-        if _ == 2:
-            unreadable["on"] = False
-        one_pass(world, inv, 0)
-        world.kubelet.step()
-        world.clock.advance(10)
-    assert run.truth is not None and run.truth.alive
-    staged = status(world).get("pendingLockRelease") or {}
-    assert staged.get("operationId") == claim["operationId"], status(world)
-    assert inv.violations == []
+    _passes(world, inv, 2, 10)
+    unreadable["on"] = False
+    _passes(world, inv, 2, 10)
+    _still_withheld(world, inv, claim, run)
 
 
 def test_an_orphan_that_starts_while_its_run_cannot_be_read_keeps_the_hold_going() -> None:
@@ -418,10 +413,7 @@ def test_an_orphan_that_starts_while_its_run_cannot_be_read_keeps_the_hold_going
     after the waiting one is owed, so the Lease stays held, and the first look that reads
     counts it again."""
     world, inv, claim, run = _orphan_waiting_for_a_node()
-    for _ in range(2):
-        one_pass(world, inv, 0)
-        world.kubelet.step()
-        world.clock.advance(15)
+    _passes(world, inv, 2, 15)
     assert status(world)["pendingLockRelease"]["operationId"] == claim["operationId"]
     _orphan_lost_while_unread(world, inv, claim, run)
 
