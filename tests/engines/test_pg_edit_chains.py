@@ -78,6 +78,52 @@ EDITS: dict[str, tuple[str, str]] = {
         ALTER INDEX public.t_e ALTER COLUMN 1 SET STATISTICS 300;
         """,
     ),
+    # NO INHERIT made the parent's check the child's own (conislocal): it stayed, and
+    # every plan after the apply dropped it again.
+    "child leaves its parent, whose check it had": (
+        """
+        CREATE TABLE public.p (a integer CHECK (a > 0));
+        CREATE TABLE public.c (b integer) INHERITS (public.p);
+        """,
+        """
+        CREATE TABLE public.p (a integer CHECK (a > 0));
+        CREATE TABLE public.q (a integer);
+        CREATE TABLE public.c (a integer CHECK (a > 0), b integer) INHERITS (public.q);
+        """,
+    ),
+    "child leaves its parent and names the parent's check as its own": (
+        """
+        CREATE TABLE public.p (a integer CONSTRAINT pos CHECK (a > 0));
+        CREATE TABLE public.c (b integer) INHERITS (public.p);
+        """,
+        """
+        CREATE TABLE public.p (a integer CONSTRAINT pos CHECK (a > 0));
+        CREATE TABLE public.c (a integer CONSTRAINT pos CHECK (a > 1), b integer);
+        """,
+    ),
+    # The domain was to be dropped and created again under its column: refused.
+    "function renamed argument under a domain's check and default": (
+        """
+        CREATE FUNCTION public.ok(v integer) RETURNS boolean LANGUAGE sql IMMUTABLE
+            AS 'SELECT $1 > 0';
+        CREATE FUNCTION public.five() RETURNS integer LANGUAGE sql AS 'SELECT 5';
+        CREATE DOMAIN public.d AS integer DEFAULT public.five()
+            CONSTRAINT d_ok CHECK (public.ok(VALUE)) CONSTRAINT d_small CHECK (VALUE < 100);
+        COMMENT ON CONSTRAINT d_ok ON DOMAIN public.d IS 'positive';
+        CREATE TABLE public.t (x public.d);
+        CREATE VIEW public.v AS SELECT x FROM public.t;
+        """,
+        """
+        CREATE FUNCTION public.ok(w integer) RETURNS boolean LANGUAGE sql IMMUTABLE
+            AS 'SELECT $1 > 0';
+        CREATE FUNCTION public.five(OUT r integer) LANGUAGE sql AS 'SELECT 5';
+        CREATE DOMAIN public.d AS integer DEFAULT public.five()
+            CONSTRAINT d_ok CHECK (public.ok(VALUE)) CONSTRAINT d_small CHECK (VALUE < 100);
+        COMMENT ON CONSTRAINT d_ok ON DOMAIN public.d IS 'positive';
+        CREATE TABLE public.t (x public.d);
+        CREATE VIEW public.v AS SELECT x FROM public.t;
+        """,
+    ),
 }
 
 

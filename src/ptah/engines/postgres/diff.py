@@ -173,6 +173,9 @@ class _Changes:
     # SQL-standard function bodies replaced as they stand (CREATE OR REPLACE), parsed
     # again over a composite type whose attributes change under them.
     reparsed: set[str] = field(default_factory=set)
+    # domain -> its checks (and "" for its default) that use a function dropped and
+    # created again: dropped before it and added again after, the domain kept.
+    rechecked: dict[str, set[str]] = field(default_factory=dict)
 
 
 class _Diff:
@@ -507,7 +510,7 @@ class _Diff:
                     continue
                 if not self._in(self.want, child):
                     continue  # dropped anyway
-                if self.reset_defaults(child, node):
+                if self.reset_defaults(child, node) or self.reset_domain_checks(child, node):
                     continue
                 if deptype == "a" and _kind(child) not in ("function",):
                     self.ch.recreated.add(child)  # dropped by the server with its parent
@@ -596,6 +599,27 @@ class _Diff:
                 # dropped and added again (its rows computed again).
                 self.readd(table, c, self._work)
             # else: the desired column is no longer generated: DROP EXPRESSION, in the drops
+        return True
+
+    def reset_domain_checks(self, child: str, node: str) -> bool:
+        """A domain that uses a function dropped and created again (its argument names
+        or result change) in a check or its default keeps its columns' rows: those
+        checks and the default are dropped before the function and added again after it
+        (the checks validated again), the domain kept. Where its base type or collation
+        changes too, it is replaced (and refused while a table stores it)."""
+        if _kind(child) != "domain" or _kind(node) != "function":
+            return False
+        name = _name(child)
+        old, new = self.cur["domain"][name], self.want.get("domain", {}).get(name)
+        if new is None or (old["type"], old["collation"]) != (new["type"], new["collation"]):
+            return False
+        called = _name(node).split("(", 1)[0] + "("
+        used = {k for k, v in old["checks"].items() if called in v}
+        if old["default"] is not None and called in old["default"]:
+            used.add("")
+        if not used:  # not found by its name in the text: every check and the default
+            used = set(old["checks"]) | ({""} if old["default"] is not None else set())
+        self.ch.rechecked.setdefault(name, set()).update(used)
         return True
 
     def _rebuild(self, node: str, work: list[str], why: str) -> None:
@@ -697,7 +721,7 @@ class _Diff:
             if self.rebuilt(node):
                 self.drop(node, f"DROP {word} {name}")
                 self.made(node, make(name, want[name]))
-            elif alter is not None and cur[name] != want[name]:
+            elif alter is not None and (cur[name] != want[name] or name in self.ch.rechecked):
                 alter(name, cur[name], want[name])
         for name in sorted(want.keys() - cur.keys()):
             self.made(f"{kind}:{name}", make(name, want[name]))
@@ -766,19 +790,24 @@ class _Diff:
 
         def alter(name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
             node, at = f"domain:{name}", f"ALTER DOMAIN {name}"
+            rechecked = self.ch.rechecked.get(name, set())
             for k in sorted(old["checks"].keys() - new["checks"].keys()):
                 self.drop(node, f"{at} DROP CONSTRAINT {k}")
             for k in sorted(old["checks"].keys() & new["checks"].keys()):
-                if old["checks"][k] != new["checks"][k]:
+                if old["checks"][k] != new["checks"][k] or k in rechecked:
                     self.validated_domain(name, f"check {k}", new["checks"][k])
                     self.drop(node, f"{at} DROP CONSTRAINT {k}")
                     self.create(node, f"{at} ADD CONSTRAINT {k} {new['checks'][k]}", DATA_DEPENDENT)
             for k in sorted(new["checks"].keys() - old["checks"].keys()):
                 self.validated_domain(name, f"check {k}", new["checks"][k])
                 self.create(node, f"{at} ADD CONSTRAINT {k} {new['checks'][k]}", DATA_DEPENDENT)
-            if old["default"] != new["default"]:
+            if "" in rechecked:
+                # Before the function it uses is dropped.
+                self.drop(node, f"{at} DROP DEFAULT")
+            if old["default"] != new["default"] or "" in rechecked:
                 if new["default"] is None:
-                    self.create(node, f"{at} DROP DEFAULT")
+                    if "" not in rechecked:
+                        self.create(node, f"{at} DROP DEFAULT")
                 else:
                     self.create(node, f"{at} SET DEFAULT {new['default']}")
             if old["notNull"] != new["notNull"]:
@@ -1621,9 +1650,40 @@ class _Diff:
                         self.extra_deps.setdefault(f"table:{table}", set()).add(f"constraint:{key}")
         return kept
 
+    def left_checks(self) -> dict[tuple[str, str], str]:
+        """Checks a child of plain inheritance has from a parent it leaves (``NO
+        INHERIT``) and from no parent it keeps: the server makes them the child's own
+        (``conislocal``), so they stay after it. Keyed (table, name): kept where the
+        desired has the same check of that name on the child, else dropped after the
+        ``NO INHERIT`` (left there, every plan after it dropped it again)."""
+        out: dict[tuple[str, str], str] = {}
+        cur, want = self.pair("table")
+        for table in sorted(cur.keys() & want.keys()):
+            was, now = cur[table].get("inherits", []), want[table].get("inherits", [])
+            if not any(p not in now for p in was):
+                continue
+            staying: set[str] = set()
+            for parent in (p for p in was if p in now):
+                staying |= set(cur.get(parent, {}).get("_clones", {}))
+                staying |= {
+                    c["name"]
+                    for c in self.cur.get("constraint", {}).values()
+                    if c["table"] == parent and c["type"] == "c"
+                }
+            for name, definition in sorted(cur[table].get("_clones", {}).items()):
+                if definition.startswith("CHECK ") and name not in staying:
+                    out[(table, name)] = definition
+        return out
+
     def constraints(self) -> None:
         cur, want = self.pair("constraint")
         kept = self.detached_constraints(want)
+        for (table, name), definition in sorted(self.left_checks().items()):
+            key = f"{table}.{name}"
+            if key in want and want[key]["def"] == definition:
+                kept.add(key)
+                continue
+            self.create(f"constraint:{key}", f"ALTER TABLE {table} DROP CONSTRAINT {name}")
         for key in sorted(cur.keys()):
             c = cur[key]
             node = f"constraint:{key}"
@@ -2044,13 +2104,15 @@ class _Diff:
         return col not in self.want.get("table", {}).get(table, {}).get("columns", {})
 
     def _domain_check_readded(self, key: str, c: dict[str, Any]) -> bool:
-        """A comment on a domain's check that changes: dropped and added again (domains()),
-        its comment goes with it."""
+        """A comment on a domain's check that changes (or uses a function dropped and
+        created again): dropped and added again (domains()), its comment goes with it."""
         if not c["node"].startswith("domain:") or not key.startswith("CONSTRAINT "):
             return False
         check = key[len("CONSTRAINT ") :].split(" ON DOMAIN ", 1)[0]
         old = self.cur.get("domain", {}).get(_name(c["node"]), {}).get("checks", {})
         new = self.want.get("domain", {}).get(_name(c["node"]), {}).get("checks", {})
+        if check in self.ch.rechecked.get(_name(c["node"]), set()):
+            return True
         return check in old and check in new and old[check] != new[check]
 
     def _column_readded(self, key: str, c: dict[str, Any]) -> bool:
