@@ -43,10 +43,6 @@ UNMANAGED = {
         "CREATE ACCESS METHOD heap2 TYPE TABLE HANDLER heap_tableam_handler;",
         "access method heap2",
     ),
-    "statistics": (
-        "CREATE STATISTICS public.t_ab (dependencies) ON a, b FROM public.t;",
-        "statistics object public.t_ab",
-    ),
     "text search": (
         "CREATE TEXT SEARCH CONFIGURATION public.my_english (COPY = pg_catalog.english);",
         "text search configuration public.my_english",
@@ -134,10 +130,11 @@ def test_target_unmanaged_object_is_reported_and_kept(pg_db: str) -> None:
             "CREATE FUNCTION public.t_eq(integer, integer) RETURNS boolean LANGUAGE sql"
             " IMMUTABLE AS 'SELECT $1 = $2'; CREATE OPERATOR public.=== (LEFTARG = integer,"
             " RIGHTARG = integer, FUNCTION = public.t_eq);"
-            "CREATE STATISTICS public.t_ab (ndistinct) ON a, b FROM public.t"
+            "CREATE TEXT SEARCH CONFIGURATION public.t_ts (COPY = pg_catalog.english)"
         )
         # The hand-made function is managed (and not desired): it is dropped only with its
-        # dependents named; the operator and the statistics are not managed: reported, kept.
+        # dependents named; the operator and the text search configuration are not
+        # managed: reported, kept.
         again = planner.plan(
             t,
             sql + "CREATE FUNCTION public.t_eq(integer, integer) RETURNS"
@@ -145,7 +142,7 @@ def test_target_unmanaged_object_is_reported_and_kept(pg_db: str) -> None:
         )
         assert again.statements == []
         assert any("operator public.===(integer,integer)" in w for w in again.warnings)
-        assert any("statistics object public.t_ab" in w for w in again.warnings)
+        assert any("text search configuration public.t_ts" in w for w in again.warnings)
         with pytest.raises(PlanError) as err:  # t_eq is not desired, but the operator uses it
             planner.plan(t, sql)
         assert err.value.reason == "Unmanaged"
@@ -300,10 +297,10 @@ def test_ownership_manage_plans_owners_and_ignore_leaves_them(pg_url: str, pg_db
 def test_policy_ignore_lets_an_unmanaged_kind_through(pg_db: str) -> None:
     from ptah.engines.model import SchemaPolicy
 
-    sql = BASE + "CREATE STATISTICS public.t_ab (dependencies) ON a, b FROM public.t;"
+    sql = BASE + "CREATE TEXT SEARCH CONFIGURATION public.t_ts (COPY = pg_catalog.english);"
     with open_target(pg_db) as t:
-        plan = planner.plan(t, sql, policy=SchemaPolicy(ignore=("statistics object",)))
-    assert plan.statements and not any("STATISTICS" in s.sql for s in plan.statements)
+        plan = planner.plan(t, sql, policy=SchemaPolicy(ignore=("text search configuration",)))
+    assert plan.statements and not any("TEXT SEARCH" in s.sql for s in plan.statements)
 
 
 def test_create_index_concurrently_in_the_desired_file_loads(pg_db: str) -> None:

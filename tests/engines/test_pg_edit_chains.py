@@ -187,3 +187,46 @@ REFUSED: dict[str, tuple[str, str, str]] = {
 @pytest.mark.parametrize(("first", "second", "said"), REFUSED.values(), ids=REFUSED.keys())
 def test_refused_naming_the_object(pg_url: str, first: str, second: str, said: str) -> None:
     assert said in refusal(pg_url, first, second)
+
+
+STATISTICS = """
+CREATE SCHEMA s;
+CREATE TABLE public.t (a integer, b integer, c text, d date);
+CREATE STATISTICS public.t_ab (dependencies, ndistinct) ON a, b FROM public.t;
+CREATE STATISTICS s.t_expr ON a, lower(c), (d + 1) FROM public.t;
+CREATE STATISTICS public."T bc" (mcv) ON b, c FROM public.t;
+ALTER STATISTICS public."T bc" SET STATISTICS 500;
+COMMENT ON STATISTICS s.t_expr IS 'expressions';
+CREATE TABLE public.p (k integer, v integer) PARTITION BY RANGE (k);
+CREATE TABLE public.p1 PARTITION OF public.p FOR VALUES FROM (0) TO (10);
+CREATE STATISTICS public.p_kv ON k, v FROM public.p;
+"""
+
+
+def test_statistics_objects_round_trip(pg_url: str) -> None:
+    """Extended statistics objects were refused as unmanaged (any desired file with a
+    CREATE STATISTICS): now created, changed and dropped like indexes."""
+    assert_edit_like_psql(pg_url, "CREATE SCHEMA s;", STATISTICS)
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        # kinds, target and comment change; one dropped
+        STATISTICS.replace("(dependencies, ndistinct) ON", "(dependencies) ON")
+        .replace("SET STATISTICS 500", "SET STATISTICS 50")
+        .replace("'expressions'", "'changed'")
+        .replace("CREATE STATISTICS public.p_kv ON k, v FROM public.p;\n", ""),
+        # its columns dropped or retyped under it
+        STATISTICS.replace("c text, d date", "d date")
+        .replace("ON b, c FROM", "ON b, d FROM")
+        .replace("lower(c)", "(a * 2)")
+        .replace("a integer, b integer", "a bigint, b integer"),
+        # the target back to the default
+        STATISTICS.replace('ALTER STATISTICS public."T bc" SET STATISTICS 500;\n', ""),
+        "CREATE SCHEMA s;",
+    ],
+    ids=["changed", "columns-changed", "target-reset", "dropped"],
+)
+def test_statistics_objects_edits(pg_url: str, second: str) -> None:
+    assert_edit_like_psql(pg_url, STATISTICS, second)

@@ -63,6 +63,7 @@ _RANK = {
     "table": 5,
     "constraint": 7,
     "index": 8,
+    "statistics": 8,
     "function": 9,
     "view": 10,
     "trigger": 11,
@@ -79,6 +80,7 @@ _RANK = {
 _REBUILDABLE = {
     "view",
     "index",
+    "statistics",
     "constraint",
     "trigger",
     "rule",
@@ -275,6 +277,7 @@ class _Diff:
             self.constraints,
             self.indexes,
             self.views,
+            self.statistics,
             self.triggers,
             self.rules,
             self.policies,
@@ -293,9 +296,20 @@ class _Diff:
     def decide(self) -> None:
         """Step 1 for the kinds whose change is a replacement."""
         self.moved_extensions()
-        for kind in ("view", "index", "constraint", "trigger", "rule", "policy", "event_trigger"):
+        for kind in (
+            "view",
+            "index",
+            "constraint",
+            "statistics",
+            "trigger",
+            "rule",
+            "policy",
+            "event_trigger",
+        ):
             cur, want = self.pair(kind)
             for name in cur.keys() & want.keys():
+                if kind == "statistics" and cur[name]["def"] == want[name]["def"]:
+                    continue  # its target alone changes: ALTER STATISTICS, in statistics()
                 if not same(cur[name], want[name]):
                     if kind == "constraint" and self.validates(cur[name], want[name]):
                         continue
@@ -2004,6 +2018,24 @@ class _Diff:
             for sql in create_sql(name, want[name]):
                 self.create(node, sql)
 
+    def statistics(self) -> None:
+        """Extended statistics objects: created as the server prints them, dropped and
+        created again when that changes (they hold no data: ``ANALYZE`` computes them);
+        their statistics target set in place."""
+
+        def target(name: str, st: dict[str, Any]) -> str:
+            return f"ALTER STATISTICS {name} SET STATISTICS {st['target']}"
+
+        def create(name: str, st: dict[str, Any]) -> list[str]:
+            return [st["def"]] + ([target(name, st)] if st["target"] >= 0 else [])
+
+        self._rebuildable_kind("statistics", lambda n, st: f"DROP STATISTICS {n}", create)
+        cur, want = self.pair("statistics")
+        for name in sorted(cur.keys() & want.keys()):
+            node = f"statistics:{name}"
+            if not self.rebuilt(node) and cur[name]["target"] != want[name]["target"]:
+                self.create(node, target(name, want[name]))
+
     def triggers(self) -> None:
         def create(name: str, t: dict[str, Any]) -> list[str]:
             out = [t["def"]]
@@ -2309,6 +2341,7 @@ _OWNER_WORDS = {
     "schema": "SCHEMA",
     "collation": "COLLATION",
     "event_trigger": "EVENT TRIGGER",
+    "statistics": "STATISTICS",
 }
 
 

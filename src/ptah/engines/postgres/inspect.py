@@ -56,6 +56,7 @@ KINDS = (
     "constraint",
     "index",
     "view",
+    "statistics",
     "trigger",
     "rule",
     "policy",
@@ -319,6 +320,16 @@ FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('v', 'm') AND {_USER_NS} AND {_not_ext("pg_class", "c.oid")}
 """
 
+# Extended statistics objects (CREATE STATISTICS), printed by the server, and their
+# statistics target (ALTER STATISTICS ... SET STATISTICS; -1: the default).
+Q_STATISTICS = f"""
+SELECT s.oid, {_qn("n", "s.stxname")}, {_qn("cn", "c.relname")},
+       pg_get_statisticsobjdef(s.oid), s.stxstattarget
+FROM pg_statistic_ext s JOIN pg_namespace n ON n.oid = s.stxnamespace
+JOIN pg_class c ON c.oid = s.stxrelid JOIN pg_namespace cn ON cn.oid = c.relnamespace
+WHERE {_USER_NS} AND {_not_ext("pg_statistic_ext", "s.oid")}
+"""
+
 Q_TRIGGERS = f"""
 SELECT g.oid, g.tgconstraint, {_qn("n", "c.relname")}, quote_ident(g.tgname),
        pg_get_triggerdef(g.oid), g.tgenabled::text
@@ -467,6 +478,8 @@ UNION ALL SELECT 'pg_collation', k.oid, quote_ident(pg_get_userbyid(k.collowner)
   FROM pg_collation k WHERE k.oid >= 16384
 UNION ALL SELECT 'pg_event_trigger', e.oid, quote_ident(pg_get_userbyid(e.evtowner))
   FROM pg_event_trigger e
+UNION ALL SELECT 'pg_statistic_ext', x.oid, quote_ident(pg_get_userbyid(x.stxowner))
+  FROM pg_statistic_ext x WHERE x.oid >= 16384
 """
 
 # Every comment, named as COMMENT ON names its object.
@@ -577,6 +590,7 @@ _COMMENT_WORDS = {
     "composite type": "TYPE",
     "table constraint": "CONSTRAINT",
     "domain constraint": "CONSTRAINT",
+    "statistics object": "STATISTICS",
 }
 
 
@@ -1030,6 +1044,9 @@ def _read_relations(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             view["_reloptions"] = list(reloptions)
         schema["view"][name] = view
         nodes.add("pg_class", oid, f"view:{name}")
+    for oid, name, table, definition, target in _rows(cur, Q_STATISTICS):
+        schema["statistics"][name] = {"table": table, "def": definition, "target": target}
+        nodes.add("pg_statistic_ext", oid, f"statistics:{name}")
     nodes.read_rules(cur)
 
 
