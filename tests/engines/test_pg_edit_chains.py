@@ -9,6 +9,27 @@ from pgcorpus import assert_edit_like_psql, refusal
 
 pytestmark = pytest.mark.integration
 
+DOMAIN_V1 = """
+CREATE SCHEMA "S x";
+CREATE DOMAIN "S x".code AS varchar(10) COLLATE "C" DEFAULT 'x' CONSTRAINT code_ne
+    CHECK (VALUE <> '');
+COMMENT ON DOMAIN "S x".code IS 'a code';
+GRANT USAGE ON DOMAIN "S x".code TO ptah_corpus_reader;
+CREATE FUNCTION public.norm(c "S x".code) RETURNS text LANGUAGE sql IMMUTABLE
+    AS 'SELECT lower(c)';
+CREATE TABLE public.t (id integer PRIMARY KEY, c "S x".code NOT NULL,
+    d "S x".code DEFAULT 'y'::"S x".code);
+CREATE INDEX t_c ON public.t (c);
+CREATE INDEX t_norm ON public.t (public.norm(c));
+CREATE VIEW public.v AS SELECT id, c, public.norm(d) AS nd FROM public.t;
+ALTER TABLE public.t ENABLE ROW LEVEL SECURITY;
+CREATE POLICY tp ON public.t USING (c <> 'z');
+CREATE TABLE public.p (k "S x".code, at date) PARTITION BY RANGE (at);
+CREATE TABLE public.p1 PARTITION OF public.p FOR VALUES FROM ('2024-01-01') TO ('2025-01-01');
+CREATE TABLE public.par (k "S x".code);
+CREATE TABLE public.ch (z integer) INHERITS (public.par);
+"""
+
 EDITS: dict[str, tuple[str, str]] = {
     # DROP ATTRIBUTE left ROW(1, NULL)::c in the view and the body: never converged.
     "composite attribute renamed under a SQL-standard body and a view": (
@@ -124,6 +145,16 @@ EDITS: dict[str, tuple[str, str]] = {
         CREATE VIEW public.v AS SELECT x FROM public.t;
         """,
     ),
+    # A domain's base type change was refused (the domain dropped and created again
+    # under its columns): now renamed aside, created anew, its columns moved to it.
+    "domain's base type widened under columns, a view, a function, an index, a policy": (
+        DOMAIN_V1,
+        DOMAIN_V1.replace("varchar(10)", "varchar(20)"),
+    ),
+    "domain's base type and collation changed, on a partitioned and an inherited table": (
+        DOMAIN_V1,
+        DOMAIN_V1.replace('varchar(10) COLLATE "C"', "text"),
+    ),
 }
 
 
@@ -180,6 +211,25 @@ REFUSED: dict[str, tuple[str, str, str]] = {
         CREATE TABLE public.c () INHERITS (public.a, public.b);
         """,
         "table public.c: column id changes from integer to bigint, and it is merged from",
+    ),
+    "domain's base type without an assignment cast from the old one": (
+        "CREATE DOMAIN public.d AS text;\nCREATE TABLE public.t (x public.d);",
+        "CREATE DOMAIN public.d AS integer;\nCREATE TABLE public.t (x public.d);",
+        "domain public.d: its base type changes from text to integer, and PostgreSQL has no"
+        " assignment cast",
+    ),
+    "domain's base type, stored in an array": (
+        "CREATE DOMAIN public.d AS integer;\nCREATE TABLE public.t (x public.d[]);",
+        "CREATE DOMAIN public.d AS bigint;\nCREATE TABLE public.t (x public.d[]);",
+        "domain public.d: its base type changes from integer to bigint, and column public.t.x"
+        " stores it",
+    ),
+    "domain's base type, under another domain": (
+        "CREATE DOMAIN public.d AS integer;\nCREATE DOMAIN public.d2 AS public.d;\n"
+        "CREATE TABLE public.t (x public.d);",
+        "CREATE DOMAIN public.d AS bigint;\nCREATE DOMAIN public.d2 AS public.d;\n"
+        "CREATE TABLE public.t (x public.d);",
+        "domain public.d: its base type changes from integer to bigint, and domain public.d2",
     ),
 }
 

@@ -90,6 +90,10 @@ _REBUILDABLE = {
 }
 
 
+# A qualified name as the server quotes it: its schema, and the rest.
+_QUALIFIED = re.compile(r'^("(?:[^"]|"")*"|[^".]+)\.(.+)$')
+
+
 def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
@@ -178,6 +182,9 @@ class _Changes:
     # domain -> its checks (and "" for its default) that use a function dropped and
     # created again: dropped before it and added again after, the domain kept.
     rechecked: dict[str, set[str]] = field(default_factory=dict)
+    # domain -> the name it is renamed to while its columns move to it created anew (its
+    # base type or collation changes): dropped by that name once they did.
+    redomained: dict[str, str] = field(default_factory=dict)
 
 
 class _Diff:
@@ -339,6 +346,7 @@ class _Diff:
                 want[name]["collation"],
             ):
                 self.ch.replaced.add(f"domain:{name}")
+                self.domain_retyped(name)
         tables_cur, tables_want = self.pair("table")
         for name in tables_cur.keys() & tables_want.keys():
             old, new = tables_cur[name]["columns"], tables_want[name]["columns"]
@@ -427,6 +435,69 @@ class _Diff:
                 if function.get("_sqlBody"):
                     self.ch.reparsed.add(child)
 
+    def domain_retyped(self, name: str) -> None:
+        """A domain whose base type or collation changes, stored by table columns:
+        PostgreSQL has no ``ALTER DOMAIN ... TYPE``, and dropping it would drop the
+        columns. It is renamed out of the way, created anew under its name, its columns
+        moved to it (``ALTER COLUMN ... TYPE``, converting the rows by the server's
+        assignment cast, as any type change), and the old one dropped. What else uses
+        it is rebuilt with it (views, functions, checks); a domain, composite or range
+        type over it, or a column storing it in an array, is refused."""
+        node = f"domain:{name}"
+        columns = [col for table in self.cur["table"].values() for col in table["columns"].values()]
+        if not any(col["type"] == name or col["type"].startswith(f"{name}[") for col in columns):
+            return  # nothing stores it: dropped and created again
+        inside = sorted(
+            [
+                child.replace(":", " ", 1)
+                for child, _ in self.dependents(node)
+                if _kind(child) in ("domain", "ctype", "range")
+            ]
+            + [
+                f"column {t}.{c}"
+                for t, table in sorted(self.cur.get("table", {}).items())
+                for c, col in table["columns"].items()
+                if col["type"].startswith(f"{name}[")
+            ]
+        )
+        if inside:
+            old, new = self.cur["domain"][name], self.want["domain"][name]
+            raise PlanError(
+                f"domain {name}: its base type changes from {old['type']} to {new['type']}"
+                f"{' (or its collation)' if old['type'] == new['type'] else ''}, and"
+                f" {', '.join(inside)} stores it in another type or an array; PostgreSQL"
+                " cannot change a domain's type in place, and Ptah moves only columns of the"
+                " domain itself to a new one: create a new domain and move the data in a"
+                " versioned migration",
+                "Unsupported",
+            )
+        qualified = _QUALIFIED.match(name)
+        schema, bare = (qualified.group(1), qualified.group(2)) if qualified else ("", name)
+        if bare.startswith('"'):
+            bare = bare[1:-1].replace('""', '"')
+        renamed = bare.encode()[:50].decode(errors="ignore") + "_ptah_was"
+        renamed = '"' + renamed.replace('"', '""') + '"'
+        renamed = f"{schema}.{renamed}" if schema else renamed
+        self.ch.redomained[name] = renamed
+        # The target's columns read as of the renamed domain: each is then a type change.
+        # A default that names the domain (a cast to it) is dropped first and set again;
+        # a generated column's expression that does is added again.
+        tables = dict(self.cur["table"])
+        for t, table in tables.items():
+            for c, col in table["columns"].items():
+                if col["default"] is not None and name in col["default"]:
+                    if col["generated"]:
+                        self.ch.readded.add((t, c))
+                    else:
+                        self.ch.defaults.add((t, c))
+            if any(col["type"] == name for col in table["columns"].values()):
+                moved = {
+                    c: {**col, "type": renamed} if col["type"] == name else col
+                    for c, col in table["columns"].items()
+                }
+                tables[t] = {**table, "columns": moved}
+        self.cur = {**self.cur, "table": tables}
+
     def moved_extensions(self) -> None:
         """An extension in another schema than the target's is refused first, before what
         its move would seem to change: ``ALTER EXTENSION ... SET SCHEMA`` renames every
@@ -460,6 +531,17 @@ class _Diff:
         casts = {(a, b) for a, b in (*cur.get("casts", []), *want.get("casts", []))}
         if _assignable(src, dst, {**new_types, **old_types}, {**old_types, **new_types}, casts):
             return
+        domain = next((d for d, r in self.ch.redomained.items() if r == old["type"]), None)
+        if domain is not None:
+            was, now = self.cur["domain"][domain]["type"], self.want["domain"][domain]["type"]
+            raise PlanError(
+                f"domain {domain}: its base type changes from {was} to {now}, and PostgreSQL"
+                f" has no assignment cast between them to move column {col} of {table} to it"
+                " (ALTER COLUMN ... TYPE needs a USING expression); Ptah does not guess how"
+                " to convert the rows: create the new domain and move the data in a"
+                " versioned migration, then plan again",
+                "Unsupported",
+            )
         raise PlanError(
             f"table {table}: column {col} changes type from {old['type']} to {new['type']},"
             f" and PostgreSQL has no assignment cast from {src} to {dst} (ALTER COLUMN ..."
@@ -524,6 +606,11 @@ class _Diff:
                     continue
                 if not self._in(self.want, child):
                     continue  # dropped anyway
+                if _kind(child) == "table" and _name(node) in self.ch.redomained:
+                    # Its columns move to the new domain (ALTER COLUMN ... TYPE); a
+                    # default that casts to the domain is set again.
+                    self.reset_defaults(child, node)
+                    continue
                 if self.reset_defaults(child, node) or self.reset_domain_checks(child, node):
                     continue
                 if deptype == "a" and _kind(child) not in ("function",):
@@ -732,7 +819,19 @@ class _Diff:
             self.drop_type(f"{kind}:{name}", f"DROP {word} {name}", DESTRUCTIVE)
         for name in sorted(cur.keys() & want.keys()):
             node = f"{kind}:{name}"
-            if self.rebuilt(node):
+            if kind == "domain" and name in self.ch.redomained:
+                renamed = self.ch.redomained[name]
+                self.drop(node, f"ALTER DOMAIN {name} RENAME TO {renamed.rpartition('.')[2]}")
+                self.made(node, make(name, want[name]))
+                # Once its columns moved to the new one.
+                gone = f"domain:{renamed}"
+                self.extra_deps[gone] = {
+                    f"table:{t}"
+                    for t, table in self.cur["table"].items()
+                    if any(c["type"] == renamed for c in table["columns"].values())
+                }
+                self.create(gone, f"DROP DOMAIN {renamed}")
+            elif self.rebuilt(node):
                 self.drop(node, f"DROP {word} {name}")
                 self.made(node, make(name, want[name]))
             elif alter is not None and (cur[name] != want[name] or name in self.ch.rechecked):
@@ -1431,7 +1530,15 @@ class _Diff:
             self.row_type_kept(table, f"ALTER COLUMN {col} TYPE")
             coll = f" COLLATE {new['collation']}" if new["collation"] else ""
             # A conversion that changes values without an error loses data: destructive.
-            lossy = (DESTRUCTIVE,) if _narrows(old["type"], new["type"]) else ()
+            was = old["type"]
+            for domain, renamed in self.ch.redomained.items():
+                if was == renamed:  # a domain whose base type changes: what it narrows
+                    was = self.cur["domain"][domain]["type"]
+                    now = self.want["domain"][domain]["type"]
+                    lossy = (DESTRUCTIVE,) if _narrows(was, now) else ()
+                    break
+            else:
+                lossy = (DESTRUCTIVE,) if _narrows(old["type"], new["type"]) else ()
             self.locking(
                 node,
                 f"{at} TYPE {new['type']}{coll}",

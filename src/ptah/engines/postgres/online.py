@@ -54,6 +54,7 @@ _BUILT = re.compile(
     rf"^CREATE (?:UNIQUE )?INDEX CONCURRENTLY (?:IF NOT EXISTS )?({_IDENT}) ON (?:ONLY )?"
     rf"({_QNAME})"
 )
+_STATISTICS_FROM = re.compile(rf" FROM ({_QNAME})$")
 _ALTER = re.compile(rf"^ALTER TABLE (?:ONLY )?(?:IF EXISTS )?({_QNAME})\s+(.*)", re.S)
 _ON_TABLE = re.compile(
     rf"^(?:CREATE|DROP|ALTER) (?:OR REPLACE )?(?:CONSTRAINT )?(TRIGGER|POLICY|RULE) {_IDENT}"
@@ -179,6 +180,11 @@ def describe(stmt: Statement, existing: set[str], indexes: dict[str, str]) -> St
         found = _table_of(sql)
         if found and found[0] in existing:
             mode = SHARE_ROW_EXCLUSIVE
+    elif sql.startswith("CREATE STATISTICS "):
+        # Printed by the server, its table last: CREATE STATISTICS ... FROM <table>.
+        table = _STATISTICS_FROM.search(sql)
+        if table and table.group(1) in existing:
+            mode = SHARE_UPDATE_EXCLUSIVE
     elif sql.startswith("DROP TABLE "):
         name = sql.split()[2]
         if name in existing:
