@@ -39,3 +39,8 @@ GRANT USAGE ON SCHEMA ops TO ptah_corpus_reader;
 GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ops TO ptah_corpus_reader;
 GRANT USAGE ON ALL SEQUENCES IN SCHEMA ops TO ptah_corpus_writer;
 REVOKE ALL ON PROCEDURE ops.count_things(integer) FROM PUBLIC;
+-- Extended statistics: plain columns, kinds, an expression, a target and a comment.
+CREATE STATISTICS ops.named_stats (ndistinct, dependencies) ON id, name FROM ops.named;
+CREATE STATISTICS ops.timed_expr ON date_trunc('day', at), lower(by_whom) FROM ops.timed;
+ALTER STATISTICS ops.timed_expr SET STATISTICS 400;
+COMMENT ON STATISTICS ops.named_stats IS 'id and name move together';
