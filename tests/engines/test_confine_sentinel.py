@@ -133,6 +133,10 @@ def test_mysql_plans_of_hostile_files_leave_the_sentinel(
     hostile = [
         (sample, "DROP DATABASE"),
         (f"{table}/*!40101 DROP DATABASE `{s}` */;\n", "/*!40101"),
+        # A versioned comment nested in another is code to the server too, and its "*/"
+        # ends both: read as a regular comment, it hid the DROP's object from the check.
+        (f"{table}/*!50000 DROP /*!50000 DATABASE `{s}` */;\n", "/*!50000"),
+        (f"{table}/*M!100000 DROP TABLE /*! `{s}`.keep */;\n", "/*M!"),
         (f"{table}CREATE TABLE `{s}`.keep2 (id INT);\n", "keep2"),
         (f"{table}INSERT INTO {s}.keep VALUES (3, 'three');\n", "INSERT"),
         (f"{table}create view v as\n  select * from film, `{s}`.keep;\n", "create view"),

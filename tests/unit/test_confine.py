@@ -118,6 +118,10 @@ REFUSED: list[tuple[EngineName, str, str]] = [
     ("mysql", "SELECT 1 FROM t WHERE 1 --\u00a0; DROP DATABASE x; -- \n;", "whole database"),
     ("mysql", "CREATE VIEW v AS SELECT 1 --\u00a0, o.f()\nFROM t", "another database"),
     ("mysql", "SELECT 1 --\u2028 /*!50000 ; USE x */", "switches the session"),
+    # A versioned comment nested in another is code to MariaDB, and ends both.
+    ("mysql", "/*!50000 DROP /*!50000 DATABASE x */", "whole database"),
+    ("mysql", "/*M!100000 USE /*M!100000 x */", "switches the session"),
+    ("mysql", "/*!50000 CREATE /*! DATABASE x */", "whole database"),
     (
         "mysql",
         "SET @m = @@sql_mode;\nCREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW\n"

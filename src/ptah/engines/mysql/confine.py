@@ -716,7 +716,7 @@ def refusal(words: list[Word], text: str) -> str | None:
 # skips /*!79999 and /*!80016 but runs /*!50001 and /*!100000). A skipped one is no
 # statement start's prefix: "/*!99999 x */ DROP DATABASE d" read as code hid the DROP
 # behind "x", and the server ran it.
-_VERSIONED = re.compile(r"/\*M?!\d+")
+_VERSIONED = re.compile(r"/\*M?!\d{5,6}")
 _MAX_MARKERS = 6
 
 
