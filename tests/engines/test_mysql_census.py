@@ -83,3 +83,23 @@ def test_target_unmanaged_object_is_reported_and_kept(mysql_db: str) -> None:
         "SELECT trigger_name FROM information_schema.triggers WHERE trigger_schema = DATABASE()"
     )
     assert _query(mysql_db, triggers) == [("t_bump",)]
+
+
+def test_a_default_from_an_ignored_sequence_names_the_targets_own(mysql_db: str) -> None:
+    """``DEFAULT NEXTVAL(s)`` is shown qualified (``nextval(`db`.`s`)``): the desired side's
+    named the scratch, gone by apply, and the plan's CREATE failed there; the probe of an
+    ALTER of such a table failed on the table's CREATE (the sequence is not in the probe)."""
+    policy = SchemaPolicy(ignore=("sequence",))
+    _query(mysql_db, "CREATE SEQUENCE s START WITH 100")
+    table = "CREATE TABLE t (id BIGINT NOT NULL DEFAULT NEXTVAL(s) PRIMARY KEY, a {});"
+    for version in ("INT", "BIGINT"):
+        desired = "CREATE SEQUENCE s START WITH 100;\n" + table.format(version)
+        with open_target(mysql_db) as t:
+            plan = planner.plan(t, desired, policy=policy)
+            assert all("ptah_" not in s.sql for s in plan.statements), plan.statements
+            done = planner.apply(
+                t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
+            )
+            assert done.outcome == "succeeded", done.message
+            assert planner.plan(t, desired, policy=policy).statements == []
+    assert _query(mysql_db, "INSERT INTO t (a) VALUES (1) RETURNING id") == [(100,)]

@@ -14,6 +14,7 @@ import pytest
 
 from ptah.engines import planner
 from ptah.engines.connect import open_target
+from ptah.engines.model import PlanError
 
 pytestmark = pytest.mark.integration
 
@@ -167,6 +168,36 @@ CASES = {
         " CONSTRAINT c_p FOREIGN KEY (pk) REFERENCES p (k));",
         "CREATE TABLE p (id INT PRIMARY KEY, k INT);",
     ),
+    # The server cannot MODIFY a column into or out of being VIRTUAL (error 1907): it is
+    # dropped and added again, with the index and the check that name it.
+    "a column becomes generated": (
+        T.replace("b INT)", "b INT, KEY t_b (b), CONSTRAINT t_c CHECK (b > 0))") + ";",
+        T.replace("b INT)", "b INT AS (id + 1) VIRTUAL, KEY t_b (b), CONSTRAINT t_c CHECK (b > 0))")
+        + ";",
+    ),
+    "a virtual column becomes stored data": (
+        T.replace("b INT", "b INT AS (id * 2) VIRTUAL") + ";",
+        T + ";",
+    ),
+    # A check is shown where it was added: an added one went last, where a direct load has
+    # it before others.
+    "a check added before another": (
+        "CREATE TABLE t (a INT, b INT, CONSTRAINT c1 CHECK (a > 0), CONSTRAINT c3 CHECK (b > 0));",
+        "CREATE TABLE t (a INT, b INT, CONSTRAINT c1 CHECK (a > 0), CONSTRAINT c2 CHECK (a < 9),"
+        " CONSTRAINT c3 CHECK (b > 0));",
+    ),
+    # SHOW CREATE keeps a quoted name's line feed, and a comment's U+2028, form feed or NEL:
+    # a column line read as two made an internal error, or a plan of "ADD y, ADD '".
+    "a comment holds line separators": (
+        "CREATE TABLE t (a INT COMMENT 'x\u2028y', b INT);",
+        "CREATE TABLE t (a INT COMMENT 'x\u2028y\x0cz\x85', b INT, c INT COMMENT 'n\u2029');",
+    ),
+    "names hold line feeds": (
+        "CREATE TABLE `t\nx` (`a\nb` INT, `) c` INT, KEY `k\n)` (`a\nb`));",
+        "CREATE TABLE `t\nx` (`a\nb` BIGINT, `) c` INT);"
+        "CREATE TABLE `c\n)` (id INT PRIMARY KEY, `p\nid` INT,"
+        " CONSTRAINT `f\n)` FOREIGN KEY (`p\nid`) REFERENCES `c\n)` (id));",
+    ),
 }
 
 
@@ -182,3 +213,34 @@ def test_unchanged_options_are_not_restated(mysql_db: str, mysql_db2: str) -> No
     assert [" ".join(s.split()) for s in statements] == [
         "ALTER TABLE `t` COMMENT='c', ALGORITHM=INSTANT"
     ]
+
+
+# Retypes the server refuses whatever the rows (it cannot cast an INT to a UUID): found on
+# the probe's empty copies and refused at plan time, before a statement runs (the plan had
+# dropped the foreign key on the column, then failed on the ALTER after it).
+REFUSED_RETYPES = {
+    "int to uuid": (T, T.replace("id INT", "id UUID")),
+    "int to uuid under a foreign key": (
+        "CREATE TABLE p (id INT PRIMARY KEY);"
+        "CREATE TABLE c (id INT PRIMARY KEY, pid INT,"
+        " CONSTRAINT c_p FOREIGN KEY (pid) REFERENCES p (id));",
+        "CREATE TABLE p (id UUID PRIMARY KEY);"
+        "CREATE TABLE c (id INT PRIMARY KEY, pid UUID,"
+        " CONSTRAINT c_p FOREIGN KEY (pid) REFERENCES p (id));",
+    ),
+    "inet4 to inet6": ("CREATE TABLE u (i INET4);", "CREATE TABLE u (i INET6);"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED_RETYPES))
+def test_a_retype_the_server_cannot_make_is_refused_at_plan_time(mysql_db: str, case: str) -> None:
+    a, b = REFUSED_RETYPES[case]
+    _plan_apply(mysql_db, a)
+    before = _shown(mysql_db)
+    with open_target(mysql_db) as t, pytest.raises(PlanError) as err:
+        planner.plan(t, b)
+    message = str(err.value)
+    assert err.value.reason == "Unsupported", message
+    assert "Cannot cast" in message and "\n" not in message, message
+    assert "ptah_probe" not in message, message
+    assert _shown(mysql_db) == before

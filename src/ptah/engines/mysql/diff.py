@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from ptah.engines.model import DATA_DEPENDENT, DESTRUCTIVE, LOCK_HEAVY, Schema, Statement
+from ptah.engines.mysql.inspect import create_lines
 
 _REFERENCES = re.compile(r"REFERENCES `((?:[^`]|``)+)`")
 _COLUMNS = r"\(((?:`(?:[^`]|``)+`,?)+)\)"
@@ -173,16 +174,19 @@ def _alter(
     hazards: set[str] = set()
     collations = cur.get("collations", {}), want.get("collations", {})
     # A generated column whose storage changes is dropped and added again (the server
-    # cannot MODIFY it), and so are the indexes and checks that name it.
+    # cannot MODIFY it), and so are the indexes and checks that name it. So is a column
+    # that becomes VIRTUAL or stops being so (MODIFY: error 1907, "not yet supported for
+    # generated columns"; a STORED one it can MODIFY to and from a stored column); its
+    # values go with it, computed or stored: destructive.
     restored = {
         key
         for key in old
         if key.startswith("column ")
         and key in new
-        and _storage(old[key]) is not None
-        and _storage(new[key]) is not None
         and _storage(old[key]) != _storage(new[key])
+        and "VIRTUAL" in (_storage(old[key]), _storage(new[key]))
     }
+    rekinded = {k for k in restored if (_storage(old[k]) is None) != (_storage(new[k]) is None)}
     regenerated = {k.split(" ", 1)[1] for k in restored}
     readded = {
         key
@@ -191,6 +195,7 @@ def _alter(
         and key in new
         and regenerated & set(_names(old[key].split("(", 1)[-1]))
     } | _reblocked(old, new, cur["options"], want["options"])
+    readded |= _rechecked(cur["_order"], want["_order"], old, new, readded)
     # An index whose only change is IGNORED is altered in place: dropped and added again
     # in one ALTER, the server finds the key the same and keeps the old flag.
     flagged = {
@@ -213,7 +218,7 @@ def _alter(
             clause = _drop_clause(key)
             if clause:
                 clauses.append(clause)
-                if key.startswith("column ") and key not in restored:
+                if key.startswith("column ") and (key not in restored or key in rekinded):
                     hazards.add(DESTRUCTIVE)
     unchanged = {k for k in old if k in new and k not in readded and old[k] == new[k]}
     moving = _moving(cur, want, unchanged | flagged)
@@ -271,6 +276,33 @@ def _alter(
         return None, after
     order = [h for h in (DESTRUCTIVE, DATA_DEPENDENT, LOCK_HEAVY) if h in hazards]
     return Statement(f"ALTER TABLE {q(name)}\n  " + ",\n  ".join(clauses), tuple(order)), after
+
+
+def _rechecked(
+    cur_order: list[str],
+    want_order: list[str],
+    old: dict[str, str],
+    new: dict[str, str],
+    readded: set[str],
+) -> set[str]:
+    """The unchanged table checks added again so that the checks stand in the desired
+    order: the server shows them in the order they were added, and an added one goes
+    last (where a direct load has it before others). Each kept check after the first
+    added, changed or out-of-order one is dropped and added again, in order."""
+    position = {k: i for i, k in enumerate(cur_order)}
+    out: set[str] = set()
+    last, broken = -1, False
+    for key in want_order:
+        if not key.startswith("check "):
+            continue
+        kept = key in old and old[key] == new[key] and key not in readded
+        if not kept or position[key] < last:
+            broken = True
+        if broken and kept:
+            out.add(key)
+        elif kept:
+            last = position[key]
+    return out
 
 
 def _key_class(key: str, line: str) -> int:
@@ -368,7 +400,7 @@ def _deferred(
     ]
     if not keys:
         return Statement(entry["_sql"]), None
-    lines = entry["_sql"].splitlines()
+    lines = create_lines(entry["_sql"])
     end = next(i for i in range(1, len(lines)) if lines[i].startswith(")"))
     moved = {entry["elements"][k] for k in keys}
     body = [ln.rstrip(",") for ln in lines[1:end] if ln.strip().rstrip(",") not in moved]

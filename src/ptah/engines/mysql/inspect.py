@@ -45,11 +45,44 @@ def element_key(line: str) -> str:
     return "other " + line
 
 
+def create_lines(sql: str) -> list[str]:
+    """The lines of a ``SHOW CREATE TABLE``: split at each newline outside quotes only.
+
+    A quoted name may hold a raw line feed, which the server shows as it is (a string's
+    it shows escaped); and ``str.splitlines`` splits at more than a line feed too (a
+    comment's U+2028, form feed, NEL...). Either way a column line was cut in two, and
+    the plan failed with an internal error or altered the wrong thing."""
+    lines: list[str] = []
+    start, i, n = 0, 0, len(sql)
+    while i < n:
+        ch = sql[i]
+        if ch in "`'\"":
+            j = i + 1
+            while j < n:
+                if sql[j] == "\\" and ch != "`":
+                    j += 2
+                    continue
+                if sql[j] == ch:
+                    if j + 1 < n and sql[j + 1] == ch:
+                        j += 2
+                        continue
+                    break
+                j += 1
+            i = j + 1
+        elif ch == "\n":
+            lines.append(sql[start:i])
+            start = i = i + 1
+        else:
+            i += 1
+    lines.append(sql[start:])
+    return lines
+
+
 def parse_create(sql: str) -> dict[str, Any]:
     """The body lines (keyed), the options line and the partitioning clause of a
     ``SHOW CREATE TABLE``: the body ends at the first line that starts with ``)``
-    (body lines are indented, and quotes in them never hold a raw newline)."""
-    lines = sql.splitlines()
+    (body lines are indented; :func:`create_lines` keeps a quoted newline in its line)."""
+    lines = create_lines(sql)
     end = next((i for i in range(1, len(lines)) if lines[i].startswith(")")), len(lines) - 1)
     body = [ln.strip().rstrip(",") for ln in lines[1:end]]
     options = _AUTO_INC.sub("", lines[end].lstrip(") ").strip())
@@ -76,6 +109,15 @@ _CENSUS = (
     " UNION ALL SELECT 'event', event_name FROM information_schema.events"
     " WHERE event_schema = DATABASE()"
 )
+
+
+def _own_sequences(sql: str, db: str) -> str:
+    """``SHOW CREATE TABLE`` with the database's own name left out of each sequence a
+    default names: the server shows ``DEFAULT nextval(`db`.`s`)`` qualified, and the
+    scratch's name in the desired side's made the plan's CREATE name the scratch (gone
+    by apply) and never match the target's."""
+    own = re.escape("`" + db.replace("`", "``") + "`.")
+    return re.sub(rf"\b(nextval|lastval|setval)\({own}", r"\1(", sql, flags=re.IGNORECASE)
 
 
 def census(cur: Any, tables: list[tuple[str, str]]) -> list[str]:
@@ -106,7 +148,7 @@ def inspect(conn: Any) -> Schema:
             if kind != "BASE TABLE":
                 continue
             cur.execute(f"SHOW CREATE TABLE `{name.replace('`', '``')}`")
-            sql = cur.fetchone()[1]
+            sql = _own_sequences(cur.fetchone()[1], db)
             entry = parse_create(sql)
             entry["_sql"] = sql
             entry["collations"] = {}

@@ -14,7 +14,6 @@ on the rows). A change that needs ``COPY`` (or blocks writes in place) is
 
 from __future__ import annotations
 
-import contextlib
 import re
 import secrets
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from typing import Any
 
 import pymysql
 
+from ptah.engines.confine import excerpt
 from ptah.engines.model import (
     ALLOWS_WRITES,
     BRIEF,
@@ -30,6 +30,7 @@ from ptah.engines.model import (
     LOCK_HEAVY,
     LOCKS_WRITES,
     Online,
+    PlanError,
     Schema,
     Statement,
     lock_hazard,
@@ -37,6 +38,9 @@ from ptah.engines.model import (
 
 # ER_ALTER_OPERATION_NOT_SUPPORTED(_REASON): the server refuses the requested algorithm.
 _NOT_SUPPORTED = {1845, 1846}
+# Errors that say nothing of the change itself: a bound or a lock wait reached, the
+# connection lost (the probe's tables are its own, but the server is shared).
+_TRANSIENT = {1205, 1969, 3024, 2006, 2013}
 _TABLE = re.compile(r"^(?:ALTER|CREATE|DROP) TABLE `((?:[^`]|``)+)`")
 
 INSTANT = "ALGORITHM=INSTANT"
@@ -109,26 +113,55 @@ def probe(
         try:
             conn.select_db(name)
             _run(conn, "SET SESSION foreign_key_checks = 0")
+            faithful = True
             for table in sorted(current.get("table", {})):
-                _run(conn, current["table"][table]["_sql"])
+                try:
+                    _run(conn, current["table"][table]["_sql"])
+                except pymysql.MySQLError:
+                    # Not made here as it is on the target (it names an object the probe
+                    # lacks, a sequence...): the probe goes on, but refuses nothing.
+                    faithful = False
             # As apply runs: a foreign key added to rows is checked (and so copies).
             _run(conn, "SET SESSION foreign_key_checks = 1")
-            return _probe_each(conn, statements, online), []
+            return _probe_each(conn, statements, online, name, faithful), []
         finally:
             _run(conn, f"DROP DATABASE IF EXISTS `{name}`")
     finally:
         conn.close()
 
 
-def _probe_each(conn: Any, statements: list[Statement], online: Online) -> list[Statement]:
+def _refused(exc: pymysql.MySQLError, stmt: Statement, probe: str) -> PlanError:
+    """The plan refused: the server refuses one of its statements on empty copies of the
+    target's tables, so it refuses it on the target too, rows or not (an INT column
+    retyped UUID: "Cannot cast 'int' as 'uuid'"). Refused at plan time, before apply
+    has run the statements before it (a foreign key dropped for the retyping stayed
+    dropped when the ALTER after it failed)."""
+    code = exc.args[0] if exc.args else ""
+    text = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
+    text = re.sub(rf"`{re.escape(probe)}`\.", "", text).replace(probe, "the database")
+    return PlanError(
+        f"the server cannot make this change, even on an empty table, so apply would fail"
+        f" (ERROR {code}: {text}): {excerpt(stmt.sql)}",
+        "Unsupported",
+    )
+
+
+def _probe_each(
+    conn: Any, statements: list[Statement], online: Online, probe: str = "", faithful: bool = False
+) -> list[Statement]:
+    """Each statement as the probe found the server does it. While the probe holds what
+    the target would hold at that point of the plan (``faithful``: each statement before
+    ran there), a statement the server refuses refuses the plan (:func:`_refused`)."""
     out: list[Statement] = []
     for stmt in statements:
         if not _TABLE.match(stmt.sql):
             out.append(stmt)
             continue
         if not stmt.sql.startswith("ALTER TABLE "):
-            with contextlib.suppress(pymysql.MySQLError):
+            try:
                 _run(conn, stmt.sql)  # the probe follows the plan as far as it can
+            except pymysql.MySQLError:
+                faithful = False
             out.append(stmt)
             continue
         reason = ""
@@ -141,7 +174,20 @@ def _probe_each(conn: Any, statements: list[Statement], online: Online) -> list[
                     if algorithm == INPLACE_NONE or not reason:
                         reason = _reason(exc)
                     continue
-                out.append(stmt)  # the server refuses the change itself: apply will say so
+                if algorithm:
+                    # Refused with the clause for another reason than the algorithm:
+                    # the statement as it is decides.
+                    try:
+                        _run(conn, stmt.sql)
+                    except pymysql.MySQLError as plain:
+                        exc = plain
+                    else:
+                        out.append(stmt)
+                        break
+                if faithful and exc.args and exc.args[0] not in _TRANSIENT:
+                    raise _refused(exc, stmt, probe) from None
+                faithful = False
+                out.append(stmt)  # the probe cannot tell: apply will say
                 break
             out.append(_described(stmt, algorithm or "COPY", reason, online.algorithm))
             break
