@@ -244,3 +244,38 @@ def test_a_retype_the_server_cannot_make_is_refused_at_plan_time(mysql_db: str, 
     assert "Cannot cast" in message and "\n" not in message, message
     assert "ptah_probe" not in message, message
     assert _shown(mysql_db) == before
+
+
+UUID_A = (
+    "CREATE TABLE p (id VARCHAR(36) NOT NULL PRIMARY KEY);"
+    "CREATE TABLE c (id INT PRIMARY KEY, pid VARCHAR(36),"
+    " CONSTRAINT c_p FOREIGN KEY (pid) REFERENCES p (id));"
+)
+UUID_B = UUID_A.replace("VARCHAR(36)", "UUID")
+GOOD_UUID = "123e4567-e89b-12d3-a456-426614174000"
+
+
+@pytest.mark.parametrize("value", [GOOD_UUID, "not-a-uuid"])
+def test_text_retyped_to_uuid_converts_or_changes_nothing(mysql_db: str, value: str) -> None:
+    """Whether the rows convert is known at apply only: a value that is not a UUID fails
+    the apply before its first statement (the plan's foreign key drop had run, and the
+    ALTER after it failed: the key stayed dropped); values that are convert."""
+    _plan_apply(mysql_db, UUID_A)
+    _direct(mysql_db, f"INSERT INTO p VALUES ('{value}'); INSERT INTO c VALUES (1, '{value}');")
+    before = _shown(mysql_db)
+    with open_target(mysql_db) as t:
+        plan = planner.plan(t, UUID_B)
+        result = planner.apply(
+            t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
+        )
+        if value == GOOD_UUID:
+            assert result.outcome == "succeeded", result.message
+            assert planner.plan(t, UUID_B).statements == []
+            with t.connection.cursor() as cur:
+                cur.execute("SELECT CAST(pid AS CHAR) FROM c")
+                assert cur.fetchall() == ((GOOD_UUID,),)
+            return
+    assert result.outcome == "failed", result.message
+    assert result.progress.executed == 0
+    assert "holds values that are not uuid" in result.message, result.message
+    assert _shown(mysql_db) == before

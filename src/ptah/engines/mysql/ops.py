@@ -195,6 +195,42 @@ def _read_lock_bound(url: DbUrl, thread: int, every: float = 0.5) -> Any:
         watcher.close()
 
 
+_ALTERED = re.compile(r"^ALTER TABLE (`(?:[^`]|``)+`)")
+# A column retyped to one of the server's string-parsed types (MariaDB's UUID, INET6,
+# INET4): the ALTER fails on the first value that is not one (error 1292).
+_PARSED = re.compile(r"^  MODIFY COLUMN (`(?:[^`]|``)+`) (uuid|inet6|inet4)\b", re.M)
+
+
+def _refuse_unconvertible(conn: Any, current: Schema, statements: list[Statement]) -> None:
+    """Fail the apply before its first statement when a column the plan retypes to UUID,
+    INET6 or INET4 holds a value that is not one (the server's own CAST says: NULL).
+
+    Whether the rows convert is known only on the target, at apply; found by the ALTER
+    itself, the statements before it had run: the foreign key dropped for the retyping
+    stayed dropped, the target left half-changed. Nothing has run when this fails."""
+    with conn.cursor() as cur:
+        for stmt in statements:
+            m = _ALTERED.match(stmt.sql)
+            entry = current["table"].get(m.group(1)[1:-1].replace("``", "`")) if m else None
+            if m is None or entry is None:
+                continue
+            for column, kind in _PARSED.findall(stmt.sql):
+                line = entry["elements"].get("column " + column[1:-1].replace("``", "`"))
+                if line is None or mydiff.column_type(line)[len(column) + 1 :].startswith(kind):
+                    continue
+                cur.execute(
+                    f"SELECT 1 FROM {m.group(1)} WHERE {column} IS NOT NULL"
+                    f" AND CAST({column} AS {kind}) IS NULL LIMIT 1"
+                )
+                if cur.fetchone():
+                    raise EngineError(
+                        f"column {m.group(1)}.{column} holds values that are not {kind}, so"
+                        f" changing its type to {kind} would fail part-way: nothing was"
+                        " changed (convert or remove those values first)",
+                        reason="DataNotConvertible",
+                    )
+
+
 class MysqlOps:
     def version_key(self, target: Target) -> str:
         return f"mysql-{target.connection.get_server_info()}"
@@ -398,9 +434,11 @@ class MysqlOps:
                 progress.notes.append("server has no max_statement_time (MySQL): not bounded")
             # The checks the plan's scratch load had (a fresh session's): the same here.
             cur.execute("SET SESSION foreign_key_checks = 1")
-        actual = fingerprint(self.inspect(target))
+        current = self.inspect(target)
+        actual = fingerprint(current)
         if actual != expected_before:
             raise DriftedError(actual)
+        _refuse_unconvertible(conn, current, statements)
         progress.notes.append("MariaDB/MySQL DDL commits per statement: progress is per statement")
         for stmt in statements:
             progress.failed_index = progress.executed
