@@ -103,3 +103,25 @@ def test_a_default_from_an_ignored_sequence_names_the_targets_own(mysql_db: str)
             assert done.outcome == "succeeded", done.message
             assert planner.plan(t, desired, policy=policy).statements == []
     assert _query(mysql_db, "INSERT INTO t (a) VALUES (1) RETURNING id") == [(100,)]
+
+
+def test_an_alter_naming_an_ignored_table_kind_is_not_refused(mysql_db: str) -> None:
+    """The probe of a plan's ALTERs makes the target's inspected tables only: an ALTER that
+    names a sequence or a system-versioned table (ignored kinds, left on the target) fails
+    there alone, and must not refuse the plan as a change the server cannot make."""
+    policy = SchemaPolicy(ignore=("sequence", "system-versioned table"))
+    kept = "CREATE SEQUENCE s;\nCREATE TABLE h (id INT PRIMARY KEY) WITH SYSTEM VERSIONING;\n"
+    _query(mysql_db, "CREATE SEQUENCE s")
+    _query(mysql_db, "CREATE TABLE h (id INT PRIMARY KEY) WITH SYSTEM VERSIONING")
+    for desired in (
+        kept + "CREATE TABLE t (id INT PRIMARY KEY, hid INT);",
+        kept + "CREATE TABLE t (id INT PRIMARY KEY, hid INT, n BIGINT DEFAULT NEXTVAL(s),"
+        " CONSTRAINT f FOREIGN KEY (hid) REFERENCES h (id));",
+    ):
+        with open_target(mysql_db) as t:
+            plan = planner.plan(t, desired, policy=policy)
+            done = planner.apply(
+                t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
+            )
+            assert done.outcome == "succeeded", done.message
+            assert planner.plan(t, desired, policy=policy).statements == []
