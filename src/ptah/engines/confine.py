@@ -37,7 +37,13 @@ from sqlglot.tokens import Token, TokenType  # type: ignore[attr-defined]
 
 from ptah.engines.base import DesiredSchemaInvalid
 from ptah.engines.model import PlanError
-from ptah.engines.splitter import SplitError, Statement, mysql_dash_comment, split_statements
+from ptah.engines.splitter import (
+    SplitError,
+    Statement,
+    mysql_dash_comment,
+    mysql_quote_end,
+    split_statements,
+)
 from ptah.engines.urls import EngineName
 
 __all__ = [
@@ -169,18 +175,7 @@ def uncover_versioned_comments(text: str, skipped: Set[str] = frozenset()) -> st
     while i < n:
         ch = text[i]
         if ch in "'\"`":
-            j = i + 1
-            while j < n:
-                if text[j] == "\\" and ch != "`":
-                    j += 2
-                    continue
-                if text[j] == ch:
-                    if j + 1 < n and text[j + 1] == ch:
-                        j += 2
-                        continue
-                    break
-                j += 1
-            i = j + 1
+            i = mysql_quote_end(text, i)
         elif ch == "#" or (text.startswith("--", i) and mysql_dash_comment(text, i)):
             j = text.find("\n", i)
             i = n if j < 0 else j

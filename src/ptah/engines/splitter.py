@@ -76,6 +76,25 @@ def mysql_dash_comment(sql: str, i: int) -> bool:
     return i + 2 >= len(sql) or sql[i + 2] <= " " or sql[i + 2] == "\x7f"
 
 
+def mysql_quote_end(sql: str, i: int) -> int:
+    """Where the MariaDB/MySQL quoted span opened at ``i`` ends: the index after its
+    closing quote (``len(sql)`` when it never closes). The quote is ``sql[i]`` (``'``,
+    ``"`` or a backtick); a doubled quote stays inside, and so does a backslash's next
+    character, except in a backtick name, where the server reads no escapes."""
+    quote, j, n = sql[i], i + 1, len(sql)
+    while j < n:
+        if sql[j] == "\\" and quote != "`":
+            j += 2
+            continue
+        if sql[j] == quote:
+            if j + 1 < n and sql[j + 1] == quote:
+                j += 2
+                continue
+            return j + 1
+        j += 1
+    return n + 1
+
+
 def _line_start(sql: str, i: int) -> bool:
     """Only blanks between the line's start and ``i``."""
     j = sql.rfind("\n", 0, i) + 1

@@ -26,6 +26,7 @@ from typing import Any
 
 from ptah.engines.model import Schema
 from ptah.engines.mysql.target import read_as_checked
+from ptah.engines.splitter import mysql_quote_end
 
 _AUTO_INC = re.compile(r" AUTO_INCREMENT=\d+")
 
@@ -57,18 +58,7 @@ def create_lines(sql: str) -> list[str]:
     while i < n:
         ch = sql[i]
         if ch in "`'\"":
-            j = i + 1
-            while j < n:
-                if sql[j] == "\\" and ch != "`":
-                    j += 2
-                    continue
-                if sql[j] == ch:
-                    if j + 1 < n and sql[j + 1] == ch:
-                        j += 2
-                        continue
-                    break
-                j += 1
-            i = j + 1
+            i = mysql_quote_end(sql, i)
         elif ch == "\n":
             lines.append(sql[start:i])
             start = i = i + 1
