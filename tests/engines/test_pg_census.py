@@ -43,9 +43,12 @@ UNMANAGED = {
         "CREATE ACCESS METHOD heap2 TYPE TABLE HANDLER heap_tableam_handler;",
         "access method heap2",
     ),
-    "text search": (
-        "CREATE TEXT SEARCH CONFIGURATION public.my_english (COPY = pg_catalog.english);",
-        "text search configuration public.my_english",
+    # Text search templates and parsers are C-level (superuser only); configurations and
+    # dictionaries are managed, and one on an unmanaged template is refused by it.
+    "text search template": (
+        "CREATE TEXT SEARCH TEMPLATE public.my_simple (LEXIZE = dsimple_lexize);"
+        " CREATE TEXT SEARCH DICTIONARY public.my_dict (TEMPLATE = public.my_simple);",
+        "text search template public.my_simple",
     ),
     "publication": ("CREATE PUBLICATION t_pub FOR TABLE public.t;", "publication t_pub"),
     "column options": (
@@ -130,11 +133,11 @@ def test_target_unmanaged_object_is_reported_and_kept(pg_db: str) -> None:
             "CREATE FUNCTION public.t_eq(integer, integer) RETURNS boolean LANGUAGE sql"
             " IMMUTABLE AS 'SELECT $1 = $2'; CREATE OPERATOR public.=== (LEFTARG = integer,"
             " RIGHTARG = integer, FUNCTION = public.t_eq);"
-            "CREATE TEXT SEARCH CONFIGURATION public.t_ts (COPY = pg_catalog.english)"
+            "CREATE TEXT SEARCH TEMPLATE public.t_ts (LEXIZE = dsimple_lexize)"
         )
         # The hand-made function is managed (and not desired): it is dropped only with its
-        # dependents named; the operator and the text search configuration are not
-        # managed: reported, kept.
+        # dependents named; the operator and the text search template are not managed:
+        # reported, kept.
         again = planner.plan(
             t,
             sql + "CREATE FUNCTION public.t_eq(integer, integer) RETURNS"
@@ -142,7 +145,7 @@ def test_target_unmanaged_object_is_reported_and_kept(pg_db: str) -> None:
         )
         assert again.statements == []
         assert any("operator public.===(integer,integer)" in w for w in again.warnings)
-        assert any("text search configuration public.t_ts" in w for w in again.warnings)
+        assert any("text search template public.t_ts" in w for w in again.warnings)
         with pytest.raises(PlanError) as err:  # t_eq is not desired, but the operator uses it
             planner.plan(t, sql)
         assert err.value.reason == "Unmanaged"
@@ -294,12 +297,43 @@ def test_ownership_manage_plans_owners_and_ignore_leaves_them(pg_url: str, pg_db
         assert "line 2" in str(err.value) and "ptah_no_such_role" in str(err.value)
 
 
+def test_ownership_manage_sets_text_search_owners(pg_url: str, pg_db: str) -> None:
+    from pgcorpus import ensure_roles
+
+    from ptah.engines.model import SchemaPolicy
+
+    ensure_roles(pg_url)
+    sql = (
+        BASE
+        + "CREATE TEXT SEARCH DICTIONARY public.dd (TEMPLATE = simple);\n"
+        + "ALTER TEXT SEARCH DICTIONARY public.dd OWNER TO ptah_corpus_writer;\n"
+        + "CREATE TEXT SEARCH CONFIGURATION public.cc (PARSER = default);\n"
+        + "ALTER TEXT SEARCH CONFIGURATION public.cc OWNER TO ptah_corpus_reader;\n"
+    )
+    manage = SchemaPolicy(ownership="manage")
+    with open_target(pg_db) as t:
+        plan = planner.plan(t, sql, policy=manage)
+        owners = [s.sql for s in plan.statements if "OWNER TO" in s.sql]
+        assert owners == [
+            "ALTER TEXT SEARCH CONFIGURATION public.cc OWNER TO ptah_corpus_reader",
+            "ALTER TEXT SEARCH DICTIONARY public.dd OWNER TO ptah_corpus_writer",
+        ]
+        result = planner.apply(
+            t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
+        )
+        assert result.outcome == "succeeded", result.message
+        assert planner.plan(t, sql, policy=manage).statements == []
+        assert t.connection.execute(
+            "SELECT pg_get_userbyid(dictowner) FROM pg_ts_dict WHERE dictname = 'dd'"
+        ).fetchone() == ("ptah_corpus_writer",)
+
+
 def test_policy_ignore_lets_an_unmanaged_kind_through(pg_db: str) -> None:
     from ptah.engines.model import SchemaPolicy
 
-    sql = BASE + "CREATE TEXT SEARCH CONFIGURATION public.t_ts (COPY = pg_catalog.english);"
+    sql = BASE + "CREATE TEXT SEARCH TEMPLATE public.t_ts (LEXIZE = dsimple_lexize);"
     with open_target(pg_db) as t:
-        plan = planner.plan(t, sql, policy=SchemaPolicy(ignore=("text search configuration",)))
+        plan = planner.plan(t, sql, policy=SchemaPolicy(ignore=("text search template",)))
     assert plan.statements and not any("TEXT SEARCH" in s.sql for s in plan.statements)
 
 

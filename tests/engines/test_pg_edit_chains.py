@@ -5,7 +5,9 @@ of the second and re-plan empty, or be refused naming the object, never fail on 
 from __future__ import annotations
 
 import pytest
-from pgcorpus import assert_edit_like_psql, refusal
+from pgcorpus import apply_plan, assert_edit_like_psql, database, refusal
+
+from ptah.engines.connect import open_target
 
 pytestmark = pytest.mark.integration
 
@@ -280,3 +282,94 @@ def test_statistics_objects_round_trip(pg_url: str) -> None:
 )
 def test_statistics_objects_edits(pg_url: str, second: str) -> None:
     assert_edit_like_psql(pg_url, STATISTICS, second)
+
+
+TEXT_SEARCH = """
+CREATE SCHEMA s;
+CREATE TEXT SEARCH DICTIONARY public.my_stem (TEMPLATE = snowball, Language = english,
+    StopWords = english);
+CREATE TEXT SEARCH DICTIONARY s."My simple" (TEMPLATE = pg_catalog.simple, STOPWORDS = english,
+    ACCEPT = false);
+COMMENT ON TEXT SEARCH DICTIONARY public.my_stem IS 'stems';
+CREATE TEXT SEARCH CONFIGURATION public.my_en (COPY = pg_catalog.english);
+ALTER TEXT SEARCH CONFIGURATION public.my_en ALTER MAPPING FOR asciiword, word
+    WITH s."My simple", public.my_stem;
+ALTER TEXT SEARCH CONFIGURATION public.my_en DROP MAPPING FOR email, url, int;
+COMMENT ON TEXT SEARCH CONFIGURATION public.my_en IS 'mine';
+CREATE TEXT SEARCH CONFIGURATION s.bare (PARSER = "default");
+CREATE TABLE public.doc (id integer PRIMARY KEY, body text, lang regconfig
+    DEFAULT 'public.my_en'::regconfig,
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('public.my_en', coalesce(body, ''))) STORED);
+CREATE INDEX doc_fts ON public.doc USING gin (to_tsvector('public.my_en'::regconfig, body));
+CREATE VIEW public.doc_v AS SELECT id, to_tsvector('public.my_en', body) AS v FROM public.doc;
+CREATE FUNCTION public.fts(q text) RETURNS tsquery LANGUAGE sql IMMUTABLE
+    RETURN plainto_tsquery('public.my_en', q);
+"""
+
+
+def test_text_search_round_trip(pg_url: str) -> None:
+    """Text search configurations and dictionaries were refused as unmanaged (any
+    desired file with one): now created, with what uses them after them."""
+    assert_edit_like_psql(pg_url, "CREATE SCHEMA s;", TEXT_SEARCH)
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        # a mapping changes: the configuration and what uses it are rebuilt
+        TEXT_SEARCH.replace("DROP MAPPING FOR email, url, int", "DROP MAPPING FOR email"),
+        # a dictionary's options change: the configurations that map to it go with it
+        TEXT_SEARCH.replace("StopWords = english", "StopWords = russian").replace(
+            "'stems'", "'changed'"
+        ),
+        TEXT_SEARCH.replace("ACCEPT = false", "ACCEPT = true"),
+        # the column, index and view move to another configuration; the old one dropped
+        TEXT_SEARCH.replace("'public.my_en'", "'s.bare'")
+        .replace("CREATE TEXT SEARCH CONFIGURATION public.my_en (COPY = pg_catalog.english);", "")
+        .replace(
+            """ALTER TEXT SEARCH CONFIGURATION public.my_en ALTER MAPPING FOR asciiword, word
+    WITH s."My simple", public.my_stem;
+ALTER TEXT SEARCH CONFIGURATION public.my_en DROP MAPPING FOR email, url, int;
+COMMENT ON TEXT SEARCH CONFIGURATION public.my_en IS 'mine';
+""",
+            "",
+        ),
+        "CREATE SCHEMA s;",
+    ],
+    ids=["mapping-changed", "dictionary-changed", "simple-dictionary-changed", "moved", "dropped"],
+)
+def test_text_search_edits(pg_url: str, second: str) -> None:
+    assert_edit_like_psql(pg_url, TEXT_SEARCH, second)
+
+
+def test_text_search_change_computes_stored_columns_again(pg_url: str) -> None:
+    """A configuration whose mapping changes is created again: a generated column over it
+    is added again, so its stored values are those of the new mapping."""
+    first = """
+    CREATE TEXT SEARCH CONFIGURATION public.c (COPY = pg_catalog.simple);
+    CREATE TABLE public.d (body text, tsv tsvector
+        GENERATED ALWAYS AS (to_tsvector('public.c', body)) STORED);
+    """
+    second = first + "ALTER TEXT SEARCH CONFIGURATION public.c DROP MAPPING FOR asciiword;"
+    with database(pg_url) as url:
+        apply_plan(url, first)
+        with open_target(url) as t:
+            t.connection.execute("INSERT INTO public.d VALUES ('the cats')")
+            t.connection.commit()
+        apply_plan(url, second)
+        with open_target(url) as t:
+            row = t.connection.execute("SELECT tsv::text FROM public.d").fetchone()
+        assert row == ("",)
+
+
+def test_text_search_change_under_a_domain_is_refused(pg_url: str) -> None:
+    """A domain check that names the configuration cannot be kept while it is created
+    again (the domain is not dropped): refused naming both."""
+    first = """
+    CREATE TEXT SEARCH CONFIGURATION public.c (COPY = pg_catalog.simple);
+    CREATE DOMAIN public.words AS text CHECK (to_tsvector('public.c', VALUE) <> '');
+    CREATE TABLE public.d (w public.words);
+    """
+    second = first + "ALTER TEXT SEARCH CONFIGURATION public.c DROP MAPPING FOR asciiword;"
+    said = refusal(pg_url, first, second)
+    assert "domain public.words depends on" in said and "ts_config:public.c" in said

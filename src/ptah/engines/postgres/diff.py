@@ -55,6 +55,8 @@ _RANK = {
     "extension": 0,
     "schema": 1,
     "collation": 2,
+    "ts_dict": 2,
+    "ts_config": 3,
     "enum": 2,
     "range": 2,
     "domain": 3,
@@ -87,6 +89,8 @@ _REBUILDABLE = {
     "policy",
     "function",
     "event_trigger",
+    "ts_dict",
+    "ts_config",
 }
 
 
@@ -274,6 +278,7 @@ class _Diff:
             self.extensions,
             self.schemas,
             self.collations,
+            self.text_search,
             self.enums,
             self.domains,
             self.composites,
@@ -334,7 +339,7 @@ class _Diff:
                 self.reordered_composite(name, cur[name], want[name])
             elif _attributes_dropped_or_altered(cur[name]["attributes"], want[name]["attributes"]):
                 self.composite_users_parsed_again(name)
-        for kind in ("range", "collation"):
+        for kind in ("range", "collation", "ts_dict", "ts_config"):
             cur, want = self.pair(kind)
             for name in cur.keys() & want.keys():
                 if cur[name] != want[name]:
@@ -623,10 +628,15 @@ class _Diff:
         """What uses a function the plan drops for good and stays is rebuilt (a column
         default set again): the server refuses the drop under it. Its definition may read
         the same in both files: an overload whose argument types change (``f(text[])`` to
-        ``f(varchar[])``) is called by the same name, so nothing else rebuilt it."""
-        cur, want = self.pair("function")
-        for name in sorted(cur.keys() - want.keys()):
-            node = f"function:{name}"
+        ``f(varchar[])``) is called by the same name, so nothing else rebuilt it. So for a
+        text search configuration or dictionary dropped for good (a default that names
+        it as ``regconfig`` is set again after the drop)."""
+        gone = [
+            f"{kind}:{name}"
+            for kind in ("function", "ts_config", "ts_dict")
+            for name in sorted(self.cur.get(kind, {}).keys() - self.want.get(kind, {}).keys())
+        ]
+        for node in gone:
             for child, _ in self.dependents(node):
                 if self.rebuilt(child) or not self._in(self.want, child):
                     continue
@@ -860,6 +870,36 @@ class _Diff:
             return f"CREATE COLLATION {name} ({', '.join(opts)})"
 
         self._simple("collation", "COLLATION", make)
+
+    def text_search(self) -> None:
+        """Text search dictionaries and configurations: created (a configuration by its
+        parser, then its mappings, token types that share dictionaries in one ``ADD
+        MAPPING``), dropped, and dropped and created again when they change; what uses
+        them (a configuration its dictionaries; an index, a generated column, a view that
+        names a configuration) is rebuilt with them by step 2."""
+
+        def dictionary(name: str, d: dict[str, Any]) -> list[str]:
+            options = f", {d['options']}" if d["options"] else ""
+            return [f"CREATE TEXT SEARCH DICTIONARY {name} (TEMPLATE = {d['template']}{options})"]
+
+        def configuration(name: str, c: dict[str, Any]) -> list[str]:
+            out = [f"CREATE TEXT SEARCH CONFIGURATION {name} (PARSER = {c['parser']})"]
+            groups: dict[str, list[str]] = {}
+            for token, dicts in c["mapping"]:
+                groups.setdefault(dicts, []).append(token)
+            for dicts, tokens in groups.items():
+                out.append(
+                    f"ALTER TEXT SEARCH CONFIGURATION {name} ADD MAPPING FOR"
+                    f" {', '.join(tokens)} WITH {dicts}"
+                )
+            return out
+
+        self._rebuildable_kind(
+            "ts_dict", lambda n, d: f"DROP TEXT SEARCH DICTIONARY {n}", dictionary
+        )
+        self._rebuildable_kind(
+            "ts_config", lambda n, c: f"DROP TEXT SEARCH CONFIGURATION {n}", configuration
+        )
 
     def enums(self) -> None:
         cur, want = self.pair("enum")
@@ -2449,6 +2489,8 @@ _OWNER_WORDS = {
     "collation": "COLLATION",
     "event_trigger": "EVENT TRIGGER",
     "statistics": "STATISTICS",
+    "ts_dict": "TEXT SEARCH DICTIONARY",
+    "ts_config": "TEXT SEARCH CONFIGURATION",
 }
 
 

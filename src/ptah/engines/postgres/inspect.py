@@ -46,6 +46,8 @@ KINDS = (
     "extension",
     "schema",
     "collation",
+    "ts_dict",
+    "ts_config",
     "enum",
     "domain",
     "ctype",
@@ -82,6 +84,35 @@ SELECT c.oid, {_qn("n", "c.collname")}, c.collprovider::text, c.collisdeterminis
        c.collcollate, c.collctype, c.colliculocale
 FROM pg_collation c JOIN pg_namespace n ON n.oid = c.collnamespace
 WHERE {_USER_NS} AND {_not_ext("pg_collation", "c.oid")}
+"""
+
+# Text search dictionaries: their template and their options as the server keeps them
+# (what pg_dump writes back after TEMPLATE).
+Q_TS_DICTS = f"""
+SELECT d.oid, {_qn("n", "d.dictname")}, {_qn("tn", "t.tmplname")}, d.dictinitoption
+FROM pg_ts_dict d JOIN pg_namespace n ON n.oid = d.dictnamespace
+JOIN pg_ts_template t ON t.oid = d.dicttemplate
+JOIN pg_namespace tn ON tn.oid = t.tmplnamespace
+WHERE {_USER_NS} AND {_not_ext("pg_ts_dict", "d.oid")}
+"""
+
+# Text search configurations: their parser, and each token type's dictionaries in the
+# order they are consulted (token types in the parser's order).
+Q_TS_CONFIGS = f"""
+SELECT c.oid, {_qn("n", "c.cfgname")}, {_qn("pn", "p.prsname")},
+       ARRAY(SELECT ARRAY[quote_ident(t.alias), array_to_string(ARRAY(
+                     SELECT {_qn("dn", "d.dictname")}
+                       FROM pg_ts_config_map m JOIN pg_ts_dict d ON d.oid = m.mapdict
+                       JOIN pg_namespace dn ON dn.oid = d.dictnamespace
+                      WHERE m.mapcfg = c.oid AND m.maptokentype = t.tokid
+                      ORDER BY m.mapseqno), ', ')]
+               FROM ts_token_type(c.cfgparser) t
+              WHERE EXISTS (SELECT 1 FROM pg_ts_config_map m
+                             WHERE m.mapcfg = c.oid AND m.maptokentype = t.tokid)
+              ORDER BY t.tokid)
+FROM pg_ts_config c JOIN pg_namespace n ON n.oid = c.cfgnamespace
+JOIN pg_ts_parser p ON p.oid = c.cfgparser JOIN pg_namespace pn ON pn.oid = p.prsnamespace
+WHERE {_USER_NS} AND {_not_ext("pg_ts_config", "c.oid")}
 """
 
 Q_ENUMS = f"""
@@ -480,6 +511,10 @@ UNION ALL SELECT 'pg_event_trigger', e.oid, quote_ident(pg_get_userbyid(e.evtown
   FROM pg_event_trigger e
 UNION ALL SELECT 'pg_statistic_ext', x.oid, quote_ident(pg_get_userbyid(x.stxowner))
   FROM pg_statistic_ext x WHERE x.oid >= 16384
+UNION ALL SELECT 'pg_ts_dict', d.oid, quote_ident(pg_get_userbyid(d.dictowner))
+  FROM pg_ts_dict d WHERE d.oid >= 16384
+UNION ALL SELECT 'pg_ts_config', c.oid, quote_ident(pg_get_userbyid(c.cfgowner))
+  FROM pg_ts_config c WHERE c.oid >= 16384
 """
 
 # Every comment, named as COMMENT ON names its object.
@@ -792,6 +827,12 @@ def _read_namespaces(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             "icuLocale": icu,
         }
         nodes.add("pg_collation", oid, f"collation:{name}")
+    for oid, name, template, options in _rows(cur, Q_TS_DICTS):
+        schema["ts_dict"][name] = {"template": template, "options": options}
+        nodes.add("pg_ts_dict", oid, f"ts_dict:{name}")
+    for oid, name, parser, mapping in _rows(cur, Q_TS_CONFIGS):
+        schema["ts_config"][name] = {"parser": parser, "mapping": [list(m) for m in mapping]}
+        nodes.add("pg_ts_config", oid, f"ts_config:{name}")
 
 
 def _read_types(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:

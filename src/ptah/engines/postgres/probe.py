@@ -64,6 +64,7 @@ CATALOGS = (
     "pg_transform",
     "pg_trigger",
     "pg_ts_config",
+    "pg_ts_config_map",
     "pg_ts_dict",
     "pg_ts_parser",
     "pg_ts_template",

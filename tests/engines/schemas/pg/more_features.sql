@@ -44,3 +44,15 @@ CREATE STATISTICS ops.named_stats (ndistinct, dependencies) ON id, name FROM ops
 CREATE STATISTICS ops.timed_expr ON date_trunc('day', at), lower(by_whom) FROM ops.timed;
 ALTER STATISTICS ops.timed_expr SET STATISTICS 400;
 COMMENT ON STATISTICS ops.named_stats IS 'id and name move together';
+-- Full-text search: a dictionary and a configuration (copied, then remapped), used by a
+-- generated column and an expression index, with comments.
+CREATE TEXT SEARCH DICTIONARY ops.en_stem (TEMPLATE = snowball, Language = english, StopWords = english);
+CREATE TEXT SEARCH CONFIGURATION ops.en (COPY = pg_catalog.english);
+ALTER TEXT SEARCH CONFIGURATION ops.en ALTER MAPPING FOR asciiword, word WITH ops.en_stem;
+ALTER TEXT SEARCH CONFIGURATION ops.en DROP MAPPING FOR email, url, url_path;
+COMMENT ON TEXT SEARCH CONFIGURATION ops.en IS 'English, stemmed';
+COMMENT ON TEXT SEARCH DICTIONARY ops.en_stem IS 'Snowball, English stop words';
+CREATE TABLE ops.note (id integer PRIMARY KEY, body text,
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('ops.en', coalesce(body, ''))) STORED);
+CREATE INDEX note_tsv ON ops.note USING gin (tsv);
+CREATE INDEX note_body_fts ON ops.note USING gin (to_tsvector('ops.en'::regconfig, body));
