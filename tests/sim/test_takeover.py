@@ -212,3 +212,51 @@ def test_a_stopped_pod_in_the_listing_is_no_count_of_the_pods_that_ran(held: Hel
     assert "was deleted before it was seen to end" in message, message
     assert claim["operationId"] in world.dbs.by_name["db1"].writers
     assert held.inv.violations == []
+
+
+def test_a_job_put_back_under_the_reserved_name_is_not_the_holders_run(held: HeldRealm) -> None:
+    """The holder's node is cut off; its Job is deleted (its Pod collected, its process
+    writing on; a Pod the Job controller had just made, never scheduled, left Terminating)
+    and then put back under its reserved name from a saved manifest (a GitOps sync, a
+    backup restore): a new UID. The copy's Pod runs elsewhere and ends, so the Job under
+    the name is terminal, counting one Pod that was seen to stop, and the one Pod the
+    API lists of the first Job provably never started. Only the UID the holder's claim
+    adopted tells the copy from its run: the Migrate waits, and the database keeps one
+    writer (the mutants takeover-ignores-holder-job-uid and judge-other-job-under-name)."""
+    world, claim, run = held.world, held.claim, held.run
+    db = world.dbs.by_name["db1"]
+    world.kubelet.partition(10**6)
+    job = world.cluster.system.get(JOB, NS, run.job)
+    assert job is not None and job["metadata"]["uid"] == claim["jobUid"]
+    world._unscheduled_replacement(job)
+    world.cluster.system.delete(JOB, NS, run.job, propagation="Background")
+    world.kubelet.step()
+    assert world.cluster.system.get(POD, NS, run.pod) is None
+    world.put_back_job(job)
+    copy = world.cluster.system.get(JOB, NS, run.job)
+    assert copy is not None and copy["metadata"]["uid"] != claim["jobUid"]
+    for _ in range(60):
+        world.kubelet.step()
+        copy = world.cluster.system.get(JOB, NS, run.job)
+        if copy and (copy.get("status") or {}).get("conditions"):
+            break
+        world.clock.advance(20)
+    assert copy and (copy.get("status") or {}).get("conditions"), copy
+    assert claim["operationId"] in db.writers  # the first Job's process writes on
+    message = held.wait_out_the_lease()
+    assert "was deleted before it was seen to end" in message, message
+    assert claim["operationId"] in db.writers
+
+    # The holder's controller comes back: the Job under the name is not the one it
+    # adopted, so the outcome is unknown, and the release it stages stays withheld (the
+    # copy's terminal Job and stopped Pod are not its run's; the mutant
+    # staged-release-omits-job-uid releases on them).
+    for _ in range(3):
+        one_pass(world, held.inv, APPLY)
+    current = status(world, APPLY)
+    assert current["pendingObservation"]["operationId"] == claim["operationId"]
+    assert current["pendingLockRelease"]["jobUid"] == claim["jobUid"]
+    assert _lease_holder(world) == held.holder
+    assert claim["operationId"] in db.writers
+    assert db.max_concurrent_writers == 1
+    assert held.inv.violations == []

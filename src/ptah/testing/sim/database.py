@@ -29,6 +29,10 @@ class SimDatabase:
     tables: set[str] = field(default_factory=set)
     history: list[str] = field(default_factory=list)
     dirty: str | None = None
+    # Each applied version's file content as it ran (the runner's checksum of it).
+    checksums: dict[str, str] = field(default_factory=dict)
+    # Each repeatable file's checksum as it last ran, by name.
+    repeatables: dict[str, str] = field(default_factory=dict)
     executions: Counter[str] = field(default_factory=Counter)
     writers: set[str] = field(default_factory=set)
     max_concurrent_writers: int = 0
@@ -68,7 +72,19 @@ class SimDatabase:
 
     # --- versioned
 
-    def read_history(self, versions: list[str]) -> dict[str, object]:
+    def read_history(
+        self,
+        versions: list[str],
+        files: dict[str, str] | None = None,
+        repeatable: dict[str, str] | None = None,
+    ) -> dict[str, object]:
+        """``files``: each version's file content in the directory now; an applied
+        version whose file changed since it ran is reported mismatched. ``repeatable``:
+        each repeatable file's content, by name; one whose checksum is not the one it last
+        ran with is pending."""
+        files = files or {}
+        repeatable = repeatable or {}
+        sums = {name: digest(text, 32) for name, text in sorted(repeatable.items())}
         applied = [v for v in self.history if v in versions]
         pending = [v for v in versions if v not in self.history and v != self.dirty]
         dirty = (
@@ -80,9 +96,25 @@ class SimDatabase:
             "applied": applied,
             "pending": pending,
             "dirty": dirty,
-            "mismatched": [],
+            "mismatched": [
+                {"version": v, "expected": self.checksums[v], "actual": digest(files[v], 32)}
+                for v in applied
+                if v in self.checksums and v in files and digest(files[v], 32) != self.checksums[v]
+            ],
+            "repeatables": [
+                {
+                    "name": name,
+                    "checksum": sums[name],
+                    "appliedChecksum": self.repeatables.get(name, ""),
+                    "state": "applied" if self.repeatables.get(name) == sums[name] else "pending",
+                }
+                for name in sums
+            ],
+            "repeatablesPending": [n for n in sums if self.repeatables.get(n) != sums[n]],
             "missingFromDirectory": [v for v in self.history if v not in versions],
-            "settled": not pending and not dirty,
+            "settled": not pending
+            and not dirty
+            and all(self.repeatables.get(n) == c for n, c in sums.items()),
         }
 
 

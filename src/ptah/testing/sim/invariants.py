@@ -29,7 +29,7 @@ from ptah.workload.job import (
     LABEL_OPERATION_TYPE,
     LABEL_OWNER_UID,
 )
-from ptah.workload.names import lease_name
+from ptah.workload.names import input_configmap_name, lease_name
 
 MUTATING = {"Apply", "Migrate"}
 ACCOUNTED = {"Succeeded", "Failed", "Refused", "Fenced"}
@@ -77,7 +77,8 @@ RULES: dict[str, str] = {
     "duration (by the world's clock) is never taken by another, whatever the clocks say",
     "own-inputs": "Persist the claim: the runner-input ConfigMap a Job mounts is owned by "
     "that Job's resource, so deleting another resource (whose garbage collection takes what "
-    "it owns) never removes a dispatched Job's inputs",
+    "it owns) never removes a dispatched Job's inputs, and holds the content its name was "
+    "made from (another content found under the name is never mounted)",
     "snapshot-pass-returns": "admissionSnapshot: the pass that writes the snapshot returns "
     "without creating anything",
     "job-carries-snapshot": "Resolve the admission envelope: a Job carries the admission "
@@ -1211,6 +1212,14 @@ class Invariants(Watcher):
                 "own-inputs",
                 f"{res.name}: Job {job} mounts input ConfigMap {name}, owned only by {owners}",
             )
+        elif input_configmap_name(obj["metadata"]["uid"], digest(cm.get("data") or {})) != name:
+            # The name is made from the resource and the content: another content under
+            # it is not what the claim computed.
+            self.fail(
+                "own-inputs",
+                f"{res.name}: Job {job} mounts input ConfigMap {name}, whose content is not "
+                "the content its name was made from",
+            )
 
     def _own_job(
         self, res: SimResource, obj: dict[str, Any], claim: dict[str, Any], what: str
@@ -1461,13 +1470,16 @@ def _evidence_problem(
 def _settled(schema: bool, observed: dict[str, Any], record: dict[str, Any]) -> bool:
     """What a reading saw settles the record: for a schema, the database at the
     Apply's expected fingerprint or no changes left; for a migration, nothing dirty, and
-    nothing pending or the applied history exactly what the uncertain run expected."""
+    nothing pending (repeatable files included) or the applied history (each repeatable at
+    the checksum it last ran with) exactly what the uncertain run expected, and no applied
+    migration edited since it ran."""
     if schema:
         return observed.get("fingerprint") == record.get("expectedAfter") or (
             observed.get("changes") is False
         )
-    if "dirty" not in observed or observed["dirty"] is not None:
+    if "dirty" not in observed or observed["dirty"] is not None or observed.get("mismatched"):
         return False
     expected = record.get("expectedAfter")
-    reached = bool(expected) and digest(list(observed.get("applied") or [])) == expected
-    return reached or not observed.get("pending")
+    state = observed.get("state", observed.get("applied"))
+    reached = bool(expected) and digest(list(state or [])) == expected
+    return reached or not (observed.get("pending") or observed.get("repeatables_pending"))

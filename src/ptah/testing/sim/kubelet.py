@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from ptah.api.digest import digest
 from ptah.kube.clock import parse_rfc3339
 from ptah.kube.kinds import CONFIGMAP, JOB, POD, SECRET
 from ptah.runner.frame import ResultFrame, escape_line, render
@@ -937,9 +938,26 @@ class Kubelet:
             self._observed(run, fingerprint=db.fingerprint(), changes=planned["changes"])
             return frame("succeeded", planned)
         if run.op == "history":
-            history = db.read_history(_versions(run.dirs))
+            history = db.read_history(_versions(run.dirs), _files(run.dirs), _repeatable(run.dirs))
+            applied = [str(v) for v in history["applied"]]  # type: ignore[attr-defined]
+            repeatables: list[dict[str, str]] = history["repeatables"]  # type: ignore[assignment]
             self._observed(
-                run, dirty=db.dirty, applied=history["applied"], pending=history["pending"]
+                run,
+                dirty=db.dirty,
+                applied=applied,
+                pending=history["pending"],
+                mismatched=bool(history["mismatched"]),
+                repeatables_pending=bool(history["repeatablesPending"]),
+                # What the database has, as the family states it: the applied versions,
+                # then each repeatable at the checksum it last ran with.
+                state=[
+                    *applied,
+                    *(
+                        f"{r['name']}@{r['appliedChecksum']}"
+                        for r in repeatables
+                        if r["appliedChecksum"]
+                    ),
+                ],
             )
             return frame("succeeded", history)
         if run.op == "apply":
@@ -954,6 +972,9 @@ class Kubelet:
         if run.op == "migrate":
             if db.dirty:
                 return frame("refused", {}, "Dirty")
+            if db.read_history(_versions(run.dirs), _files(run.dirs))["mismatched"]:
+                # An applied migration edited since it ran: the runner runs nothing.
+                return frame("refused", {}, "ChecksumMismatch")
             applied = self._effect(run, partial=False)
             return frame("succeeded", {"applied": applied})
         return frame("failed", {}, f"unknown operation {run.op}")
@@ -999,7 +1020,18 @@ class Kubelet:
                 db.dirty = v
                 break
             db.history.append(v)
+            db.checksums[v] = digest(_files(run.dirs).get(v, ""), 32)
             done.append(v)
+        if partial or db.dirty is not None:
+            return done  # a run stopped part way never reaches its repeatable files
+        changed = {
+            name: digest(text, 32)
+            for name, text in _repeatable(run.dirs).items()
+            if db.repeatables.get(name) != digest(text, 32)
+        }
+        if changed and not pending:
+            self._count_execution(run)
+        db.repeatables.update(changed)
         return done
 
     def _finish_jobs(self) -> None:
@@ -1129,7 +1161,27 @@ def _owned_by(pod: dict[str, Any], uid: str) -> bool:
 
 def _versions(dirs: list[dict[str, str]]) -> list[str]:
     versions = {name.split("_", 1)[0] for d in dirs for name in d if name.endswith(".sql")}
-    return sorted(versions, key=int)
+    return sorted((v for v in versions if v.isdigit()), key=int)
+
+
+def _repeatable(dirs: list[dict[str, str]]) -> dict[str, str]:
+    """Each repeatable file's content (``R__<name>.sql``), by name."""
+    return {
+        name.removeprefix("R__").removesuffix(".sql"): text
+        for d in dirs
+        for name, text in d.items()
+        if name.startswith("R__") and name.endswith(".sql")
+    }
+
+
+def _files(dirs: list[dict[str, str]]) -> dict[str, str]:
+    """Each version's file content, as the directory holds it."""
+    return {
+        name.split("_", 1)[0]: text
+        for d in dirs
+        for name, text in d.items()
+        if name.endswith(".sql")
+    }
 
 
 def _flag(args: list[str], flag: str) -> str | None:

@@ -189,6 +189,16 @@ class World:
     unreadable: random.Random = field(default_factory=random.Random)
     unread_drawn: set[str] = field(default_factory=set)
     unread_until: dict[str, datetime] = field(default_factory=dict)
+    # An approval naming another kind under the resource's own name, and a quiet holder's
+    # Job put back under its reserved name while its first Pod writes on: their own streams.
+    misnamed: random.Random = field(default_factory=random.Random)
+    restored: random.Random = field(default_factory=random.Random)
+    # An applied migration edited in place while proof is owed: its own stream.
+    mended: random.Random = field(default_factory=random.Random)
+    # A ConfigMap put under a claim's reserved input name, with other content, just
+    # before the claim creates it: its own stream, and when each one is taken away.
+    squatted: random.Random = field(default_factory=random.Random)
+    squatters: dict[str, datetime] = field(default_factory=dict)
 
     @classmethod
     def build(cls, seed: int) -> World:
@@ -216,6 +226,10 @@ class World:
         world.shortened = random.Random(f"{seed}/shortened")
         world.stuck = random.Random(f"{seed}/stuck")
         world.unreadable = random.Random(f"{seed}/unreadable")
+        world.misnamed = random.Random(f"{seed}/misnamed")
+        world.restored = random.Random(f"{seed}/restored")
+        world.mended = random.Random(f"{seed}/mended")
+        world.squatted = random.Random(f"{seed}/squatted")
         world.kubelet.on_partition = world._partition_spreads
         world._populate()
         world._leases_left_behind()
@@ -318,7 +332,11 @@ class World:
             }
             kind = SCHEMA
         else:
-            api.create(CONFIGMAP, _migrations_cm(f"{name}-dir", self.rng.randint(1, 3)))
+            directory = _migrations_cm(f"{name}-dir", self.rng.randint(1, 3))
+            if random.Random(f"{self.seed}/{name}/repeatable").random() < 0.5:
+                # A repeatable file beside the versions (its own stream).
+                directory["data"]["R__views.sql"] = "CREATE OR REPLACE VIEW v AS SELECT 1;"
+            api.create(CONFIGMAP, directory)
             spec = {
                 "target": target,
                 "directory": {"configMaps": [f"{name}-dir"]},
@@ -467,6 +485,7 @@ class World:
         self._acquirers_race(req)
         self._release_delayed(req)
         self._renewal_delayed(req)
+        self._inputs_squatted(req)
         if (
             not self.faults_on
             or self.depth != 1
@@ -478,6 +497,62 @@ class World:
         self.watcher.fault("lease-race", self._current)
         for _ in range(self.races.randint(1, 4)):
             self.reconcile_one(self.races.choice(self.resources))
+
+    def _inputs_squatted(self, req: WriteRequest) -> None:
+        """Now and then, as a claim creates its runner-input ConfigMap, one is already
+        there under that name with other content (restored from a backup of an edited
+        copy, made by hand from one): the plan with a statement more, the desired source
+        with a table more. Its maker takes it away a while later. A claim's inputs are
+        what its name was made from, never what happens to stand under it."""
+        if (
+            not self.faults_on
+            or req.kind != CONFIGMAP
+            or req.verb != "create"
+            or not req.name.startswith("ptah-input-")
+            or self.squatted.random() >= 0.05
+        ):
+            return
+        self.squat_inputs(req, timedelta(seconds=self.squatted.uniform(30, 300)))
+
+    def squat_inputs(self, req: WriteRequest, stays: timedelta) -> None:
+        """Put another content under the input ConfigMap ``req`` creates, for ``stays``."""
+        api = self.cluster.system
+        if api.peek(CONFIGMAP, NS, req.name) is not None:
+            return
+        data: dict[str, str] = {}
+        for key, text in dict((req.body or {}).get("data") or {}).items():
+            if key.endswith(".json"):
+                body = json.loads(text)
+                body["statements"] = [*body.get("statements", []), {"sql": "DROP TABLE t0"}]
+                data[key] = json.dumps(body, sort_keys=True)
+            else:
+                data[key] = f"{text}\nCREATE TABLE t9"
+        self.watcher.fault("inputs-squatted", self._current)
+        api.create(
+            CONFIGMAP,
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": req.name,
+                    "namespace": NS,
+                    "ownerReferences": list(
+                        ((req.body or {}).get("metadata") or {}).get("ownerReferences") or []
+                    ),
+                },
+                "data": data,
+            },
+        )
+        self.squatters[req.name] = self.clock.now() + stays
+
+    def squatters_leave(self) -> None:
+        """The squatting input ConfigMaps whose time has come are taken away."""
+        now = self.clock.now()
+        for name, until in sorted(self.squatters.items()):
+            if until <= now:
+                del self.squatters[name]
+                with contextlib.suppress(errors.NotFound):
+                    self.cluster.system.delete(CONFIGMAP, NS, name)
 
     def _acquirers_race(self, req: WriteRequest) -> None:
         """Two acquirers race for one Lease: a controller has read it free, expired or
@@ -857,17 +932,20 @@ class World:
 
     def _delete_quiet_job(self, res: SimResource, job: str, draw: float) -> None:
         api = self.cluster.system
+        saved = api.peek(JOB, NS, job)
         if draw < 0.5:
             self.watcher.fault("holder-quiet-job-deleted", res)
             obj = api.peek(JOB, NS, job)
             if obj is not None:
                 self._deleted_with_a_replacement(obj)
             api.delete(JOB, NS, job, propagation="Background")
+            self._job_put_back(res, saved)
         elif draw < 0.6:
             self.watcher.fault("holder-quiet-job-orphaned", res)
             api.delete(JOB, NS, job, propagation="Orphan")
         elif draw < 0.7:
             self._lose_quiet_pods(res, job)
+            self._job_put_back(res, saved)
         else:
             self.watcher.fault("holder-quiet-pods-terminating", res)
             pods = [run.pod for run in self.kubelet.runs.values() if run.job == job]
@@ -880,6 +958,40 @@ class World:
             for name in pods:
                 if api.peek(POD, NS, name) is not None:
                     api.delete(POD, NS, name)
+
+    def _job_put_back(self, res: SimResource, saved: dict[str, Any] | None) -> None:
+        """Now and then the quiet holder's deleted Job is put back under its reserved name
+        from a saved manifest (a GitOps sync, a backup restore, ``kubectl apply`` of what
+        ``kubectl get -o yaml`` printed): the same name, labels, annotations and owner, a
+        new UID. Its own Pod (another node, connected) runs the same operation and ends,
+        and the Job is seen terminal, counting that Pod, while the first Job's Pod, gone
+        from the API unseen, writes on on its cut-off node. The name says nothing of the
+        first run: only the UID its claim adopted does."""
+        if saved is None or self.restored.random() >= 0.5:
+            return
+        if self.cluster.system.peek(JOB, NS, saved["metadata"]["name"]) is not None:
+            return
+        self.watcher.fault("holder-quiet-job-put-back", res)
+        self.put_back_job(saved)
+
+    def put_back_job(self, saved: dict[str, Any]) -> None:
+        """Create the Job ``saved`` again from its manifest: a new UID under its name."""
+        meta = saved["metadata"]
+        self.cluster.system.create(
+            JOB,
+            {
+                "apiVersion": saved.get("apiVersion", "batch/v1"),
+                "kind": "Job",
+                "metadata": {
+                    "name": meta["name"],
+                    "namespace": NS,
+                    "labels": dict(meta.get("labels") or {}),
+                    "annotations": dict(meta.get("annotations") or {}),
+                    "ownerReferences": list(meta.get("ownerReferences") or []),
+                },
+                "spec": json.loads(json.dumps(saved["spec"])),
+            },
+        )
 
     def _lose_quiet_pods(self, res: SimResource, job: str) -> None:
         """The quiet holder's Job is deleted and its Pods on the cut-off node force-deleted
@@ -1029,6 +1141,7 @@ class World:
 
     def reconcile_one(self, res: SimResource | None = None) -> None:
         self.kubelet.enforce_pod_deadlines()  # a node kills at the deadline, not at a step
+        self.squatters_leave()
         now = self.clock.now()
         for replica in self.replicas:
             if replica.down_until is not None and replica.down_until <= now:
@@ -1076,6 +1189,13 @@ class World:
             return
         status = obj.get("status") or {}
         roll = self.rng.random()
+        if (
+            not quiet
+            and res.family is MIGRATION_FAMILY
+            and status.get("phase") in {"ProofOwed", "ProofNotSettled"}
+            and self.mended.random() < 0.3
+        ):
+            self._edit_applied_migration(res)
         if status.get("phase") == "WaitingForApproval" and roll < 0.6:
             plan = status.get("currentPlan") or {}
             digest = plan.get("digest", "")
@@ -1204,6 +1324,20 @@ class World:
             api.delete(CONFIGMAP, NS, "ptah-verification-policy")
         else:
             api.patch(CONFIGMAP, NS, "ptah-verification-policy", {"data": data})
+
+    def _edit_applied_migration(self, res: SimResource) -> None:
+        """While proof of an uncertain migration is owed, a person edits a migration the
+        database already ran, in place (a fix "for next time"): the History reading shows
+        it mismatched, which settles nothing, however little is pending."""
+        ran = [v for v in self.dbs.by_name[res.db].history if v.isdigit()]
+        cm = self.cluster.system.peek(CONFIGMAP, NS, f"{res.name}-dir")
+        files = [n for n in ((cm or {}).get("data") or {}) if n.split("_", 1)[0] in ran]
+        if not files:
+            return
+        name = self.mended.choice(sorted(files))
+        self.watcher.fault("applied-migration-edited", res)
+        text = f"CREATE TABLE m{name.split('_', 1)[0]} (id bigint);"
+        self.cluster.system.patch(CONFIGMAP, NS, f"{res.name}-dir", {"data": {name: text}})
 
     def _claimed_job(self) -> dict[str, Any] | None:
         res = self._current
@@ -1394,7 +1528,15 @@ class World:
         if not digest or not others:
             return
         self.watcher.fault("approval-for-another", res)
-        self._approve(self.rng.choice(others), digest)
+        other = self.rng.choice(others)
+        if self.misnamed.random() < 0.3:
+            # The right name, the wrong kind: an approval of this plan for a PtahSchema
+            # named like this PtahMigration (or the other way round) authorizes neither.
+            self.watcher.fault("approval-for-another-kind", res)
+            kind = MIGRATION if res.family is SCHEMA_FAMILY else SCHEMA
+            self._approve(res, digest, kind.kind)
+            return
+        self._approve(other, digest)
 
     def _upgrade_operator(self, res: SimResource) -> None:
         """The operator restarts with other runner defaults (a new image), or a resource's
@@ -1412,7 +1554,7 @@ class World:
                 res.family.kind, NS, res.name, {"spec": {"runner": {"image": image}}}
             )
 
-    def _approve(self, res: SimResource, digest: str) -> None:
+    def _approve(self, res: SimResource, digest: str, kind: str | None = None) -> None:
         name = f"{res.name}-approval-{self.rng.randint(0, 10**6)}"
         while self.cluster.system.peek(APPROVAL, NS, name) is not None:
             # A long schedule draws the same number twice; a person picks another name
@@ -1425,7 +1567,7 @@ class World:
                 "kind": "PtahApproval",
                 "metadata": {"name": name, "namespace": NS},
                 "spec": {
-                    "resourceRef": {"kind": res.family.kind.kind, "name": res.name},
+                    "resourceRef": {"kind": kind or res.family.kind.kind, "name": res.name},
                     "planDigest": digest,
                 },
             },
