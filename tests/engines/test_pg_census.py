@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 from pgcorpus import database
@@ -276,17 +277,10 @@ def test_ownership_manage_plans_owners_and_ignore_leaves_them(pg_url: str, pg_db
     with open_target(pg_db) as t:
         ignored = planner.plan(t, sql)
         assert not any("OWNER TO" in s.sql for s in ignored.statements)
-        plan = planner.plan(t, sql, policy=manage)
-        owners = [s.sql for s in plan.statements if "OWNER TO" in s.sql]
-        assert owners == [
+        assert _owners_set(t, sql, manage) == [
             "ALTER TABLE public.t OWNER TO ptah_corpus_writer",
             "ALTER VIEW public.v OWNER TO ptah_corpus_reader",
         ]
-        result = planner.apply(
-            t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
-        )
-        assert result.outcome == "succeeded", result.message
-        assert planner.plan(t, sql, policy=manage).statements == []
         assert t.connection.execute(
             "SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = 'public.t'::regclass"
         ).fetchone() == ("ptah_corpus_writer",)
@@ -312,17 +306,10 @@ def test_ownership_manage_sets_text_search_owners(pg_url: str, pg_db: str) -> No
     )
     manage = SchemaPolicy(ownership="manage")
     with open_target(pg_db) as t:
-        plan = planner.plan(t, sql, policy=manage)
-        owners = [s.sql for s in plan.statements if "OWNER TO" in s.sql]
-        assert owners == [
+        assert _owners_set(t, sql, manage) == [
             "ALTER TEXT SEARCH CONFIGURATION public.cc OWNER TO ptah_corpus_reader",
             "ALTER TEXT SEARCH DICTIONARY public.dd OWNER TO ptah_corpus_writer",
         ]
-        result = planner.apply(
-            t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
-        )
-        assert result.outcome == "succeeded", result.message
-        assert planner.plan(t, sql, policy=manage).statements == []
         assert t.connection.execute(
             "SELECT pg_get_userbyid(dictowner) FROM pg_ts_dict WHERE dictname = 'dd'"
         ).fetchone() == ("ptah_corpus_writer",)
@@ -353,3 +340,15 @@ def test_create_index_concurrently_in_the_desired_file_loads(pg_db: str) -> None
         with pytest.raises(Exception) as err:
             planner.plan(t, sql + "CREATE INDEX t_c ON public.t (no_such_column);\n")
     assert "line 4 of the desired file" in str(err.value)
+
+
+def _owners_set(t: Any, sql: str, policy: Any) -> list[str]:
+    """The plan's OWNER TO statements under ``policy``, after it applied and its re-plan
+    came back empty."""
+    plan = planner.plan(t, sql, policy=policy)
+    result = planner.apply(
+        t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
+    )
+    assert result.outcome == "succeeded", result.message
+    assert planner.plan(t, sql, policy=policy).statements == []
+    return [s.sql for s in plan.statements if "OWNER TO" in s.sql]

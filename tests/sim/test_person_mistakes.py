@@ -7,6 +7,7 @@ anything."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from ptah.kube.kinds import CONFIGMAP, JOB, MIGRATION, SCHEMA
 from ptah.testing.memory import PROCEED, FaultDecision, WriteRequest
@@ -46,18 +47,7 @@ def test_an_applied_migration_edited_while_proof_is_owed_settles_nothing() -> No
     finds nothing pending and that file mismatched: not settled, and the migration says
     so (the mutant migration-settles-when-edited)."""
     world, inv = hand_world([(MIGRATION_FAMILY, "m", "sim://u:{pw}@db1", "db1")])
-    claim = drive(
-        world,
-        inv,
-        0,
-        lambda s: (
-            (s.get("activeOperation") or {}).get("type") == "Migrate"
-            and bool(s["activeOperation"].get("dispatchStarted"))
-        ),
-        "no Migrate dispatched",
-    )["activeOperation"]
-    world.kubelet.step()
-    (run,) = [r for r in world.kubelet.runs.values() if r.operation_id == claim["operationId"]]
+    claim, run = _migrate_run(world, inv)
     run.fault = "log-lost"
     owed = drive(
         world,
@@ -134,18 +124,7 @@ def test_a_repeatable_file_still_to_run_keeps_the_proof_owed() -> None:
     world.cluster.system.patch(
         CONFIGMAP, NS, "m-dir", {"data": {"R__views.sql": "CREATE OR REPLACE VIEW v AS SELECT 1;"}}
     )
-    claim = drive(
-        world,
-        inv,
-        0,
-        lambda s: (
-            (s.get("activeOperation") or {}).get("type") == "Migrate"
-            and bool(s["activeOperation"].get("dispatchStarted"))
-        ),
-        "no Migrate dispatched",
-    )["activeOperation"]
-    world.kubelet.step()
-    (run,) = [r for r in world.kubelet.runs.values() if r.operation_id == claim["operationId"]]
+    claim, run = _migrate_run(world, inv)
     run.fault = "killed-late"
     world.kubelet.rng.random = lambda: 0.9  # type: ignore[method-assign]  # every version ran
     owed = drive(world, inv, 0, lambda s: bool(s.get("unresolvedRun")), "no uncertain Migrate")
@@ -158,3 +137,21 @@ def test_a_repeatable_file_still_to_run_keeps_the_proof_owed() -> None:
     assert not current["history"]["pending"]
     assert current["history"]["repeatablesPending"] == ["views"]
     assert inv.violations == []
+
+
+def _migrate_run(world: Any, inv: Any) -> tuple[dict[str, Any], Any]:
+    """The migration's first dispatched Migrate claim and the kubelet's run of it, once
+    started."""
+    claim = drive(
+        world,
+        inv,
+        0,
+        lambda s: (
+            (s.get("activeOperation") or {}).get("type") == "Migrate"
+            and bool(s["activeOperation"].get("dispatchStarted"))
+        ),
+        "no Migrate dispatched",
+    )["activeOperation"]
+    world.kubelet.step()
+    (run,) = [r for r in world.kubelet.runs.values() if r.operation_id == claim["operationId"]]
+    return claim, run
