@@ -281,3 +281,63 @@ def test_reading_the_target_waits_a_bounded_time_for_a_lock(
         thread.join()
         other.close()
     assert len(held) == 2  # the holder ran to its end
+
+
+def test_reading_the_target_does_not_wait_on_another_databases_lock(
+    mysql_db: str, mysql_db2: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CREATE TABLE ... SELECT in another database on the same server holds that
+    table's exclusive metadata lock while it runs. The census's trigger query, filtered
+    by trigger_schema, opened every table of every database and waited on it: a plan
+    here ended LockBusy because of work elsewhere. Now the plan reads its own database
+    only, and finishes while the other one's statement is still running."""
+    import threading
+
+    import pymysql
+
+    from ptah.engines.mysql import ops as myops
+    from ptah.engines.urls import parse_url
+
+    monkeypatch.setattr(myops, "READ_LOCK_SECONDS", 1.0, raising=False)
+    elsewhere = parse_url(mysql_db2)
+    other = pymysql.connect(
+        host=elsewhere.host or "localhost",
+        port=elsewhere.port or 3306,
+        user=elsewhere.user,
+        password=elsewhere.password or "",
+        database=elsewhere.database,
+        autocommit=True,
+    )
+    holder_id = other.thread_id()
+    ended: list[str] = []
+
+    def hold() -> None:
+        try:
+            with other.cursor() as cur:
+                cur.execute("CREATE TABLE being_made AS SELECT SLEEP(120) AS s")
+        except pymysql.MySQLError as exc:  # ended below, once the plan is read
+            ended.append(str(exc))
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    try:
+        _wait_until_running(elsewhere, holder_id, "CREATE TABLE being_made")
+        with open_target(mysql_db) as target:
+            plan = planner.plan(target, "CREATE TABLE t (id INT PRIMARY KEY);\n")
+        assert plan.statements, plan
+        # The other database's statement still runs: the plan did not wait it out.
+        _wait_until_running(elsewhere, holder_id, "CREATE TABLE being_made")
+    finally:
+        with (
+            pymysql.connect(
+                host=elsewhere.host or "localhost",
+                port=elsewhere.port or 3306,
+                user=elsewhere.user,
+                password=elsewhere.password or "",
+                autocommit=True,
+            ) as admin,
+            admin.cursor() as cur,
+        ):
+            cur.execute(f"KILL QUERY {int(holder_id)}")
+        thread.join()
+        other.close()

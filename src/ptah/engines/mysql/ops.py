@@ -169,15 +169,26 @@ def _read_lock_bound(url: DbUrl, thread: int, every: float = 0.5) -> Any:
         return
 
     def watch() -> None:
+        # The wait is timed from the watcher's own sightings: PROCESSLIST's TIME counts
+        # from the statement's start, so a read slow under load that then waits a moment
+        # would count as a long wait.
+        waiting: tuple[Any, ...] | None = None
+        since = 0.0
         with watcher.cursor() as cur:
             while not done.wait(every):
                 cur.execute(
-                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = %s"
-                    " AND STATE LIKE 'Waiting for%%lock%%' AND TIME >= %s",
-                    (thread, READ_LOCK_SECONDS),
+                    "SELECT STATE, INFO FROM information_schema.PROCESSLIST WHERE ID = %s"
+                    " AND STATE LIKE 'Waiting for%%lock%%'",
+                    (thread,),
                 )
                 row = cur.fetchone()
-                if row and row[0] and not done.is_set():
+                now = time.monotonic()
+                if row is None:
+                    waiting = None
+                    continue
+                if waiting != tuple(row):
+                    waiting, since = tuple(row), now
+                if now - since >= READ_LOCK_SECONDS and not done.is_set():
                     ended.append(True)
                     cur.execute(f"KILL QUERY {int(thread)}")
 
