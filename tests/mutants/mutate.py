@@ -52,6 +52,9 @@ class Mutant:
     breaks: str
     killed_by: str
     edits: list[Edit] = field(default_factory=list)
+    # The schedule that killed it last (header ``sim-seed:``, written by --record-seeds):
+    # run first, alone; the sweep from --sim-seed follows only if it no longer kills.
+    sim_seed: int | None = None
 
 
 class MutantError(Exception):
@@ -90,9 +93,30 @@ def parse(path: Path) -> Mutant:
             raise MutantError(f"{path.name}: missing header {key!r}")
     if not edits:
         raise MutantError(f"{path.name}: no edit block")
+    seed = headers.get("sim-seed")
+    if seed is not None and not seed.isdigit():
+        raise MutantError(f"{path.name}: sim-seed must be a schedule number, got {seed!r}")
     return Mutant(
-        path.stem, headers["rule"], headers["breaks"], headers.get("killed-by", ""), edits
+        path.stem,
+        headers["rule"],
+        headers["breaks"],
+        headers.get("killed-by", ""),
+        edits,
+        int(seed) if seed is not None else None,
     )
+
+
+def record_seed(path: Path, seed: int) -> None:
+    """Write ``sim-seed: <seed>`` into the mutant's headers (replacing an older one)."""
+    lines = path.read_text().splitlines(keepends=True)
+    first_edit = next(i for i, line in enumerate(lines) if line.strip().startswith("@@ "))
+    headers = [line for line in lines[:first_edit] if not line.lower().startswith("sim-seed:")]
+    at = next(
+        (i + 1 for i, line in enumerate(headers) if line.lower().startswith("killed-by:")),
+        len(headers),
+    )
+    headers.insert(at, f"sim-seed: {seed}\n")
+    path.write_text("".join(headers + lines[first_edit:]))
 
 
 def _block(lines: list[str], start: int, end: str, path: Path) -> tuple[str, int]:
@@ -159,18 +183,41 @@ class Verdict:
     timed_out: bool = False
 
 
-def run_stage(stage: str, tree: Path, args: argparse.Namespace) -> Verdict:
+def run_sim(mutant: Mutant, tree: Path, args: argparse.Namespace) -> Verdict:
+    """The simulation killer: the schedule that killed the mutant last, alone, when it
+    lies within the sweep (the sweep would reach it, so the verdict is the sweep's);
+    the whole sweep when there is none or it no longer kills (then the detail says so,
+    and --record-seeds writes the new one)."""
+    seed = mutant.sim_seed
+    if seed is not None and args.hints and 0 <= seed - args.sim_seed < args.sim_schedules:
+        hinted = run_stage("sim", tree, args, seeds=(seed, 1))
+        if hinted.killed or hinted.timed_out:
+            return hinted
+        swept = run_stage("sim", tree, args)
+        swept.seconds += hinted.seconds
+        if swept.killed:
+            swept.detail += f" (sim-seed {seed} no longer kills it)"
+        return swept
+    return run_stage("sim", tree, args)
+
+
+def run_stage(
+    stage: str, tree: Path, args: argparse.Namespace, seeds: tuple[int, int] | None = None
+) -> Verdict:
+    """One killer against the copy at ``tree``; ``seeds`` (first, count) narrows the
+    simulation's sweep."""
     env = dict(os.environ, PYTHONPATH=str(tree / "src"), PYTHONDONTWRITEBYTECODE="1")
     env.pop("PYTEST_ADDOPTS", None)
     if stage == "sim":
+        first, count = seeds or (args.sim_seed, args.sim_schedules)
         cmd = [
             sys.executable,
             "-m",
             "ptah.testing.sim",
             "--schedules",
-            str(args.sim_schedules),
+            str(count),
             "--seed",
-            str(args.sim_seed),
+            str(first),
             "--fail-fast",
         ]
         if args.jobs:
@@ -243,6 +290,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sim-seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=0, help="simulation worker processes")
     parser.add_argument("--timeout", type=int, default=900, help="seconds per killer")
+    parser.add_argument(
+        "--no-hints",
+        dest="hints",
+        action="store_false",
+        help="sweep from --sim-seed for every mutant, ignoring its sim-seed header",
+    )
+    parser.add_argument(
+        "--record-seeds",
+        action="store_true",
+        help="write each killing schedule into its mutant's sim-seed header",
+    )
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
     args = parser.parse_args(argv)
     stages = [s for s in args.stages.split(",") if s]
@@ -311,8 +369,14 @@ def _run_all(mutants: list[Mutant], stages: list[str], base: Path, args: argpars
                 rows.append((m, f"STALE: {exc}"))
                 print(f"  {m.name}: STALE ({exc})", flush=True)
                 continue
-            verdicts = [run_stage(s, tree, args) for s in stages]
+            verdicts = [
+                run_sim(m, tree, args) if s == "sim" else run_stage(s, tree, args) for s in stages
+            ]
         rows.append((m, verdicts))
+        killer = next((v for v in verdicts if v.stage == "sim" and v.killed), None)
+        found = re.match(r"seed (\d+):", killer.detail) if killer else None
+        if args.record_seeds and found and int(found.group(1)) != m.sim_seed:
+            record_seed(HERE / f"{m.name}.mutant", int(found.group(1)))
         summary = "  ".join(f"{v.stage}={_word(v)}({v.seconds:.0f}s)" for v in verdicts)
         print(f"  {m.name}: {summary}", flush=True)
     return table(rows, stages, time.monotonic() - started)
