@@ -36,59 +36,66 @@ step "ruff"
 ruff check src tests bench
 step "mypy --strict"
 mypy
-step "simulation: $SIM_SCHEDULES fault schedules (each contract window reached by a stop >= 20 times)"
-python -m ptah.testing.sim --schedules "$SIM_SCHEDULES" --seed 0 --min-window-count 20
+gate=(python -m ptah.testing.sim --schedules "$SIM_SCHEDULES" --seed 0 --min-window-count 20)
+gate_title="simulation: $SIM_SCHEDULES fault schedules (each contract window reached by a stop >= 20 times)"
 # The part of the mutation suite that fits CI: every mutant of tests/mutants against the
-# simulation (2000 schedules, stopping at the first violation; each is killed in
-# seconds). The whole suite, pytest killer included: bash hack/mutation.sh
+# simulation (its last killing schedule first, then the 2000-schedule sweep if that one
+# no longer kills). The whole suite, pytest killer included: bash hack/mutation.sh
 # (PTAH_MUTATION=full here; =off skips it).
 mutation=${PTAH_MUTATION:-sim}
 mutation_args=(--stages sim)
 [ "$mutation" = "full" ] && mutation_args=()
-# Without pytest arguments the suite runs beside the node_exclusive tests (below): they
-# mostly wait on the kubelet, and the suite is CPU only and deterministic (fixed seeds,
-# niced so the waiting tests keep their share), so neither changes the other's result.
-mutation_beside=false
-if [ "$mutation" != "off" ] && [ "$#" -eq 0 ]; then
-  mutation_beside=true
-elif [ "$mutation" != "off" ]; then
-  step "mutation suite: every mutant (${mutation_args[*]:-simulation and pytest killers})"
-  bash hack/mutation.sh "${mutation_args[@]}"
-fi
-printf '(setup, lint and simulation took %ss in all)\n' "$((SECONDS - t_all))"
 if [ "$#" -gt 0 ]; then
+  step "$gate_title"
+  "${gate[@]}"
+  if [ "$mutation" != "off" ]; then
+    step "mutation suite: every mutant (${mutation_args[*]:-simulation and pytest killers})"
+    bash hack/mutation.sh "${mutation_args[@]}"
+  fi
+  printf '(setup, lint and simulation took %ss in all)\n' "$((SECONDS - t_all))"
   step "pytest $*"
   pytest "$@"
   exit
 fi
+printf '(setup and lint took %ss in all)\n' "$((SECONDS - t_all))"
 # Without arguments: every test, in two runs that share one real node (started by the
 # first test that needs it, stopped here at the end). Most of the time goes to the
 # end-to-end tests waiting on the apiserver, the kubelet and the holds, so the second
 # run takes two tests at a time (pytest-xdist, one module per worker). The tests
 # marked node_exclusive disturb the node or the host, so they run first, alone.
+# The simulation gate and the mutation suite run beside them: the node_exclusive tests
+# mostly wait on the kubelet, and the two are CPU only and deterministic (fixed seeds,
+# niced so the waiting tests keep their share), so neither changes the other's result.
 PTAH_TEST_REAL_STATE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ptah-test-node.XXXXXX")
 export PTAH_TEST_REAL_STATE_DIR
 stop_node() { ptah dev down --state-dir "$PTAH_TEST_REAL_STATE_DIR" --purge >/dev/null 2>&1 || true; }
 trap stop_node EXIT
 rc=0
-mutation_log=$(mktemp "${TMPDIR:-/tmp}/ptah-mutation.XXXXXX")
-mutation_pid=""
-if $mutation_beside; then
-  step "mutation suite (${mutation_args[*]:-simulation and pytest killers}), beside the node_exclusive tests"
-  t_mutation=$SECONDS
-  nice -n 10 bash hack/mutation.sh "${mutation_args[@]}" >"$mutation_log" 2>&1 &
-  mutation_pid=$!
-fi
+beside_log=$(mktemp "${TMPDIR:-/tmp}/ptah-simulation.XXXXXX")
+step "$gate_title; then the mutation suite (${mutation_args[*]:-simulation and pytest killers}); beside the node_exclusive tests"
+t_beside=$SECONDS
+(
+  t=$SECONDS
+  grc=0
+  nice -n 10 "${gate[@]}" || grc=$?
+  printf 'simulation gate: exit %s after %ss\n' "$grc" "$((SECONDS - t))"
+  mrc=0
+  if [ "$mutation" != "off" ]; then
+    t=$SECONDS
+    nice -n 10 bash hack/mutation.sh "${mutation_args[@]}" || mrc=$?
+    printf 'mutation suite: exit %s after %ss\n' "$mrc" "$((SECONDS - t))"
+  fi
+  [ "$grc" -eq 0 ] && [ "$mrc" -eq 0 ]
+) >"$beside_log" 2>&1 &
+beside_pid=$!
 step "pytest: the node_exclusive tests, one at a time"
 pytest -m node_exclusive --durations=10 || rc=$?
-if [ -n "$mutation_pid" ]; then
-  step "mutation suite: its table (it started beside the tests above)"
-  mrc=0
-  wait "$mutation_pid" || mrc=$?
-  cat "$mutation_log"
-  printf 'mutation suite: exit %s after %ss\n' "$mrc" "$((SECONDS - t_mutation))"
-  [ "$mrc" -eq 0 ] || rc=$mrc
-fi
+step "simulation gate and mutation suite: their output (they started beside the tests above)"
+brc=0
+wait "$beside_pid" || brc=$?
+cat "$beside_log"
+printf 'simulation gate and mutation suite: exit %s after %ss\n' "$brc" "$((SECONDS - t_beside))"
+[ "$brc" -eq 0 ] || rc=$brc
 step "pytest: every other test, two at a time"
 # pytest's summary stays the last line (CI reads it).
 pytest -m "not node_exclusive" -n 2 --dist loadfile --durations=30 || rc=$?
