@@ -157,6 +157,41 @@ EDITS: dict[str, tuple[str, str]] = {
         DOMAIN_V1,
         DOMAIN_V1.replace('varchar(10) COLLATE "C"', "text"),
     ),
+    # The server appends what a SET names, a changed option included: the table listed
+    # its options in another order than a direct load (pg_dump's WITH differed).
+    "a storage option added before one the table has": (
+        "CREATE TABLE public.t (a integer) WITH (autovacuum_vacuum_scale_factor = 0.05);",
+        "CREATE TABLE public.t (a integer)"
+        " WITH (fillfactor = 80, autovacuum_vacuum_scale_factor = 0.05);",
+    ),
+    "a storage option changed before another, and a TOAST one": (
+        "CREATE TABLE public.t (a text) WITH (fillfactor = 80, autovacuum_enabled = false,"
+        " toast.autovacuum_enabled = false, toast.vacuum_truncate = false);",
+        "CREATE TABLE public.t (a text) WITH (fillfactor = 70, autovacuum_enabled = false,"
+        " toast.autovacuum_enabled = true, toast.vacuum_truncate = false);",
+    ),
+    "a constraint index's option changed before another": (
+        "CREATE TABLE public.t (a integer,"
+        " CONSTRAINT t_a UNIQUE (a) WITH (fillfactor = 70, deduplicate_items = off));",
+        "CREATE TABLE public.t (a integer,"
+        " CONSTRAINT t_a UNIQUE (a) WITH (fillfactor = 80, deduplicate_items = off));",
+    ),
+    # SET UNLOGGED made the sequence the table owns unlogged too (PostgreSQL 15): the
+    # apply ended on the fingerprint check, the sequence not as declared.
+    "a table owning a logged sequence made unlogged": (
+        "CREATE TABLE public.t (id bigint);\n"
+        "CREATE SEQUENCE public.s OWNED BY public.t.id;\n"
+        "CREATE UNLOGGED SEQUENCE public.u OWNED BY public.t.id;",
+        "CREATE UNLOGGED TABLE public.t (id bigint);\n"
+        "CREATE SEQUENCE public.s OWNED BY public.t.id;\n"
+        "CREATE UNLOGGED SEQUENCE public.u OWNED BY public.t.id;",
+    ),
+    "an unlogged table owning an unlogged sequence made logged": (
+        "CREATE UNLOGGED TABLE public.t (id bigint);\n"
+        "CREATE UNLOGGED SEQUENCE public.s OWNED BY public.t.id;",
+        "CREATE TABLE public.t (id bigint);\n"
+        "CREATE UNLOGGED SEQUENCE public.s OWNED BY public.t.id;",
+    ),
 }
 
 

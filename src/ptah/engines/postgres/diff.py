@@ -102,6 +102,32 @@ def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def storage_option_steps(was: list[str], now: list[str]) -> tuple[list[str], list[str]]:
+    """The keys to ``RESET`` and the ``key=value`` options to ``SET`` (in this order) that
+    take a relation's storage options from ``was`` to ``now``, both as the catalog lists
+    them, so that it lists them in ``now``'s order, as a direct load of ``now`` does.
+
+    The server (transformRelOptions) keeps the options a SET does not name in their
+    places and appends the ones it names, in its order, a changed one included. When
+    setting only what changed would leave another order, every option is set again.
+    ``toast.`` options live in the TOAST table's own list: each list is ordered alone."""
+
+    def key(option: str) -> str:
+        return option.split("=", 1)[0]
+
+    keys = {key(o) for o in now}
+    gone = sorted({key(o) for o in was} - keys)
+    changed = [o for o in now if o not in was]
+    named = {key(o) for o in changed}
+    for toast in (False, True):
+        kept = [key(o) for o in was if key(o).startswith("toast.") is toast]
+        lands = [k for k in kept if k in keys and k not in named]
+        lands += [key(o) for o in changed if key(o).startswith("toast.") is toast]
+        if lands != [key(o) for o in now if key(o).startswith("toast.") is toast]:
+            return gone, list(now)
+    return gone, changed
+
+
 def _kind(node: str) -> str:
     return node.split(":", 1)[0]
 
@@ -1243,6 +1269,7 @@ class _Diff:
             word = "UNLOGGED" if new.get("unlogged") else "LOGGED"
             self.row_type_kept(name, f"SET {word}")
             self.create(node, f"ALTER TABLE {name} SET {word}", LOCK_HEAVY)
+            self.owned_sequences_persist(name, bool(new.get("unlogged")))
         if self.attaching(name):
             if old.get("partitionOf"):
                 self.drop(node, f"ALTER TABLE {old['partitionOf']} DETACH PARTITION {name}")
@@ -1389,18 +1416,31 @@ class _Diff:
             return str(clone) if clone is not None else None
         return None
 
+    def owned_sequences_persist(self, table: str, unlogged: bool) -> None:
+        """``ALTER TABLE ... SET LOGGED/UNLOGGED`` changes the sequences the table owns with
+        it (PostgreSQL 15); a direct load gives an owned sequence the persistence it is
+        declared with. Each sequence the table owns before or after the plan that the
+        desired file declares otherwise is set back right after the table's change."""
+        cur, want = self.pair("sequence")
+        prefix = f"{table}."
+        for seq in sorted(want):
+            owners = (cur.get(seq, {}).get("ownedBy"), want[seq]["ownedBy"])
+            if not any(o and o.startswith(prefix) for o in owners):
+                continue
+            if bool(want[seq].get("unlogged")) != unlogged:
+                word = "UNLOGGED" if want[seq].get("unlogged") else "LOGGED"
+                self.create(f"table:{table}", f"ALTER SEQUENCE {seq} SET {word}")
+
     def table_properties(self, name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
         node, at = f"table:{name}", f"ALTER TABLE {name}"
-        was, now = set(old.get("reloptions", [])), set(new.get("reloptions", []))
-        if old and was != now:
-            gone = sorted({o.split("=", 1)[0] for o in was} - {o.split("=", 1)[0] for o in now})
+        was = list(old.get("_reloptions") or old.get("reloptions", []))
+        now = list(new.get("_reloptions") or new.get("reloptions", []))
+        if old and set(was) != set(now):
+            gone, changed = storage_option_steps(was, now)
             if gone:
                 self.create(node, f"{at} RESET ({', '.join(gone)})")
-            if now - was:
-                # In the desired file's order: the server keeps a set option's place and
-                # appends new ones, so the table lists them as a direct load does.
-                order = new.get("_reloptions") or sorted(now)
-                self.create(node, f"{at} SET ({', '.join(o for o in order if o not in was)})")
+            if changed:
+                self.create(node, f"{at} SET ({', '.join(changed)})")
         rls_old = old.get("rls", {"enabled": False, "forced": False})
         rls_new = new.get("rls", {"enabled": False, "forced": False})
         if rls_old["enabled"] != rls_new["enabled"]:
@@ -1902,12 +1942,12 @@ class _Diff:
         """``ALTER INDEX ... RESET`` what goes, ``SET`` what comes or changes, in the desired
         file's order (the index then lists them as a direct load does)."""
         at = f"ALTER INDEX {c['table'].split('.', 1)[0]}.{c['name']}"
-        gone = sorted({o.split("=", 1)[0] for o in was} - {o.split("=", 1)[0] for o in now})
+        gone, changed = storage_option_steps(was, now)
         if gone:
             self.create(node, f"{at} RESET ({', '.join(gone)})")
-        changed = [o.split("=", 1) for o in now if o not in was]
         if changed:
-            self.create(node, f"{at} SET ({', '.join(f'{k}={_lit(v)}' for k, v in changed)})")
+            pairs = (o.split("=", 1) for o in changed)
+            self.create(node, f"{at} SET ({', '.join(f'{k}={_lit(v)}' for k, v in pairs)})")
 
     def uninherited(self, c: dict[str, Any]) -> bool:
         """A child's own check that its parent has too (merged), on a table that leaves
