@@ -211,8 +211,9 @@ def test_sqlite_roundtrip_add_column_and_rebuild(sqlite_db: str) -> None:
     )
     got = _change(sqlite_db, rebuilt)
     sqls = [s for s, _ in got]
-    assert any(s.startswith('INSERT INTO "ptah_new_customers"') for s in sqls)
-    assert dict(got)['DROP TABLE "customers"'] == (LOCK_HEAVY,)
+    assert 'ALTER TABLE "customers" RENAME TO "ptah_old_customers"' in sqls
+    assert any(s.startswith('INSERT INTO "customers"') for s in sqls)
+    assert dict(got)['DROP TABLE "ptah_old_customers"'] == (LOCK_HEAVY,)
     with open_target(sqlite_db) as t:  # data survived the rebuild
         assert t.connection.execute("SELECT email FROM customers").fetchall() == [("a@b.c",)]
     dropped = rebuilt.replace("  name TEXT NOT NULL DEFAULT '',\n", "")

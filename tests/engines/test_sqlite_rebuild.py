@@ -3,9 +3,11 @@
 Each case starts a real database file from one schema (written by SQLite itself, with
 rows), plans and applies a second schema that needs the table rebuilt (the 12 steps),
 and then checks: the apply succeeded, a second plan is empty (nothing was lost that
-the desired file has: triggers, views, INSTEAD OF triggers on views) and what a copy
+the desired file has: triggers, views, INSTEAD OF triggers on views), what a copy
 of the columns alone would lose is still there (rowids, the AUTOINCREMENT high-water
-mark, an FTS index's rows).
+mark, an FTS index's rows), and ``sqlite_master`` holds what a direct load of the
+second schema holds, text for text (a table renamed into its name was kept as
+``CREATE TABLE "t"``, a virtual table's shadow tables as ``CREATE TABLE "f_data"``).
 """
 
 from __future__ import annotations
@@ -112,11 +114,54 @@ CASES = {
         [(3, 0.0, 1.0)],
     ),
     "a table named like the rebuild's temporary table": Case(
-        "CREATE TABLE t (a INT);\nCREATE TABLE ptah_new_t (z INT);",
-        "CREATE TABLE t (a INT, b INT UNIQUE);\nCREATE TABLE ptah_new_t (z INT);",
-        "INSERT INTO t VALUES (1); INSERT INTO ptah_new_t VALUES (9);",
-        "SELECT (SELECT a FROM t), (SELECT z FROM ptah_new_t)",
+        "CREATE TABLE t (a INT);\nCREATE TABLE ptah_old_t (z INT);",
+        "CREATE TABLE t (a INT, b INT UNIQUE);\nCREATE TABLE ptah_old_t (z INT);",
+        "INSERT INTO t VALUES (1); INSERT INTO ptah_old_t VALUES (9);",
+        "SELECT (SELECT a FROM t), (SELECT z FROM ptah_old_t)",
         [(1, 9)],
+    ),
+    "a table named like the shadow tables of a virtual table renamed aside": Case(
+        "CREATE VIRTUAL TABLE f USING fts5(a);\nCREATE TABLE ptah_old_f_data (z INT);",
+        "CREATE VIRTUAL TABLE f USING fts5(a, b);\nCREATE TABLE ptah_old_f_data (z INT);",
+        "INSERT INTO f (rowid, a) VALUES (7, 'hello'); INSERT INTO ptah_old_f_data VALUES (9);",
+        "SELECT (SELECT rowid FROM f WHERE f MATCH 'hello'), (SELECT z FROM ptah_old_f_data)",
+        [(7, 9)],
+    ),
+    "a contentless FTS5 table whose columns change": Case(
+        "CREATE VIRTUAL TABLE f USING fts5(a, content='');",
+        "CREATE VIRTUAL TABLE f USING fts5(a, b, content='');",
+        "INSERT INTO f (rowid, a) VALUES (7, 'hello');",
+        "SELECT count(*) FROM f_docsize",
+        [(0,)],  # nothing to copy: a contentless table cannot give its rows back
+    ),
+    "a parent named by another table's foreign key, a view and a trigger": Case(
+        "CREATE TABLE p (id INTEGER PRIMARY KEY, n TEXT);\n"
+        "CREATE TABLE c (pid INT REFERENCES p (id) ON DELETE CASCADE);\n"
+        "CREATE VIEW v AS SELECT c.pid, p.n FROM c JOIN p ON p.id = c.pid;\n"
+        "CREATE TRIGGER tr AFTER INSERT ON c BEGIN UPDATE p SET n = n || '+' WHERE id = new.pid;"
+        " END;",
+        "CREATE TABLE p (id INTEGER PRIMARY KEY, n TEXT, m INT UNIQUE);\n"
+        "CREATE TABLE c (pid INT REFERENCES p (id) ON DELETE CASCADE);\n"
+        "CREATE VIEW v AS SELECT c.pid, p.n FROM c JOIN p ON p.id = c.pid;\n"
+        "CREATE TRIGGER tr AFTER INSERT ON c BEGIN UPDATE p SET n = n || '+' WHERE id = new.pid;"
+        " END;",
+        "INSERT INTO p VALUES (1, 'a'); INSERT INTO c VALUES (1);",
+        "SELECT (SELECT \"table\" FROM pragma_foreign_key_list('c')), pid, n FROM v",
+        [("p", 1, "a+")],
+    ),
+    "a table that stops being WITHOUT ROWID and STRICT": Case(
+        "CREATE TABLE t (k TEXT PRIMARY KEY, v INT) STRICT, WITHOUT ROWID;",
+        "CREATE TABLE t (k TEXT PRIMARY KEY, v INT);",
+        "INSERT INTO t VALUES ('a', 1);",
+        "SELECT k, v FROM t",
+        [("a", 1)],
+    ),
+    "a table that stops being AUTOINCREMENT": Case(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT);",
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);",
+        "INSERT INTO t (v) VALUES ('a');",
+        "SELECT id, v, (SELECT count(*) FROM sqlite_sequence) FROM t",
+        [(1, "a", 0)],
     ),
     "a column spelled in other letters' case is the same column": Case(
         "CREATE TABLE t (Name TEXT, b INT);",
@@ -173,6 +218,28 @@ CASES = {
 }
 
 
+def _master(conn: sqlite3.Connection) -> list[tuple[object, ...]]:
+    """What ``sqlite_master`` holds, but sqlite_sequence: SQLite makes it for the first
+    AUTOINCREMENT table and never drops it (a table that stops being AUTOINCREMENT leaves
+    it where a direct load has none). In rowid order it would differ too: a rebuilt
+    table comes last."""
+    return sorted(
+        conn.execute(
+            "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name <> 'sqlite_sequence'"
+        ).fetchall(),
+        key=repr,
+    )
+
+
+def direct_load(path: Path, sql: str) -> list[tuple[object, ...]]:
+    raw = sqlite3.connect(path, isolation_level=None)
+    try:
+        raw.executescript(sql)
+        return _master(raw)
+    finally:
+        raw.close()
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_rebuild_keeps_what_the_table_had(tmp_path: Path, name: str) -> None:
     case = CASES[name]
@@ -189,6 +256,8 @@ def test_rebuild_keeps_what_the_table_had(tmp_path: Path, name: str) -> None:
         assert result.outcome == "succeeded", result.message
         assert planner.plan(t, case.after).statements == [], [s.sql for s in plan.statements]
         assert t.connection.execute(case.query).fetchall() == case.expected
+        assert t.connection.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert _master(t.connection) == direct_load(tmp_path / "direct.db", case.after)
 
 
 def test_a_foreign_key_to_columns_that_are_not_unique_is_refused_when_planned(
@@ -226,7 +295,7 @@ def test_rebuilding_a_parent_keeps_its_cascading_children(tmp_path: Path) -> Non
     with open_target(f"sqlite:///{path}") as t:
         t.connection.execute("PRAGMA foreign_keys = ON")
         plan = planner.plan(t, desired)
-        assert plan.statements[0].sql.startswith('CREATE TABLE "ptah_new_p"')
+        assert plan.statements[1].sql == 'ALTER TABLE "p" RENAME TO "ptah_old_p"'
         result = planner.apply(
             t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
         )
@@ -234,3 +303,69 @@ def test_rebuilding_a_parent_keeps_its_cascading_children(tmp_path: Path) -> Non
         assert t.connection.execute("SELECT pid FROM c").fetchall() == [(1,)]
         assert t.connection.execute("PRAGMA foreign_keys").fetchone() == (1,)
         assert t.connection.execute("PRAGMA foreign_key_check").fetchall() == []
+
+
+PARENT = (
+    "CREATE TABLE p (id INTEGER PRIMARY KEY, n TEXT);\n"
+    "CREATE TABLE c (pid INT REFERENCES p (id));\n"
+    "CREATE VIEW v AS SELECT n FROM p;\n"
+)
+
+
+@pytest.mark.parametrize("before", [False, True], ids=["was off", "was on"])
+@pytest.mark.parametrize("outcome", ["succeeded", "failed"])
+def test_legacy_alter_table_is_set_back_whatever_happens(
+    tmp_path: Path, before: bool, outcome: str
+) -> None:
+    """The rename aside runs with SQLite's legacy ALTER TABLE behaviour, which the plan
+    sets itself; the connection has its own setting again after the apply, whether
+    the apply committed or rolled back (here: a new NOT NULL column the rows lack),
+    and a rolled-back rebuild left the table, its name, its text and what names it as
+    they were."""
+    path = tmp_path / "t.db"
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.executescript(PARENT + "INSERT INTO p VALUES (1, 'a'); INSERT INTO c VALUES (1);")
+    raw.close()
+    column = "m INT UNIQUE" if outcome == "succeeded" else "m INT NOT NULL"
+    desired = PARENT.replace("n TEXT)", f"n TEXT, {column})")
+    with open_target(f"sqlite:///{path}") as t:
+        master = _master(t.connection)
+        t.connection.execute(f"PRAGMA legacy_alter_table = {'ON' if before else 'OFF'}")
+        plan = planner.plan(t, desired)
+        sqls = [s.sql for s in plan.statements]
+        rename = sqls.index('ALTER TABLE "p" RENAME TO "ptah_old_p"')
+        assert sqls[rename - 1 : rename + 2] == [
+            "PRAGMA legacy_alter_table = ON",
+            'ALTER TABLE "p" RENAME TO "ptah_old_p"',
+            "PRAGMA legacy_alter_table = OFF",
+        ]
+        result = planner.apply(
+            t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
+        )
+        assert result.outcome == outcome, result.message
+        assert t.connection.execute("PRAGMA legacy_alter_table").fetchone() == (int(before),)
+        assert t.connection.execute("PRAGMA foreign_key_list(c)").fetchall()[0][2] == "p"
+        if outcome == "failed":
+            assert "NOT NULL" in result.message and result.progress.committed == 0
+            assert _master(t.connection) == master
+        else:
+            assert _master(t.connection) == direct_load(tmp_path / "direct.db", desired)
+        assert t.connection.execute("SELECT n FROM v").fetchall() == [("a",)]
+
+
+def test_a_plan_may_set_legacy_alter_table_and_the_apply_sets_it_back(tmp_path: Path) -> None:
+    """The one pragma a plan may set that a desired file may not: a forged plan that
+    sets it and leaves it on leaves nothing of it on the connection (the apply sets it
+    back); every other setting is still refused (test_sqlite_confine)."""
+    from ptah.engines.model import PlanError, Statement
+
+    with open_target(f"sqlite:///{tmp_path}/t.db") as t:
+        t.connection.execute("CREATE TABLE a (id INTEGER PRIMARY KEY)")
+        before = planner.current_fingerprint(t)
+        forged = [Statement("PRAGMA legacy_alter_table = ON"), Statement("CREATE TABLE b (x)")]
+        result = planner.apply(t, forged, before, True)
+        assert result.outcome == "succeeded", result.message
+        assert t.connection.execute("PRAGMA legacy_alter_table").fetchone() == (0,)
+        with pytest.raises(PlanError) as caught:
+            planner.plan(t, "PRAGMA legacy_alter_table = ON;\nCREATE TABLE a (id INTEGER);\n")
+        assert "PRAGMA legacy_alter_table" in str(caught.value)

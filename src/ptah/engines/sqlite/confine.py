@@ -201,3 +201,25 @@ def authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None, 
     if action == sqlite3.SQLITE_PRAGMA and writes_setting(arg1 or "", arg2 is not None):
         return sqlite3.SQLITE_DENY
     return sqlite3.SQLITE_OK
+
+
+# Pragmas a plan's statements may set, and a desired file may not: SQLite's legacy
+# ALTER TABLE behaviour, which a rebuild's rename aside needs (see
+# :data:`ptah.engines.sqlite.diff.LEGACY_ALTER_ON`). It is this connection's
+# behaviour, not a database's setting, and the apply sets it back after the plan
+# whatever happens; a forged plan setting it gains what its own DDL could do anyway.
+PLAN_PRAGMAS = {"legacy_alter_table"}
+
+
+def plan_authorizer(
+    action: int, arg1: str | None, arg2: str | None, db: str | None, _: object
+) -> int:
+    """The apply's check of a plan's statements: :func:`authorizer`, but for
+    :data:`PLAN_PRAGMAS`."""
+    if (
+        action == sqlite3.SQLITE_PRAGMA
+        and (arg1 or "").lower() in PLAN_PRAGMAS
+        and (db is None or db in OWN_SCHEMAS)
+    ):
+        return sqlite3.SQLITE_OK
+    return authorizer(action, arg1, arg2, db, _)

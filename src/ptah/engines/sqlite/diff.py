@@ -1,9 +1,11 @@
 """SQLite diff: ADD COLUMN where SQLite can express it, otherwise a table rebuild.
 
-The rebuild is SQLite's documented procedure: create the new shape under a
-temporary name, copy the common columns, drop the old table, rename the new
-one, then recreate its indexes and triggers. Views are recreated around any
-rebuild because SQLite re-parses them on rename.
+The rebuild is SQLite's documented procedure, in the order that keeps the
+desired statement's text: rename the old table aside (SQLite's legacy ALTER
+TABLE behaviour, so that what names it keeps naming the table), create the new
+shape under its own name with the desired statement itself, copy the common
+columns, drop the old table, then recreate its indexes and triggers. Views and
+triggers are recreated around any rebuild.
 """
 
 from __future__ import annotations
@@ -24,15 +26,6 @@ from ptah.engines.sqlite.inspect import (
     unquoted,
 )
 
-_NAME = r"(?:\"(?:[^\"]|\"\")+\"|`(?:[^`]|``)+`|\[[^\]]+\]|[\w$]+)"
-# The table's name in its CREATE statement (comments may stand between the words;
-# ``main.`` may qualify it), replaced by the temporary name in a rebuild.
-_GAP = r"(?:\s|--[^\n]*\n|/\*.*?\*/)+"
-_CREATE_TABLE = re.compile(
-    rf"^(?:{_GAP})?CREATE{_GAP}(VIRTUAL{_GAP})?TABLE{_GAP}(IF{_GAP}NOT{_GAP}EXISTS{_GAP})?"
-    rf"(?:{_NAME}(?:{_GAP})?\.(?:{_GAP})?)?{_NAME}",
-    re.IGNORECASE | re.DOTALL,
-)
 # An FTS table's content option: content='' is contentless, content='t' external.
 _CONTENT_OPTION = re.compile(
     r"[(,]\s*content\s*=\s*('(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|[\w$]+)", re.IGNORECASE
@@ -105,14 +98,22 @@ def _addable(cur_sql: str, want_sql: str) -> list[str] | None:
     return [" ".join(segments[want.this.expressions.index(c)].split()) for c in extra]
 
 
-def _temp_name(name: str, taken: set[str]) -> str:
-    """A name for the new table that no object of either schema has (``taken``: their
-    names lower-cased; names are per database and case-insensitive in SQLite)."""
-    tmp, n = f"ptah_new_{name}", 1
-    while tmp.lower() in taken:
+def _aside_name(name: str, taken: set[str], prefixes: set[str]) -> str:
+    """A name to rename the old table to while its successor is created under its own
+    name: one no object of either schema has (``taken``: their names lower-cased; names
+    are per database and case-insensitive in SQLite), nor begins (``prefixes``: every
+    taken name's beginnings before a ``_``), since a virtual table's shadow tables are
+    renamed with it (``f_data`` to ``<aside>_data``)."""
+    aside, n = f"ptah_old_{name}", 1
+    while aside.lower() in taken or aside.lower() in prefixes:
         n += 1
-        tmp = f"ptah_new{n}_{name}"
-    return tmp
+        aside = f"ptah_old{n}_{name}"
+    return aside
+
+
+def _prefixes(names: set[str]) -> set[str]:
+    """Each name's beginnings before one of its ``_`` (``a_b_c``: ``a``, ``a_b``)."""
+    return {n[:i] for n in names for i, ch in enumerate(n) if ch == "_"}
 
 
 def _rowid_alias(columns: list[str]) -> str | None:
@@ -126,8 +127,9 @@ def _has_rowid(sql: str) -> bool:
     return "WITHOUT ROWID" not in table_options(sql)[1]
 
 
-def _copy(name: str, tmp: str, cur: dict[str, Any], want: dict[str, Any]) -> list[str]:
-    """The statements that carry the rows over, rowids included.
+def _copy(source: str, target: str, cur: dict[str, Any], want: dict[str, Any]) -> list[str]:
+    """The statements that carry the rows over from ``source`` into ``target``, rowids
+    included.
 
     A table without an INTEGER PRIMARY KEY still has rowids, which applications and
     other tables' references may hold: they are copied when both shapes have them (a
@@ -140,7 +142,7 @@ def _copy(name: str, tmp: str, cur: dict[str, Any], want: dict[str, Any]) -> lis
         if content is not None:
             if content.group(1) in ("''", '""'):
                 return []
-            return [f"INSERT INTO {q(tmp)} ({q(tmp)}) VALUES ('rebuild')"]
+            return [f"INSERT INTO {q(target)} ({q(target)}) VALUES ('rebuild')"]
     # SQLite's names are case-insensitive: "Name" and "name" are one column.
     old_columns = {c.lower(): c for c in cur.get("_readable", cur["_columns"])}
     common = [c for c in want["_columns"] if c.lower() in old_columns]
@@ -154,20 +156,23 @@ def _copy(name: str, tmp: str, cur: dict[str, Any], want: dict[str, Any]) -> lis
     if not targets:
         return []
     return [
-        f"INSERT INTO {q(tmp)} ({', '.join(targets)}) SELECT {', '.join(sources)} FROM {q(name)}"
+        f"INSERT INTO {q(target)} ({', '.join(targets)}) SELECT {', '.join(sources)}"
+        f" FROM {q(source)}"
     ]
 
 
-def _sequence(name: str, tmp: str, want_sql: str) -> list[str]:
+def _sequence(aside: str, name: str, want_sql: str) -> list[str]:
     """Keep an AUTOINCREMENT table's high-water mark: ids of deleted rows are not
-    handed out again. The copy set the new table's to its largest id; the old one's
-    may be higher. (DROP TABLE removes the old row, the rename renames the new one.)"""
+    handed out again. The rename took the old table's row to ``aside`` (DROP TABLE
+    removes it); the copy set the new table's to its largest id, and left none when
+    there were no rows: the old mark is taken where it is higher. (No row is made
+    where the old table had none: a direct load has none either.)"""
     if "AUTOINCREMENT" not in unquoted(want_sql).upper():
         return []
-    old, new = _literal(name), _literal(tmp)
+    old, new = _literal(aside), _literal(name)
     return [
-        f"INSERT INTO sqlite_sequence (name, seq) SELECT {new}, 0"
-        f" WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = {new})",
+        f"INSERT INTO sqlite_sequence (name, seq) SELECT {new}, seq FROM sqlite_sequence"
+        f" WHERE name = {old} AND NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = {new})",
         f"UPDATE sqlite_sequence SET seq = max(seq, coalesce((SELECT max(seq)"
         f" FROM sqlite_sequence WHERE name = {old}), 0)) WHERE name = {new}",
     ]
@@ -182,39 +187,58 @@ def _virtual_args(sql: str) -> str:
     return sql[start:] if start >= 0 else ""
 
 
+# SQLite's legacy ALTER TABLE behaviour, for the one statement that needs it: the old
+# table renamed aside leaves every reference to it (other tables' foreign keys, views,
+# triggers) naming the table, which the new one then is (with foreign_keys off, as the
+# apply has it; https://www.sqlite.org/lang_altertable.html#compatibility). The plan
+# says so itself, so that its statements mean what they say wherever they run; the
+# apply allows this pragma alone (a connection's behaviour, not a database setting) and
+# sets it back whatever happens (:meth:`ptah.engines.sqlite.ops.SqliteOps.execute`).
+LEGACY_ALTER_ON = "PRAGMA legacy_alter_table = ON"
+LEGACY_ALTER_OFF = "PRAGMA legacy_alter_table = OFF"
+
+
 def _rebuild(
-    name: str, cur: dict[str, Any], want: dict[str, Any], taken: set[str], old: str
+    name: str,
+    cur: dict[str, Any],
+    want: dict[str, Any],
+    aside: str,
+    old: str,
 ) -> list[Statement]:
     """The 12 steps for table ``old``, to become ``name`` (the same name, or another
-    spelling of it: SQLite's names are case-insensitive)."""
-    tmp = _temp_name(name, taken)
-    create = _CREATE_TABLE.sub(
-        lambda m: f"CREATE {m.group(1) or ''}TABLE {m.group(2) or ''}{q(tmp)}",
-        want["_sql"],
-        count=1,
-    )
+    spelling of it: SQLite's names are case-insensitive), the old table renamed aside
+    first: the new one is created with the desired statement itself, under its own
+    name, so that SQLite keeps the text a direct load keeps (a table renamed into its
+    name would be kept as ``CREATE TABLE "name"``, a virtual table's shadow tables as
+    ``CREATE TABLE "name_data"``). The rename takes the old table's indexes, triggers
+    and sqlite_sequence row with it; dropped, it takes them away."""
     kept = {c.lower() for c in want["_columns"]}
     dropped = [c for c in cur["_columns"] if c.lower() not in kept]
-    copy = _copy(old, tmp, cur, want)
+    copy = _copy(aside, name, cur, want)
     copy_hazards = (DATA_DEPENDENT, LOCK_HEAVY) + ((DESTRUCTIVE,) if dropped or not copy else ())
     return [
-        Statement(create),
+        Statement(LEGACY_ALTER_ON),
+        Statement(f"ALTER TABLE {q(old)} RENAME TO {q(aside)}"),
+        Statement(LEGACY_ALTER_OFF),
+        Statement(want["_sql"]),
         *(Statement(sql, copy_hazards) for sql in copy),
-        *(Statement(sql) for sql in _sequence(old, tmp, want["_sql"])),
-        Statement(f"DROP TABLE {q(old)}", (DESTRUCTIVE,) if dropped or not copy else (LOCK_HEAVY,)),
-        Statement(f"ALTER TABLE {q(tmp)} RENAME TO {q(name)}"),
+        *(Statement(sql) for sql in _sequence(aside, name, want["_sql"])),
+        Statement(
+            f"DROP TABLE {q(aside)}", (DESTRUCTIVE,) if dropped or not copy else (LOCK_HEAVY,)
+        ),
     ]
 
 
 def diff(current: Schema, desired: Schema) -> list[Statement]:
     """The statements that take ``current`` to ``desired``.
 
-    A rebuilt table takes its indexes and triggers with it when it is dropped;
-    and SQLite's RENAME re-reads every view and trigger of the schema, so one
-    that names a table while it is missing (between DROP and RENAME) fails the
-    rename: around any rebuild, every view and trigger is dropped first and
-    created again after. A trigger on a view that is dropped (INSTEAD OF) goes
-    with the view and is created again after it.
+    A rebuilt table takes its indexes and triggers with it when it is dropped
+    (renamed aside, it has them still). Around any rebuild, every view and
+    trigger is dropped first and created again after, as when the new table was
+    renamed into its name, which made SQLite re-read them all (one naming a table
+    that was missing then failed the rename); the legacy rename aside reads none,
+    so this is more than the rebuild now needs, and kept. A trigger on a view
+    that is dropped (INSTEAD OF) goes with the view and is created again after it.
     """
     cur_t, want_t = dict(current["table"]), desired["table"]
     old_name = _respelled(cur_t, want_t)
@@ -239,6 +263,7 @@ def _tables(
     (parents usually first); and the names of the rebuilt ones, old and new."""
     tables: list[Statement] = []
     rebuilt: set[str] = set()
+    prefixes: set[str] | None = None  # made once, for the first rebuild
     for name in want_t:
         if name not in cur_t:
             tables.append(Statement(want_t[name]["_sql"]))
@@ -249,7 +274,10 @@ def _tables(
             else:
                 old = old_name.get(name, name)
                 rebuilt |= {name, old}
-                tables.extend(_rebuild(name, cur_t[name], want_t[name], taken, old))
+                if prefixes is None:
+                    prefixes = _prefixes(taken)
+                aside = _aside_name(old, taken, prefixes)
+                tables.extend(_rebuild(name, cur_t[name], want_t[name], aside, old))
     return tables, rebuilt
 
 

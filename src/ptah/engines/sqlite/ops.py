@@ -128,11 +128,18 @@ class SqliteOps:
         commit, then ``foreign_keys`` restored. A violation the change brings
         fails the apply and rolls it back; violations that were there before
         it (possible while foreign keys are off) are not the change's doing.
+
+        ``legacy_alter_table`` is off when the plan starts (SQLite's default: the plan's
+        statements mean what they say, whatever the connection had), the plan may set it
+        (a rebuild's rename aside does, and sets it off again), and it is set back to
+        what it was whatever happens.
         """
         conn: sqlite3.Connection = target.connection
         fk_on = conn.execute("PRAGMA foreign_keys").fetchone()[0]
+        legacy = conn.execute("PRAGMA legacy_alter_table").fetchone()[0]
         conn.execute(f"PRAGMA busy_timeout = {int(timeouts.lock_seconds * 1000)}")
         conn.execute("PRAGMA foreign_keys = OFF")
+        conn.execute("PRAGMA legacy_alter_table = OFF")
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -142,7 +149,7 @@ class SqliteOps:
                 violations_before = _violations(conn)
                 # The plan's statements under the scratch's rules too: a plan file is
                 # input (a forged one could ATTACH, load an extension, write settings).
-                conn.set_authorizer(sqconfine.authorizer)
+                conn.set_authorizer(sqconfine.plan_authorizer)
                 try:
                     for stmt in statements:
                         progress.failed_index = progress.executed
@@ -162,4 +169,5 @@ class SqliteOps:
                 conn.execute("ROLLBACK")
                 raise
         finally:
+            conn.execute(f"PRAGMA legacy_alter_table = {'ON' if legacy else 'OFF'}")
             conn.execute(f"PRAGMA foreign_keys = {'ON' if fk_on else 'OFF'}")
