@@ -100,6 +100,10 @@ GROWN = {
         "CREATE TABLE t (a TEXT COLLATE nocase, b TEXT);\nCREATE INDEX i ON t (b COLLATE rtrim);",
         "CREATE TABLE t (a TEXT COLLATE NOCASE, b TEXT);\nCREATE INDEX i ON t (b COLLATE RTRIM);",
     ),
+    "declared types in other letters' case and spacing": (
+        "CREATE TABLE t (a int, b varchar ( 10 ), c Integer primary key, d decimal(5, 2));",
+        "CREATE TABLE t (a INT, b VARCHAR(10), c INTEGER PRIMARY KEY, d DECIMAL(5,2));",
+    ),
     "an explicit ASC in an index": (
         "CREATE TABLE t (a INT, b INT);\nCREATE INDEX i ON t (a ASC, b DESC);",
         "CREATE TABLE t (a INT, b INT);\nCREATE INDEX i ON t (a, b DESC);",

@@ -369,3 +369,66 @@ def test_a_plan_may_set_legacy_alter_table_and_the_apply_sets_it_back(tmp_path: 
         with pytest.raises(PlanError) as caught:
             planner.plan(t, "PRAGMA legacy_alter_table = ON;\nCREATE TABLE a (id INTEGER);\n")
         assert "PRAGMA legacy_alter_table" in str(caught.value)
+
+
+# A declared type and another sqlglot reads as the same one: compared in sqlglot's
+# rendering (INT as INTEGER, NUMERIC as REAL, ...), a change between them planned nothing.
+DECLARED_TYPES = {
+    "INT PRIMARY KEY becomes the rowid's INTEGER PRIMARY KEY": (
+        "CREATE TABLE t (id INT PRIMARY KEY, v TEXT);",
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);",
+        "SELECT id, rowid = id FROM t",
+        [(7, 1)],
+    ),
+    "REAL affinity becomes NUMERIC": (
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v REAL);",
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v NUMERIC);",
+        "INSERT INTO t VALUES (8, '2'); SELECT typeof(v) FROM t WHERE id = 8",
+        [("integer",)],
+    ),
+    "BOOLEAN becomes INTEGER": (
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v BOOLEAN);",
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER);",
+        "SELECT type FROM pragma_table_info('t') WHERE name = 'v'",
+        [("INTEGER",)],
+    ),
+    "VARCHAR(10) becomes TEXT(10)": (
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v VARCHAR(10));",
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT(10));",
+        "SELECT type FROM pragma_table_info('t') WHERE name = 'v'",
+        [("TEXT(10)",)],
+    ),
+    "INTEGER becomes INT in a STRICT table": (
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER) STRICT;",
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v INT) STRICT;",
+        "SELECT type FROM pragma_table_info('t') WHERE name = 'v'",
+        [("INT",)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DECLARED_TYPES))
+def test_a_changed_declared_type_is_a_change(tmp_path: Path, name: str) -> None:
+    """SQLite keeps a column's declared type as written: ``table_info`` reports it, a
+    STRICT table checks it, its affinity comes from its letters, and only INTEGER
+    PRIMARY KEY is the rowid. A change of it is planned, and the table is then the one
+    a direct load makes."""
+    before, after, query, expected = DECLARED_TYPES[name]
+    path = tmp_path / "t.db"
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.executescript(before + "\nINSERT INTO t (id, v) VALUES (7, 1);")
+    raw.close()
+    with open_target(f"sqlite:///{path}") as t:
+        plan = planner.plan(t, after)
+        assert plan.statements, "a changed declared type must plan something"
+        result = planner.apply(
+            t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
+        )
+        assert result.outcome == "succeeded", result.message
+        assert planner.plan(t, after).statements == []
+        assert t.connection.execute("SELECT id, v = 1 FROM t").fetchall() == [(7, 1)]
+        *writes, read = query.split("; ")
+        for sql in writes:
+            t.connection.execute(sql)
+        assert t.connection.execute(read).fetchall() == expected
+        assert _master(t.connection) == direct_load(tmp_path / "direct.db", after)

@@ -17,13 +17,14 @@ from typing import Any
 
 import sqlglot
 from sqlglot import expressions as exp
-from sqlglot.dialects.sqlite import SQLite
+from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import TokenType  # type: ignore[attr-defined]
 
 from ptah.engines.model import PlanError, Schema
 
 # Triggers and other statements sqlglot does not model fall back to folding; no warnings.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
+_DIALECT = Dialect.get_or_raise("sqlite")
 _SIMPLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # SQLite stores a statement's head as ``CREATE VIRTUAL TABLE`` whatever the author wrote.
 _VIRTUAL = re.compile(r"\s*CREATE\s+VIRTUAL\s", re.IGNORECASE)
@@ -98,22 +99,99 @@ def parse(sql: str) -> exp.Expression | None:
 
     Table options after the body (``WITHOUT ROWID``, ``STRICT``) are not part
     of the tree (sqlglot does not read ``WITHOUT ROWID``); see
-    :func:`table_options`.
+    :func:`table_options`. A column's declared type is the author's
+    (:func:`declared_type`), not sqlglot's reading of it.
     """
     core, _ = table_options(sql)
     try:
-        tree: Any = sqlglot.parse_one(core, read="sqlite")
-    except sqlglot.errors.ParseError:
+        # Tokenized once, for the parser and for the declared types.
+        tokens = _DIALECT.tokenize(core)
+        trees = _DIALECT.parser().parse(tokens, core)
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
         return None
+    tree: Any = trees[0] if len(trees) == 1 else None
     if not isinstance(tree, exp.Create):  # a trigger reads as a Block of its raw text
         return None
     for node in tree.walk():
         node.comments = None  # see fold: a comment changes nothing
+    if not _declared_types(tree, core, tokens):
+        return None
     for ident in tree.find_all(exp.Identifier):
         if ident.quoted and _SIMPLE.match(ident.name):
             ident.set("quoted", False)
     result: exp.Expression = tree
     return result
+
+
+# The words a column constraint begins with: where a column's declared type ends.
+_CONSTRAINT_WORDS = {
+    "AS",
+    "CHECK",
+    "COLLATE",
+    "CONSTRAINT",
+    "DEFAULT",
+    "GENERATED",
+    "NOT",
+    "NULL",
+    "PRIMARY",
+    "REFERENCES",
+    "UNIQUE",
+}
+
+
+def _declared_type(tokens: list[Any], text: str) -> str | None:
+    """A column definition's declared type (``tokens``: the definition's, in ``text``)
+    as its author wrote it, in one spelling (upper case, whitespace folded, comments
+    dropped): ``""`` when it has none, None when it cannot be read.
+
+    sqlglot reads a type as one of its own and renders that: ``INT`` as ``INTEGER``,
+    ``NUMERIC`` as ``REAL``, ``BOOLEAN`` as ``INTEGER``, ``VARCHAR(10)`` as
+    ``TEXT(10)``. To SQLite they differ: the declared type is what ``table_info``
+    reports and what a STRICT table checks, its affinity comes from its letters
+    (``NUMERIC`` and ``REAL`` keep values differently), and only ``INTEGER PRIMARY
+    KEY`` makes a column the rowid, ``INT PRIMARY KEY`` does not. Compared in
+    sqlglot's spelling, a change between them planned nothing."""
+    start = end = -1
+    depth = 0
+    for tok in tokens[1:]:  # tokens[0] is the column's name
+        word = tok.text.split()[0].upper() if tok.text.strip() else ""  # one token: PRIMARY KEY
+        quoted = tok.token_type in (TokenType.IDENTIFIER, TokenType.STRING)
+        if depth == 0 and not quoted and word in _CONSTRAINT_WORDS:
+            break
+        if tok.token_type == TokenType.L_PAREN:
+            if start < 0:
+                return None
+            depth += 1
+        elif tok.token_type == TokenType.R_PAREN:
+            depth -= 1
+        start = tok.start if start < 0 else start
+        end = tok.end
+        if depth == 0 and tok.token_type == TokenType.R_PAREN:
+            break  # the type's size or precision ends it
+    if depth:
+        return None
+    return "" if start < 0 else fold(text[start : end + 1]).upper()
+
+
+def _declared_types(tree: exp.Create, core: str, tokens: list[Any]) -> bool:
+    """Each column of a CREATE TABLE's tree given its declared type as written
+    (:func:`_declared_type`); False when one cannot be read (the text is then compared
+    folded, as one sqlglot cannot parse)."""
+    if not isinstance(tree.this, exp.Schema) or tree.args.get("kind") != "TABLE":
+        return True
+    found = _body(tokens)
+    if found is None:
+        return False
+    definitions = _definitions(tokens, *found)
+    if len(definitions) != len(tree.this.expressions):
+        return False
+    for node, definition in zip(tree.this.expressions, definitions, strict=True):
+        if isinstance(node, exp.ColumnDef):
+            kind = _declared_type(definition, core)
+            if kind is None:
+                return False
+            node.set("kind", exp.Var(this=kind) if kind else None)
+    return True
 
 
 _CONSTANTS = (exp.Literal, exp.Null, exp.Boolean, exp.HexString)
@@ -167,9 +245,15 @@ def _table_tokens(sql: str) -> tuple[list[Any], int, int] | None:
     if not re.match(r"\s*CREATE\s+(TEMP\w*\s+)?TABLE\b", sql, re.IGNORECASE):
         return None
     try:
-        tokens = SQLite.Tokenizer().tokenize(sql)
+        tokens = _DIALECT.tokenize(sql)
     except sqlglot.errors.TokenError:
         return None
+    found = _body(tokens)
+    return None if found is None else (tokens, *found)
+
+
+def _body(tokens: list[Any]) -> tuple[int, int] | None:
+    """The indices of a CREATE TABLE's body's parentheses among its tokens."""
     depth, opened = 0, -1
     for k, tok in enumerate(tokens):
         if tok.token_type == TokenType.L_PAREN:
@@ -179,10 +263,26 @@ def _table_tokens(sql: str) -> tuple[list[Any], int, int] | None:
         elif tok.token_type == TokenType.R_PAREN:
             depth -= 1
             if depth == 0:
-                return tokens, opened, k
+                return opened, k
         elif depth == 0 and tok.token_type in (TokenType.ALIAS, TokenType.SELECT):
             return None  # CREATE TABLE ... AS SELECT: no body
     return None
+
+
+def _definitions(tokens: list[Any], opened: int, close: int) -> list[list[Any]]:
+    """The body's comma-separated definitions, as lists of their tokens."""
+    out: list[list[Any]] = [[]]
+    depth = 0
+    for tok in tokens[opened + 1 : close]:
+        if depth == 0 and tok.token_type == TokenType.COMMA:
+            out.append([])
+            continue
+        if tok.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tok.token_type == TokenType.R_PAREN:
+            depth -= 1
+        out[-1].append(tok)
+    return [d for d in out if d]
 
 
 def table_options(sql: str) -> tuple[str, str]:
@@ -209,24 +309,7 @@ def body_segments(sql: str) -> list[str]:
     found = _table_tokens(sql)
     if found is None:
         return []
-    tokens, opened, close = found
-    out: list[str] = []
-    depth, first, last = 0, -1, -1
-    for tok in tokens[opened + 1 : close]:
-        if depth == 0 and tok.token_type == TokenType.COMMA:
-            out.append(sql[first : last + 1])
-            first = -1
-            continue
-        if tok.token_type == TokenType.L_PAREN:
-            depth += 1
-        elif tok.token_type == TokenType.R_PAREN:
-            depth -= 1
-        if first < 0:
-            first = tok.start
-        last = tok.end
-    if first >= 0:
-        out.append(sql[first : last + 1])
-    return out
+    return [sql[d[0].start : d[-1].end + 1] for d in _definitions(*found)]
 
 
 def _shadow_tables(conn: sqlite3.Connection) -> set[str]:
