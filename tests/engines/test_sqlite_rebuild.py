@@ -432,3 +432,42 @@ def test_a_changed_declared_type_is_a_change(tmp_path: Path, name: str) -> None:
             t.connection.execute(sql)
         assert t.connection.execute(read).fetchall() == expected
         assert _master(t.connection) == direct_load(tmp_path / "direct.db", after)
+
+
+# The same for a CAST's type, which sqlglot also reads as one of its own: to SQLite a
+# CAST converts by its type's affinity, and CAST('2.0' AS NUMERIC) is 2, AS REAL 2.0.
+CAST_TYPES = {
+    "in a generated column": (
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, g AS (CAST(v AS {})));",
+        "SELECT typeof(g) FROM t",
+    ),
+    "in a view": (
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);\n"
+        "CREATE VIEW w AS SELECT CAST(v AS {}) AS g FROM t;",
+        "SELECT typeof(g) FROM w",
+    ),
+    "in an index's expression": (
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT);\nCREATE INDEX i ON t (CAST(v AS {}));",
+        "SELECT typeof(CAST(v AS NUMERIC)) FROM t INDEXED BY i WHERE CAST(v AS NUMERIC) = 2",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CAST_TYPES))
+def test_a_changed_cast_type_is_a_change(tmp_path: Path, name: str) -> None:
+    schema, query = CAST_TYPES[name]
+    before, after = schema.format("REAL"), schema.format("NUMERIC")
+    path = tmp_path / "t.db"
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.executescript(before + "\nINSERT INTO t (id, v) VALUES (1, '2.0');")
+    raw.close()
+    with open_target(f"sqlite:///{path}") as t:
+        plan = planner.plan(t, after)
+        assert plan.statements, "a changed CAST type must plan something"
+        result = planner.apply(
+            t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
+        )
+        assert result.outcome == "succeeded", result.message
+        assert planner.plan(t, after).statements == []
+        assert t.connection.execute(query).fetchall() == [("integer",)]
+        assert _master(t.connection) == direct_load(tmp_path / "direct.db", after)

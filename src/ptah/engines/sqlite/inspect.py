@@ -99,13 +99,17 @@ def parse(sql: str) -> exp.Expression | None:
 
     Table options after the body (``WITHOUT ROWID``, ``STRICT``) are not part
     of the tree (sqlglot does not read ``WITHOUT ROWID``); see
-    :func:`table_options`. A column's declared type is the author's
-    (:func:`declared_type`), not sqlglot's reading of it.
+    :func:`table_options`. A column's declared type and a CAST's type are the
+    author's (:func:`_declared_type`, :func:`_mark_casts`), not sqlglot's reading
+    of them.
     """
     core, _ = table_options(sql)
     try:
-        # Tokenized once, for the parser and for the declared types.
+        # Tokenized once, for the parser and for the declared types (twice with a CAST).
         tokens = _DIALECT.tokenize(core)
+        core, cast_types = _mark_casts(core, tokens)
+        if cast_types:
+            tokens = _DIALECT.tokenize(core)
         trees = _DIALECT.parser().parse(tokens, core)
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
         return None
@@ -114,7 +118,7 @@ def parse(sql: str) -> exp.Expression | None:
         return None
     for node in tree.walk():
         node.comments = None  # see fold: a comment changes nothing
-    if not _declared_types(tree, core, tokens):
+    if not _declared_types(tree, core, tokens) or not _cast_types(tree, cast_types):
         return None
     for ident in tree.find_all(exp.Identifier):
         if ident.quoted and _SIMPLE.match(ident.name):
@@ -123,6 +127,7 @@ def parse(sql: str) -> exp.Expression | None:
     return result
 
 
+_QUOTED_TOKENS = (TokenType.IDENTIFIER, TokenType.STRING)
 # The words a column constraint begins with: where a column's declared type ends.
 _CONSTRAINT_WORDS = {
     "AS",
@@ -155,7 +160,7 @@ def _declared_type(tokens: list[Any], text: str) -> str | None:
     depth = 0
     for tok in tokens[1:]:  # tokens[0] is the column's name
         word = tok.text.split()[0].upper() if tok.text.strip() else ""  # one token: PRIMARY KEY
-        quoted = tok.token_type in (TokenType.IDENTIFIER, TokenType.STRING)
+        quoted = tok.token_type in _QUOTED_TOKENS
         if depth == 0 and not quoted and word in _CONSTRAINT_WORDS:
             break
         if tok.token_type == TokenType.L_PAREN:
@@ -192,6 +197,58 @@ def _declared_types(tree: exp.Create, core: str, tokens: list[Any]) -> bool:
                 return False
             node.set("kind", exp.Var(this=kind) if kind else None)
     return True
+
+
+_CAST_MARK = "ptah_cast_"
+_CAST_MARKED = re.compile(rf"{_CAST_MARK}(\d+)")
+
+
+def _mark_casts(core: str, tokens: list[Any]) -> tuple[str, list[str]]:
+    """``core`` with each ``CAST(... AS type)``'s type replaced by a marker
+    (``ptah_cast_<n>``), and the types as written, in one spelling as declared types
+    are (:func:`_declared_type`). sqlglot reads ``CAST(a AS NUMERIC)`` as
+    ``CAST(a AS REAL)``, ``STRING`` as ``TEXT``, ``BOOLEAN`` as ``INTEGER``: to SQLite
+    a CAST converts by its type's affinity, and those differ (``CAST('1.5' AS
+    BOOLEAN)`` is 1.5, ``AS INTEGER`` 1). The markers are found again in the tree
+    (:func:`_cast_types`), wherever sqlglot puts the CASTs."""
+    spans: list[tuple[int, int]] = []
+    if "CAST" not in core.upper():
+        return core, []
+    for i, tok in enumerate(tokens[:-1]):
+        if tok.token_type in _QUOTED_TOKENS or tok.text.upper() != "CAST":
+            continue
+        if tokens[i + 1].token_type != TokenType.L_PAREN:
+            continue
+        depth, as_at, close = 0, -1, -1
+        for j in range(i + 1, len(tokens)):
+            kind = tokens[j].token_type
+            if kind == TokenType.L_PAREN:
+                depth += 1
+            elif kind == TokenType.R_PAREN:
+                depth -= 1
+                if depth == 0:
+                    close = j
+                    break
+            elif depth == 1 and kind == TokenType.ALIAS:
+                as_at = j
+        if as_at >= 0 and as_at + 1 < close:
+            spans.append((tokens[as_at + 1].start, tokens[close - 1].end))
+    types = [fold(core[start : end + 1]).upper() for start, end in spans]
+    for n, (start, end) in sorted(enumerate(spans), key=lambda e: -e[1][0]):
+        core = f"{core[:start]}{_CAST_MARK}{n}{core[end + 1 :]}"
+    return core, types
+
+
+def _cast_types(tree: exp.Expression, types: list[str]) -> bool:
+    """The CASTs' types as written put back where :func:`_mark_casts` marked them;
+    False when a marker is not found once (the text is then compared folded)."""
+    found = 0
+    for node in tree.find_all(exp.DataType):
+        mark = _CAST_MARKED.fullmatch(str(node.args.get("kind") or ""))
+        if node.this == exp.DataType.Type.USERDEFINED and mark:
+            node.set("kind", types[int(mark.group(1))])
+            found += 1
+    return found == len(types)
 
 
 _CONSTANTS = (exp.Literal, exp.Null, exp.Boolean, exp.HexString)
