@@ -12,7 +12,9 @@ second schema holds, text for text (a table renamed into its name was kept as
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -414,24 +416,33 @@ def test_a_changed_declared_type_is_a_change(tmp_path: Path, name: str) -> None:
     PRIMARY KEY is the rowid. A change of it is planned, and the table is then the one
     a direct load makes."""
     before, after, query, expected = DECLARED_TYPES[name]
+    with _changed(tmp_path, before, "INSERT INTO t (id, v) VALUES (7, 1);", after) as conn:
+        assert conn.execute("SELECT id, v = 1 FROM t").fetchall() == [(7, 1)]
+        *writes, read = query.split("; ")
+        for sql in writes:
+            conn.execute(sql)
+        assert conn.execute(read).fetchall() == expected
+
+
+@contextlib.contextmanager
+def _changed(tmp_path: Path, before: str, rows: str, after: str) -> Iterator[sqlite3.Connection]:
+    """A database loaded with ``before`` and ``rows``, then planned and applied to
+    ``after``: a change is planned, converges, and leaves what a direct load makes.
+    Yields the target's connection for the case's own reads."""
     path = tmp_path / "t.db"
     raw = sqlite3.connect(path, isolation_level=None)
-    raw.executescript(before + "\nINSERT INTO t (id, v) VALUES (7, 1);")
+    raw.executescript(before + "\n" + rows)
     raw.close()
     with open_target(f"sqlite:///{path}") as t:
         plan = planner.plan(t, after)
-        assert plan.statements, "a changed declared type must plan something"
+        assert plan.statements, "the change must plan something"
         result = planner.apply(
             t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
         )
         assert result.outcome == "succeeded", result.message
         assert planner.plan(t, after).statements == []
-        assert t.connection.execute("SELECT id, v = 1 FROM t").fetchall() == [(7, 1)]
-        *writes, read = query.split("; ")
-        for sql in writes:
-            t.connection.execute(sql)
-        assert t.connection.execute(read).fetchall() == expected
         assert _master(t.connection) == direct_load(tmp_path / "direct.db", after)
+        yield t.connection
 
 
 # The same for a CAST's type, which sqlglot also reads as one of its own: to SQLite a
@@ -457,17 +468,5 @@ CAST_TYPES = {
 def test_a_changed_cast_type_is_a_change(tmp_path: Path, name: str) -> None:
     schema, query = CAST_TYPES[name]
     before, after = schema.format("REAL"), schema.format("NUMERIC")
-    path = tmp_path / "t.db"
-    raw = sqlite3.connect(path, isolation_level=None)
-    raw.executescript(before + "\nINSERT INTO t (id, v) VALUES (1, '2.0');")
-    raw.close()
-    with open_target(f"sqlite:///{path}") as t:
-        plan = planner.plan(t, after)
-        assert plan.statements, "a changed CAST type must plan something"
-        result = planner.apply(
-            t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
-        )
-        assert result.outcome == "succeeded", result.message
-        assert planner.plan(t, after).statements == []
-        assert t.connection.execute(query).fetchall() == [("integer",)]
-        assert _master(t.connection) == direct_load(tmp_path / "direct.db", after)
+    with _changed(tmp_path, before, "INSERT INTO t (id, v) VALUES (1, '2.0');", after) as conn:
+        assert conn.execute(query).fetchall() == [("integer",)]
