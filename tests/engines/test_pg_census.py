@@ -51,7 +51,6 @@ UNMANAGED = {
         " CREATE TEXT SEARCH DICTIONARY public.my_dict (TEMPLATE = public.my_simple);",
         "text search template public.my_simple",
     ),
-    "publication": ("CREATE PUBLICATION t_pub FOR TABLE public.t;", "publication t_pub"),
     "column options": (
         "ALTER TABLE public.t ALTER COLUMN a SET (n_distinct = 100);",
         "column options",
@@ -312,6 +311,32 @@ def test_ownership_manage_sets_text_search_owners(pg_url: str, pg_db: str) -> No
         ]
         assert t.connection.execute(
             "SELECT pg_get_userbyid(dictowner) FROM pg_ts_dict WHERE dictname = 'dd'"
+        ).fetchone() == ("ptah_corpus_writer",)
+
+
+def test_ownership_manage_sets_publication_owners(pg_url: str, pg_db: str) -> None:
+    from pgcorpus import ensure_roles
+
+    from ptah.engines.model import SchemaPolicy
+
+    ensure_roles(pg_url)
+    sql = (
+        BASE
+        + "CREATE PUBLICATION t_pub FOR TABLE public.t;\n"
+        + "ALTER PUBLICATION t_pub OWNER TO ptah_corpus_writer;\n"
+    )
+    manage = SchemaPolicy(ownership="manage")
+    with open_target(pg_db) as t:
+        plan = planner.plan(t, sql, policy=manage)
+        owners = [s.sql for s in plan.statements if "OWNER TO" in s.sql]
+        assert owners == ["ALTER PUBLICATION t_pub OWNER TO ptah_corpus_writer"]
+        result = planner.apply(
+            t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
+        )
+        assert result.outcome == "succeeded", result.message
+        assert planner.plan(t, sql, policy=manage).statements == []
+        assert t.connection.execute(
+            "SELECT pg_get_userbyid(pubowner) FROM pg_publication WHERE pubname = 't_pub'"
         ).fetchone() == ("ptah_corpus_writer",)
 
 

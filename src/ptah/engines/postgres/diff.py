@@ -72,6 +72,9 @@ _RANK = {
     "rule": 11,
     "policy": 11,
     "event_trigger": 12,
+    "publication": 12,
+    "pub_table": 12,
+    "pub_schema": 12,
     "owned": 13,
     "comment": 14,
     "acl": 15,
@@ -91,6 +94,7 @@ _REBUILDABLE = {
     "event_trigger",
     "ts_dict",
     "ts_config",
+    "pub_table",
 }
 
 
@@ -320,6 +324,7 @@ class _Diff:
             self.rules,
             self.policies,
             self.event_triggers,
+            self.publications,
             self.comments,
             self.acls,
             self.identity_acls,
@@ -370,6 +375,14 @@ class _Diff:
             for name in cur.keys() & want.keys():
                 if cur[name] != want[name]:
                     self.ch.replaced.add(f"{kind}:{name}")
+        cur, want = self.pair("publication")
+        for name in cur.keys() & want.keys():
+            if cur[name]["allTables"] != want[name]["allTables"]:
+                self.ch.replaced.add(f"publication:{name}")
+        cur, want = self.pair("pub_table")
+        for key in cur.keys() & want.keys():
+            if cur[key] != want[key]:  # a row filter or a column list: dropped and added
+                self.ch.replaced.add(f"pub_table:{key}")
         cur, want = self.pair("domain")
         for name in cur.keys() & want.keys():
             if (cur[name]["type"], cur[name]["collation"]) != (
@@ -612,7 +625,9 @@ class _Diff:
                     generated = child.split(":", 1)[1]
                     if generated in self.want["table"][table]["columns"]:
                         self.ch.readded.add((table, generated))
-                elif _kind(child) in ("function", "rule") and self._in(self.want, child):
+                elif _kind(child) in ("function", "rule", "pub_table") and self._in(
+                    self.want, child
+                ):
                     self._rebuild(child, work, f"the type of column {col} of {table} changes")
         for table, col in sorted(self.ch.readded):
             self.readd(table, col, work)
@@ -2279,6 +2294,71 @@ class _Diff:
 
         self._rebuildable_kind("event_trigger", lambda n, e: f"DROP EVENT TRIGGER {n}", create)
 
+    def publications(self) -> None:
+        """Publications: created (``FOR ALL TABLES`` or empty, then their tables and
+        schemas added), dropped, dropped and created again when ``FOR ALL TABLES``
+        changes, their options set in place. A table whose row filter or column list
+        changes (or whose filter reads a column retyped, a column dropped and added
+        again) is dropped from the publication and added again; the membership of a
+        table or schema the plan drops, or of a publication it drops, goes with it."""
+        cur, want = self.pair("publication")
+
+        def options(p: dict[str, Any]) -> str:
+            via = "true" if p["viaRoot"] else "false"
+            return f"publish = {_lit(p['publish'])}, publish_via_partition_root = {via}"
+
+        for name in sorted(cur.keys()):
+            node = f"publication:{name}"
+            if name not in want or self.rebuilt(node):
+                self.drop(node, f"DROP PUBLICATION {name}")
+        for name in sorted(want.keys()):
+            node = f"publication:{name}"
+            p = want[name]
+            if name not in cur or self.rebuilt(node):
+                alltables = " FOR ALL TABLES" if p["allTables"] else ""
+                self.create(node, f"CREATE PUBLICATION {name}{alltables} WITH ({options(p)})")
+            elif options(cur[name]) != options(p):
+                self.create(node, f"ALTER PUBLICATION {name} SET ({options(p)})")
+
+        def fresh(pub: str) -> bool:
+            return pub not in cur or self.rebuilt(f"publication:{pub}")
+
+        tables_cur, tables_want = self.pair("pub_table")
+        for key, m in sorted(tables_cur.items()):
+            node = f"pub_table:{key}"
+            if fresh(m["publication"]) or m["publication"] not in want:
+                continue  # goes with its publication
+            if m["table"] not in self.want.get("table", {}) or node in self.ch.recreated:
+                continue  # goes with its table, or with a column of it
+            if key not in tables_want or self.rebuilt(node):
+                self.drop(node, f"ALTER PUBLICATION {m['publication']} DROP TABLE {m['table']}")
+        for key, m in sorted(tables_want.items()):
+            node = f"pub_table:{key}"
+            if key in tables_cur and not self.rebuilt(node) and not fresh(m["publication"]):
+                continue
+            columns = f" ({', '.join(m['columns'])})" if m["columns"] else ""
+            where = f" WHERE ({m['where']})" if m["where"] is not None else ""
+            self.create(
+                node,
+                f"ALTER PUBLICATION {m['publication']} ADD TABLE {m['table']}{columns}{where}",
+            )
+        schemas_cur, schemas_want = self.pair("pub_schema")
+        for key, m in sorted(schemas_cur.items()):
+            if key in schemas_want or fresh(m["publication"]) or m["publication"] not in want:
+                continue
+            if m["schema"] in self.want.get("schema", {}) or m["schema"] == "public":
+                self.drop(
+                    f"pub_schema:{key}",
+                    f"ALTER PUBLICATION {m['publication']} DROP TABLES IN SCHEMA {m['schema']}",
+                )
+        for key, m in sorted(schemas_want.items()):
+            if key in schemas_cur and not fresh(m["publication"]):
+                continue
+            self.create(
+                f"pub_schema:{key}",
+                f"ALTER PUBLICATION {m['publication']} ADD TABLES IN SCHEMA {m['schema']}",
+            )
+
     # -- comments and privileges ----------------------------------------------------------
     def _gone(self, node: str) -> bool:
         kind, name = node.split(":", 1)
@@ -2531,6 +2611,7 @@ _OWNER_WORDS = {
     "statistics": "STATISTICS",
     "ts_dict": "TEXT SEARCH DICTIONARY",
     "ts_config": "TEXT SEARCH CONFIGURATION",
+    "publication": "PUBLICATION",
 }
 
 

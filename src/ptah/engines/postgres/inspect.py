@@ -63,6 +63,9 @@ KINDS = (
     "rule",
     "policy",
     "event_trigger",
+    "publication",
+    "pub_table",
+    "pub_schema",
     "acl",
     "default_acl",
     "comment",
@@ -361,6 +364,36 @@ JOIN pg_class c ON c.oid = s.stxrelid JOIN pg_namespace cn ON cn.oid = c.relname
 WHERE {_USER_NS} AND {_not_ext("pg_statistic_ext", "s.oid")}
 """
 
+# Publications (logical replication): FOR ALL TABLES, what they publish, and whether a
+# partition's changes are published as its root's.
+Q_PUBLICATIONS = """
+SELECT p.oid, quote_ident(p.pubname), p.puballtables,
+       array_to_string(ARRAY(SELECT w FROM unnest(ARRAY[
+         CASE WHEN p.pubinsert THEN 'insert' END, CASE WHEN p.pubupdate THEN 'update' END,
+         CASE WHEN p.pubdelete THEN 'delete' END,
+         CASE WHEN p.pubtruncate THEN 'truncate' END]) w WHERE w IS NOT NULL), ', '),
+       p.pubviaroot
+FROM pg_publication p
+"""
+
+# A publication's tables, each with its row filter and its column list (in the list's
+# order), and its schemas (FOR TABLES IN SCHEMA).
+Q_PUBLICATION_TABLES = f"""
+SELECT r.oid, quote_ident(p.pubname), {_qn("n", "c.relname")},
+       pg_get_expr(r.prqual, r.prrelid),
+       ARRAY(SELECT quote_ident(a.attname)
+               FROM unnest(r.prattrs::int2[]) WITH ORDINALITY u(num, i)
+               JOIN pg_attribute a ON a.attrelid = r.prrelid AND a.attnum = u.num
+              ORDER BY u.i)
+FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid
+JOIN pg_class c ON c.oid = r.prrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+"""
+Q_PUBLICATION_SCHEMAS = """
+SELECT s.oid, quote_ident(p.pubname), quote_ident(n.nspname)
+FROM pg_publication_namespace s JOIN pg_publication p ON p.oid = s.pnpubid
+JOIN pg_namespace n ON n.oid = s.pnnspid
+"""
+
 Q_TRIGGERS = f"""
 SELECT g.oid, g.tgconstraint, {_qn("n", "c.relname")}, quote_ident(g.tgname),
        pg_get_triggerdef(g.oid), g.tgenabled::text
@@ -515,6 +548,8 @@ UNION ALL SELECT 'pg_ts_dict', d.oid, quote_ident(pg_get_userbyid(d.dictowner))
   FROM pg_ts_dict d WHERE d.oid >= 16384
 UNION ALL SELECT 'pg_ts_config', c.oid, quote_ident(pg_get_userbyid(c.cfgowner))
   FROM pg_ts_config c WHERE c.oid >= 16384
+UNION ALL SELECT 'pg_publication', p.oid, quote_ident(pg_get_userbyid(p.pubowner))
+  FROM pg_publication p
 """
 
 # Every comment, named as COMMENT ON names its object.
@@ -1164,6 +1199,26 @@ def _read_dependents(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
             "tags": list(tags),
         }
         nodes.add("pg_event_trigger", oid, f"event_trigger:{name}")
+    for oid, name, alltables, publish, viaroot in _rows(cur, Q_PUBLICATIONS):
+        schema["publication"][name] = {
+            "allTables": alltables,
+            "publish": publish,
+            "viaRoot": viaroot,
+        }
+        nodes.add("pg_publication", oid, f"publication:{name}")
+    for oid, pub, table, where, columns in _rows(cur, Q_PUBLICATION_TABLES):
+        key = f"{pub} {table}"
+        schema["pub_table"][key] = {
+            "publication": pub,
+            "table": table,
+            "where": where,
+            "columns": list(columns),
+        }
+        nodes.add("pg_publication_rel", oid, f"pub_table:{key}")
+    for oid, pub, nsp in _rows(cur, Q_PUBLICATION_SCHEMAS):
+        key = f"{pub} {nsp}"
+        schema["pub_schema"][key] = {"publication": pub, "schema": nsp}
+        nodes.add("pg_publication_namespace", oid, f"pub_schema:{key}")
 
 
 def _read_privileges(cur: Any, schema: Schema, nodes: graph.NodeMap) -> None:
