@@ -411,7 +411,7 @@ class Policy(Model):
     ignore: list[str] = Field(
         default_factory=list,
         description="PostgreSQL and MariaDB/MySQL: kinds of objects Ptah does not manage (as"
-        " the census names them, e.g. 'publication', 'statistics object', 'trigger',"
+        " the census names them, e.g. 'operator', 'cast', 'trigger',"
         " 'procedure') that a plan leaves alone instead of refusing as Unmanaged.",
     )
     verification_policy: str = Field(
