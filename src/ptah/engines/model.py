@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,18 +72,53 @@ class Unmanaged(PlanError):
         self.objects = list(objects)
 
 
+def ignore_matcher(ignore: Sequence[str]) -> Callable[[str], str | None]:
+    """What covers an object named ``"<kind> <name>"`` (as the census and the plan's
+    warnings name it): the first entry of ``spec.policy.ignore`` that does, or None.
+
+    An entry is a kind (``publication``), or a kind and a name (``publication
+    dbz_publication``); it covers an item equal to it or that starts with it and a space
+    (a kind covers every object of it). ``*`` in an entry stands for any run of
+    characters (``publication dbz_*``); nothing else in it is special. The one
+    matcher of the policy: the census's unmanaged objects and the managed objects a
+    plan leaves alone (:func:`ptah.engines.planner.plan`) are judged by it alike."""
+    compiled = [
+        (entry, re.compile("(?s)" + ".*".join(map(re.escape, entry.split("*"))) + "(?: .*)?"))
+        for entry in ignore
+    ]
+
+    def covers(item: str) -> str | None:
+        return next((entry for entry, rx in compiled if rx.fullmatch(item)), None)
+
+    return covers
+
+
 def refuse_unmanaged(desired: Schema, ignore: Sequence[str]) -> None:
     """Raise :class:`Unmanaged` for what the census of the loaded desired source found
     (``desired["_meta"]["unmanaged"]``, items ``"<kind> <name>"``) outside the kinds
     the policy ignores: a plan never leaves out an object of the source unsaid."""
     found = desired.get("_meta", {}).get("unmanaged", [])
-    unmanaged = [
-        item
-        for item in found
-        if not any(item == kind or item.startswith(kind + " ") for kind in ignore)
-    ]
+    covers = ignore_matcher(ignore)
+    unmanaged = [item for item in found if covers(item) is None]
     if unmanaged:
         raise Unmanaged(unmanaged)
+
+
+class IgnoredInDesired(PlanError):
+    """The desired file creates objects of a kind Ptah manages that ``spec.policy.ignore``
+    hands to someone else: the two say opposite things, and neither wins silently."""
+
+    def __init__(self, objects: Sequence[str]) -> None:
+        shown = "; ".join(objects[:20])
+        if len(objects) > 20:
+            shown += f"; and {len(objects) - 20} more"
+        super().__init__(
+            f"the desired schema creates {len(objects)} object(s) that spec.policy.ignore"
+            f" says Ptah leaves alone: {shown}. Remove them from the desired file, or the"
+            " entry that covers them from spec.policy.ignore",
+            "IgnoredInDesired",
+        )
+        self.objects = list(objects)
 
 
 @dataclass(frozen=True)

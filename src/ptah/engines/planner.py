@@ -28,11 +28,13 @@ from ptah.engines.base import Target
 from ptah.engines.model import (
     DESTRUCTIVE,
     LOCK_HEAVY,
+    IgnoredInDesired,
     Plan,
     Schema,
     SchemaPolicy,
     Statement,
     fingerprint,
+    ignore_matcher,
 )
 from ptah.engines.ops import DriftedError, Progress, Timeouts, ops_for, timeouts_from_env
 from ptah.engines.report import bounded
@@ -276,15 +278,18 @@ def _plan(
     if reused:
         timings["inspectionReused"] = 1.0
     t2 = time.perf_counter()
+    # Managed objects spec.policy.ignore covers: refused in the desired source, taken out
+    # of the target's schema for the diff, reported, and expected unchanged after apply.
+    target_schema, left_alone, ignored = _split_ignored(ops, current.schema, desired.schema, policy)
     online = policy.online
-    statements = ops.diff(current.schema, desired.schema, online)
+    statements = ops.diff(target_schema, desired.schema, online)
     timings["diff"] = time.perf_counter() - t2
     warnings = list(desired.warnings)
     # What the plan cannot make as a direct load of the desired source would (an engine
     # that can say: PostgreSQL's column order), said rather than left silent.
     caveats = getattr(ops, "caveats", None)
     if caveats is not None:
-        warnings += caveats(current.schema, desired.schema, online)
+        warnings += caveats(target_schema, desired.schema, online)
     refine = getattr(ops, "refine", None)
     if refine is not None and statements:
         # An engine that asks its server how each change runs (MariaDB's algorithms).
@@ -305,6 +310,9 @@ def _plan(
         for item in census[0].get("unmanaged", [])
     ]
     warnings += [
+        f"ignored by spec.policy.ignore, left as it is on the target: {item}" for item in ignored
+    ]
+    warnings += [
         f"index {name} is INVALID on the target (a concurrent build that failed or still"
         " runs): it serves no query and enforces nothing, so the plan builds it again"
         for name, index in sorted(current.schema.get("index", {}).items())
@@ -312,6 +320,8 @@ def _plan(
     ]
     t3 = time.perf_counter()
     before, after = current.settle(), desired.settle()
+    if left_alone:  # what the plan leaves alone is there after it, as it is now
+        after = fingerprint(_joined(desired.schema, left_alone))
     timings["fingerprints"] = time.perf_counter() - t3
     plan = Plan(
         statements=statements,
@@ -326,6 +336,37 @@ def _plan(
         if key is not None:
             _store_plan(_plan_path(cache_dir, key), plan)
     return plan
+
+
+def _split_ignored(
+    ops: Any, current: Schema, desired: Schema, policy: SchemaPolicy
+) -> tuple[Schema, Schema, list[str]]:
+    """The target's schema without the managed objects ``policy.ignore`` covers (and what
+    goes with them), those objects, and each one an entry covered, named for the plan's
+    warnings. A desired schema that holds one is refused (:class:`IgnoredInDesired`):
+    managed by the file and left alone by the policy at once, neither can win silently.
+    An engine without ``split_ignored`` manages no kind the policy can name (what its
+    census names is refused or let through by ``refuse_unmanaged`` already)."""
+    split = getattr(ops, "split_ignored", None)
+    if split is None or not policy.ignore:
+        return current, {}, []
+    covers = ignore_matcher(policy.ignore)
+    named = split(desired, covers)[2]
+    if named:
+        raise IgnoredInDesired(named)
+    kept: Schema
+    left: Schema
+    kept, left, named = split(current, covers)
+    return kept, left, named
+
+
+def _joined(desired: Schema, left: Schema) -> Schema:
+    """The desired schema with the target's objects the plan leaves alone: what the
+    target holds after the plan ran (the fingerprint apply expects)."""
+    joined = dict(desired)
+    for kind, entries in left.items():
+        joined[kind] = {**desired.get(kind, {}), **entries}
+    return joined
 
 
 # -- a whole plan, reused ------------------------------------------------------------------

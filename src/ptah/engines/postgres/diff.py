@@ -791,8 +791,12 @@ class _Diff:
         return _name(node) in schema.get(_kind(node), {})
 
     def check_held(self) -> None:
-        """A managed object that unmanaged ones depend on is never dropped under them."""
-        held: dict[str, list[str]] = self.cur.get("_meta", {}).get("heldBy", {})
+        """A managed object that unmanaged ones, or ones spec.policy.ignore leaves alone,
+        depend on is never dropped under them; nor is a column they use dropped, dropped
+        and added again, or retyped (the server refuses the one, or takes the ignored
+        object's use of the column with it)."""
+        meta = self.cur.get("_meta", {})
+        held: dict[str, list[str]] = meta.get("heldBy", {})
         for step in self.drops:
             node = step.node
             if node in held and (self.rebuilt(node) or not self._in(self.want, node)):
@@ -802,6 +806,29 @@ class _Diff:
                     " Ptah never drops those: remove them by hand or keep the object",
                     "Unmanaged",
                 )
+        ignored: dict[str, str] = meta.get("ignored", {})
+        if not ignored:
+            return
+        changed = sorted(self.ch.retyped | self.ch.readded)
+        for table, col in changed + self._gone_columns():
+            users = sorted({ignored[u] for u, _ in self.column_users(table, col) if u in ignored})
+            if users:
+                raise PlanError(
+                    f"column {col} of {table} would be dropped or changed, but objects"
+                    f" spec.policy.ignore leaves alone use it on the target ({'; '.join(users)});"
+                    " Ptah never changes those: change them by hand first, or keep the column",
+                    "Unmanaged",
+                )
+
+    def _gone_columns(self) -> list[tuple[str, str]]:
+        """The columns of tables that stay that the plan drops."""
+        cur, want = self.pair("table")
+        return [
+            (table, col)
+            for table in sorted(cur.keys() & want.keys())
+            for col, c in sorted(cur[table]["columns"].items())
+            if col not in want[table]["columns"] and not c.get("_inherited")
+        ]
 
     def order(self) -> list[Statement]:
         """Step 3: drops by the target's graph, creates by the desired graph."""
@@ -2300,7 +2327,18 @@ class _Diff:
         changes, their options set in place. A table whose row filter or column list
         changes (or whose filter reads a column retyped, a column dropped and added
         again) is dropped from the publication and added again; the membership of a
-        table or schema the plan drops, or of a publication it drops, goes with it."""
+        table or schema the plan drops, or of a publication it drops, goes with it.
+
+        Destructive (it needs ``allowDestructive``, and an approval under the default
+        policy): a publication dropped, even to be created again (its subscribers and
+        change-data-capture consumers fail on it, or stop while it is gone, and a
+        replication slot that cannot be read holds the server's WAL), and a table or
+        schema that leaves a publication that stays and does not come back in the plan
+        (its changes stop reaching the consumer), and options set so that an operation
+        (insert, update, delete, truncate) is no longer published. Other options set in
+        place, and a member dropped only to be added again with its new column list or
+        row filter (the table is still published), are not.
+        """
         cur, want = self.pair("publication")
 
         def options(p: dict[str, Any]) -> str:
@@ -2310,7 +2348,7 @@ class _Diff:
         for name in sorted(cur.keys()):
             node = f"publication:{name}"
             if name not in want or self.rebuilt(node):
-                self.drop(node, f"DROP PUBLICATION {name}")
+                self.drop(node, f"DROP PUBLICATION {name}", DESTRUCTIVE)
         for name in sorted(want.keys()):
             node = f"publication:{name}"
             p = want[name]
@@ -2318,7 +2356,12 @@ class _Diff:
                 alltables = " FOR ALL TABLES" if p["allTables"] else ""
                 self.create(node, f"CREATE PUBLICATION {name}{alltables} WITH ({options(p)})")
             elif options(cur[name]) != options(p):
-                self.create(node, f"ALTER PUBLICATION {name} SET ({options(p)})")
+                stops = set(cur[name]["publish"].split(", ")) - set(p["publish"].split(", "))
+                self.create(
+                    node,
+                    f"ALTER PUBLICATION {name} SET ({options(p)})",
+                    *((DESTRUCTIVE,) if stops - {""} else ()),
+                )
 
         def fresh(pub: str) -> bool:
             return pub not in cur or self.rebuilt(f"publication:{pub}")
@@ -2331,7 +2374,10 @@ class _Diff:
             if m["table"] not in self.want.get("table", {}) or node in self.ch.recreated:
                 continue  # goes with its table, or with a column of it
             if key not in tables_want or self.rebuilt(node):
-                self.drop(node, f"ALTER PUBLICATION {m['publication']} DROP TABLE {m['table']}")
+                gone = () if key in tables_want else (DESTRUCTIVE,)
+                self.drop(
+                    node, f"ALTER PUBLICATION {m['publication']} DROP TABLE {m['table']}", *gone
+                )
         for key, m in sorted(tables_want.items()):
             node = f"pub_table:{key}"
             if key in tables_cur and not self.rebuilt(node) and not fresh(m["publication"]):
@@ -2350,6 +2396,7 @@ class _Diff:
                 self.drop(
                     f"pub_schema:{key}",
                     f"ALTER PUBLICATION {m['publication']} DROP TABLES IN SCHEMA {m['schema']}",
+                    DESTRUCTIVE,
                 )
         for key, m in sorted(schemas_want.items()):
             if key in schemas_cur and not fresh(m["publication"]):

@@ -20,6 +20,7 @@ from ptah.engines.model import (
 )
 from ptah.engines.ops import ONLINE, DriftedError, Progress, Timeouts
 from ptah.engines.postgres import diff as pgdiff
+from ptah.engines.postgres import ignore as pgignore
 from ptah.engines.postgres import inspect as pginspect
 from ptah.engines.postgres import online as pgonline
 from ptah.engines.postgres import probe as pgprobe
@@ -106,6 +107,11 @@ class PostgresOps:
 
     def diff(self, current: Schema, desired: Schema, online: Online = ONLINE) -> list[Statement]:
         return pgdiff.diff(current, desired, online)
+
+    def split_ignored(
+        self, schema: Schema, covers: Callable[[str], str | None]
+    ) -> tuple[Schema, Schema, list[str]]:
+        return pgignore.split(schema, covers)
 
     def caveats(self, current: Schema, desired: Schema, online: Online = ONLINE) -> list[str]:
         return pgdiff.caveats(current, desired, online)
