@@ -398,6 +398,12 @@ class OnlinePolicy(Model):
         return args
 
 
+# An entry of spec.policy.ignore: a kind, or a kind and a name (ptah.engines.model.
+# ignore_matcher). Not empty, not starting with '*' (that would cover every object of every
+# kind) or with a blank, not ending with one, one line.
+IgnoreEntry = Annotated[str, Field(pattern=r"^[^\s*](.*\S)?$", max_length=253)]
+
+
 class Policy(Model):
     approval: Literal["Always", "Destructive", "Never"] = "Destructive"
     allow_destructive: bool = False
@@ -408,11 +414,17 @@ class Policy(Model):
         " never plans owners (roles the server lacks cannot break the load); manage runs"
         " OWNER TO and plans ALTER ... OWNER TO.",
     )
-    ignore: list[str] = Field(
+    ignore: list[IgnoreEntry] = Field(
         default_factory=list,
-        description="PostgreSQL and MariaDB/MySQL: kinds of objects Ptah does not manage (as"
-        " the census names them, e.g. 'operator', 'cast', 'trigger',"
-        " 'procedure') that a plan leaves alone instead of refusing as Unmanaged.",
+        description="PostgreSQL and MariaDB/MySQL: objects a plan leaves alone, each entry a"
+        " kind as the census and the plan's warnings name it ('operator', 'trigger',"
+        " 'publication'), optionally followed by a name ('publication dbz_publication');"
+        " '*' matches any characters ('publication dbz_*'). A kind Ptah does not manage is"
+        " let through the desired source instead of refused as Unmanaged. A kind it manages"
+        " (PostgreSQL), e.g. a change-data-capture tool's publication: on the target the"
+        " object and what goes with it are never dropped, altered or counted as drift, and"
+        " what it uses is not dropped from under it; a desired source that creates one is"
+        " refused (IgnoredInDesired). Both are reported in the plan's warnings.",
     )
     verification_policy: str = Field(
         default="ptah-verification-policy",

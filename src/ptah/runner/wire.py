@@ -39,6 +39,7 @@ DETERMINISTIC_REASONS = frozenset(
         "DesiredSchemaInvalid",  # the desired source does not load
         "StatementRefused",  # it acts outside its database (ptah.engines.confine)
         "Unsupported",  # an object the planner cannot plan
+        "IgnoredInDesired",  # the desired source creates what spec.policy.ignore covers
         "PlanError",
         "InputUnreadable",
         "InvalidMigration",
