@@ -236,3 +236,31 @@ def test_dropping_a_publication_is_destructive(
     assert [s.sql for s in plan.statements if DESTRUCTIVE in s.hazards] == destructive
     assert plan.statements
     _converge(url, second, SchemaPolicy())
+
+
+def test_ignored_publication_with_the_replan_cache(db: tuple[str, Any], tmp_path: Any) -> None:
+    """A Plan Job with a cache volume reuses the target's inspection and whole plans: an
+    edit of the ignored publication moves the probe, so the plan is read again (and is
+    still empty), and what a kept plan expects after apply is what apply reaches."""
+    url, third = db
+    cache = str(tmp_path)
+    _converge(url, TABLES)
+    third.execute(DEBEZIUM)
+    desired = TABLES.replace("v integer", "v integer, w text")
+    with open_target(url) as t:
+        assert planner.plan(t, TABLES, cache_dir=cache, policy=IGNORE).statements == []
+        kept = planner.plan(t, TABLES, cache_dir=cache, policy=IGNORE)
+        assert kept.timings.get("planReused") == 1.0 and kept.statements == []
+        assert any("publication dbz_publication" in w for w in kept.warnings)
+        third.execute("ALTER PUBLICATION dbz_publication ADD TABLE public.u")
+        moved = planner.plan(t, TABLES, cache_dir=cache, policy=IGNORE)
+        assert "planReused" not in moved.timings and moved.statements == []
+        planner.plan(t, desired, cache_dir=cache, policy=IGNORE)
+        plan = planner.plan(t, desired, cache_dir=cache, policy=IGNORE)
+        assert plan.timings.get("planReused") == 1.0
+        result = planner.apply(
+            t, plan.statements, plan.fingerprint_before, False, plan.fingerprint_after
+        )
+        assert result.outcome == "succeeded", result.message
+        assert planner.plan(t, desired, cache_dir=cache, policy=IGNORE).statements == []
+    assert ("public.u", "{id,v,w}", None) in _pub(third, "dbz_publication")[1]

@@ -137,8 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--ignore",
         action="append",
         default=[],
-        metavar="KIND",
-        help="a kind of unmanaged object the plan leaves alone instead of refusing",
+        metavar="ENTRY",
+        help="spec.policy.ignore: a kind (and a name, '*' any characters) of objects the plan"
+        " leaves alone (an unmanaged kind: let through the desired source; a managed one:"
+        " never changed on the target, refused in the desired source)",
     )
     _add_offline(p)
     p.set_defaults(func=run_plan)
