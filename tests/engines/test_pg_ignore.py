@@ -264,3 +264,86 @@ def test_ignored_publication_with_the_replan_cache(db: tuple[str, Any], tmp_path
         assert result.outcome == "succeeded", result.message
         assert planner.plan(t, desired, cache_dir=cache, policy=IGNORE).statements == []
     assert ("public.u", "{id,v,w}", None) in _pub(third, "dbz_publication")[1]
+
+
+# Other managed kinds other tools own, each created by the tool on the target; the
+# entries of spec.policy.ignore that leave them alone.
+OTHERS = {
+    "history-table": (
+        "CREATE TABLE public.flyway_schema_history (installed_rank integer PRIMARY KEY,"
+        " version varchar(50), script text NOT NULL);"
+        " CREATE INDEX flyway_schema_history_s_idx ON public.flyway_schema_history (script);"
+        " COMMENT ON TABLE public.flyway_schema_history IS 'flyway';",
+        ("table public.flyway_*",),
+    ),
+    "schema": (
+        "CREATE SCHEMA audit; CREATE TABLE audit.log (at timestamptz, what text);"
+        " CREATE FUNCTION audit.note() RETURNS trigger LANGUAGE plpgsql AS"
+        " $$BEGIN INSERT INTO audit.log VALUES (now(), TG_OP); RETURN NULL; END$$;"
+        " CREATE VIEW audit.recent AS SELECT * FROM audit.log;",
+        ("schema audit",),
+    ),
+    "trigger-on-a-managed-table": (
+        "CREATE SCHEMA audit; CREATE TABLE audit.log (at timestamptz, what text);"
+        " CREATE FUNCTION audit.note() RETURNS trigger LANGUAGE plpgsql AS"
+        " $$BEGIN INSERT INTO audit.log VALUES (now(), TG_OP); RETURN NULL; END$$;"
+        " CREATE TRIGGER audit_t AFTER INSERT ON public.t FOR EACH ROW"
+        " EXECUTE FUNCTION audit.note();",
+        ("schema audit", "trigger audit_* on public.t"),
+    ),
+    "event-trigger": (
+        "CREATE FUNCTION public.ddl_note() RETURNS event_trigger LANGUAGE plpgsql AS"
+        " $$BEGIN NULL; END$$;"
+        " CREATE EVENT TRIGGER ddl_note ON ddl_command_end EXECUTE FUNCTION public.ddl_note();",
+        ("event trigger ddl_note", "function public.ddl_note()"),
+    ),
+}
+
+_OBJECTS = """
+SELECT 'rel ' || oid::regclass::text || ' ' || relkind::text FROM pg_class
+ WHERE relnamespace NOT IN ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
+   AND relnamespace::regnamespace::text NOT LIKE 'pg_toast%'
+UNION ALL SELECT 'proc ' || oid::regprocedure::text || md5(prosrc) FROM pg_proc WHERE oid >= 16384
+UNION ALL SELECT 'trigger ' || pg_get_triggerdef(oid) || tgenabled::text FROM pg_trigger
+ WHERE NOT tgisinternal
+UNION ALL SELECT 'event trigger ' || evtname || evtenabled::text FROM pg_event_trigger
+UNION ALL SELECT 'schema ' || nspname FROM pg_namespace WHERE oid >= 16384
+UNION ALL SELECT 'constraint ' || conname || pg_get_constraintdef(oid) FROM pg_constraint
+ WHERE oid >= 16384
+UNION ALL SELECT 'comment ' || description FROM pg_description WHERE objoid >= 16384
+UNION ALL SELECT 'view ' || pg_get_viewdef(oid) FROM pg_class WHERE relkind = 'v'
+   AND oid >= 16384
+"""
+
+
+@pytest.mark.parametrize("case", sorted(OTHERS))
+def test_other_managed_kinds_a_tool_owns_are_left_alone(db: tuple[str, Any], case: str) -> None:
+    url, third = db
+    tool, entries = OTHERS[case]
+    policy = SchemaPolicy(ignore=entries)
+    _converge(url, TABLES)
+    third.execute(tool)
+    objects = sorted(row[0] for row in third.execute(_OBJECTS).fetchall())
+    desired = TABLES.replace("v integer", "v integer, w text")
+    with open_target(url) as t:
+        unguarded = planner.plan(t, desired)
+        assert any(s.sql.startswith("DROP ") for s in unguarded.statements)
+        plan = planner.plan(t, desired, policy=policy)
+    assert [s.sql for s in plan.statements] == ["ALTER TABLE public.u ADD COLUMN w text"]
+    assert sum("spec.policy.ignore" in w for w in plan.warnings) >= 1
+    _converge(url, desired, policy)
+    assert sorted(row[0] for row in third.execute(_OBJECTS).fetchall()) == objects
+
+
+def test_what_an_ignored_object_calls_is_not_dropped_from_under_it(db: tuple[str, Any]) -> None:
+    """An event trigger left alone, its function not: the plan would drop the function
+    (the server would refuse, or cascade into the event trigger); it is refused instead,
+    naming both."""
+    url, third = db
+    _converge(url, TABLES)
+    third.execute(OTHERS["event-trigger"][0])
+    with open_target(url) as t, pytest.raises(PlanError) as refused:
+        planner.plan(t, TABLES, policy=SchemaPolicy(ignore=("event trigger ddl_note",)))
+    said = str(refused.value)
+    assert "function public.ddl_note() would be dropped" in said, said
+    assert "event trigger ddl_note (ignored)" in said, said

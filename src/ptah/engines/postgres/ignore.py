@@ -38,7 +38,7 @@ _WORDS = {
     "function": "function",
     "sequence": "sequence",
     "table": "table",
-    "constraint": "constraint",
+    "constraint": "table constraint",
     "index": "index",
     "view": "view",
     "statistics": "statistics object",
@@ -63,6 +63,8 @@ def item(kind: str, name: str, entry: dict[str, Any]) -> str:
     elif kind in ("pub_table", "pub_schema"):  # as pg_identify_object names a member
         member = entry["table"] if kind == "pub_table" else entry["schema"]
         return f"{word} {member} in publication {entry['publication']}"
+    elif kind in ("constraint", "trigger", "rule", "policy"):  # so does it one of a table
+        return f"{word} {entry['name']} on {entry['table']}"
     return f"{word} {name}"
 
 
