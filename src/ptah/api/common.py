@@ -421,7 +421,8 @@ class Policy(Model):
         " 'publication'), optionally followed by a name ('publication dbz_publication');"
         " '*' matches any characters ('publication dbz_*'). A kind Ptah does not manage is"
         " let through the desired source instead of refused as Unmanaged. A kind it manages"
-        " (PostgreSQL), e.g. a change-data-capture tool's publication: on the target the"
+        " (PostgreSQL; MariaDB/MySQL tables and views), e.g. a change-data-capture tool's"
+        " publication or a migration tool's history table: on the target the"
         " object and what goes with it are never dropped, altered or counted as drift, and"
         " what it uses is not dropped from under it; a desired source that creates one is"
         " refused (IgnoredInDesired). Both are reported in the plan's warnings.",

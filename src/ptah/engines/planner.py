@@ -30,6 +30,7 @@ from ptah.engines.model import (
     LOCK_HEAVY,
     IgnoredInDesired,
     Plan,
+    PlanError,
     Schema,
     SchemaPolicy,
     Statement,
@@ -345,11 +346,18 @@ def _split_ignored(
     goes with them), those objects, and each one an entry covered, named for the plan's
     warnings. A desired schema that holds one is refused (:class:`IgnoredInDesired`):
     managed by the file and left alone by the policy at once, neither can win silently.
-    An engine without ``split_ignored`` manages no kind the policy can name (what its
-    census names is refused or let through by ``refuse_unmanaged`` already)."""
-    split = getattr(ops, "split_ignored", None)
-    if split is None or not policy.ignore:
+    An engine without ``split_ignored`` (SQLite: no census either) refuses a policy that
+    ignores anything: an entry it would not honour would let the plan drop what the
+    entry names."""
+    if not policy.ignore:
         return current, {}, []
+    split = getattr(ops, "split_ignored", None)
+    if split is None:
+        raise PlanError(
+            f"spec.policy.ignore ({', '.join(policy.ignore)}) is not supported on this"
+            " engine, and a plan that did not honour it could drop what it names: remove it",
+            "Unsupported",
+        )
     covers = ignore_matcher(policy.ignore)
     named = split(desired, covers)[2]
     if named:

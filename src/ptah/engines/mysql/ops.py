@@ -13,6 +13,7 @@ import re
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pymysql
@@ -31,6 +32,7 @@ from ptah.engines.model import (
 from ptah.engines.mysql import bounds, udf
 from ptah.engines.mysql import confine as myconfine
 from ptah.engines.mysql import diff as mydiff
+from ptah.engines.mysql import ignore as myignore
 from ptah.engines.mysql import inspect as myinspect
 from ptah.engines.mysql import online as myonline
 from ptah.engines.mysql.target import connect, read_as_checked
@@ -410,7 +412,13 @@ class MysqlOps:
         return DesiredSchemaInvalid(scrub(deadline.past_size(where), *url.secrets))
 
     def diff(self, current: Schema, desired: Schema, online: Online = ONLINE) -> list[Statement]:
+        myignore.check_held(current, desired)
         return mydiff.diff(current, desired)
+
+    def split_ignored(
+        self, schema: Schema, covers: Callable[[str], str | None]
+    ) -> tuple[Schema, Schema, list[str]]:
+        return myignore.split(schema, covers)
 
     def refine(
         self,
