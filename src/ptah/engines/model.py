@@ -256,9 +256,12 @@ class SchemaPolicy:
 
     ``ownership``: ``ignore`` (the default) leaves ``OWNER TO`` out of the load
     and never plans owners; ``manage`` runs it in the scratch and plans owners.
-    ``ignore``: kinds of objects (as the census names them) a plan leaves alone
-    instead of refusing them as unmanaged (PostgreSQL's and MariaDB/MySQL's census;
-    SQLite has none). ``ownership`` is PostgreSQL's; other engines have no owners.
+    ``ignore``: entries (a kind as the census names it, optionally a name, ``*`` any
+    characters: :func:`ignore_matcher`) of objects a plan leaves alone: unmanaged ones
+    are let through the desired source instead of refused; managed ones (PostgreSQL's,
+    MariaDB/MySQL's tables and views) are left as they are on the target and refused in
+    the desired source (:func:`ptah.engines.planner.plan`). SQLite refuses any.
+    ``ownership`` is PostgreSQL's; other engines have no owners.
     """
 
     ownership: str = "ignore"

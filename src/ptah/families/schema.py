@@ -116,8 +116,9 @@ class SchemaFamily:
             return Observe(
                 "Blocked",
                 stalled_reason="DestructiveChangesNotAllowed",
-                message=f"plan {plan.name} drops data; "
-                "set spec.policy.allowDestructive to apply it",
+                message=f"plan {plan.name} has destructive statements (it drops data, or"
+                " a publication's stream); set spec.policy.allowDestructive to apply it, or"
+                " list what another tool owns in spec.policy.ignore",
                 waiting_for="a spec change",
             )
         return None
