@@ -276,6 +276,11 @@ OTHERS = {
         " COMMENT ON TABLE public.flyway_schema_history IS 'flyway';",
         ("table public.flyway_*",),
     ),
+    # a serial column's sequence goes with its table (OWNED BY)
+    "heartbeat-table": (
+        "CREATE TABLE public.debezium_heartbeat (id serial PRIMARY KEY, ts timestamptz);",
+        ("table public.debezium_heartbeat",),
+    ),
     "schema": (
         "CREATE SCHEMA audit; CREATE TABLE audit.log (at timestamptz, what text);"
         " CREATE FUNCTION audit.note() RETURNS trigger LANGUAGE plpgsql AS"

@@ -88,3 +88,33 @@ def test_split_takes_out_what_goes_with_an_ignored_publication() -> None:
 def test_split_of_what_nothing_covers_is_the_schema() -> None:
     schema = _schema()
     assert pgignore.split(schema, ignore_matcher(["operator"])) == (schema, {}, [])
+
+
+def test_a_serial_sequence_goes_with_its_ignored_table() -> None:
+    seq = {"ownedBy": 'public."hb.x"."a.b"'}
+    schema: dict[str, Any] = {
+        "table": {'public."hb.x"': {"columns": {}}, "public.t": {"columns": {}}},
+        "sequence": {"public.s": seq, "public.own": {"ownedBy": None}},
+        "_deps": {},
+    }
+    kept, left, _ = pgignore.split(schema, ignore_matcher(['table public."hb.x"']))
+    assert set(left["sequence"]) == {"public.s"} and set(kept["sequence"]) == {"public.own"}
+
+
+class _Ops:
+    split_ignored = staticmethod(pgignore.split)
+
+
+def test_the_planner_refuses_the_desired_side_and_splits_the_target() -> None:
+    from ptah.engines import planner
+    from ptah.engines.model import IgnoredInDesired, PlanError, SchemaPolicy
+
+    policy = SchemaPolicy(ignore=("publication dbz",))
+    kept, left, named = planner._split_ignored(_Ops(), _schema(), {"publication": {}}, policy)
+    assert named == ["publication dbz (publication dbz)"] and set(left["publication"]) == {"dbz"}
+    assert set(kept["publication"]) == {"app"}
+    with pytest.raises(IgnoredInDesired, match=r"publication dbz \(publication dbz\)"):
+        planner._split_ignored(_Ops(), _schema(), _schema(), policy)
+    with pytest.raises(PlanError, match="not supported on this engine"):
+        planner._split_ignored(object(), _schema(), {}, policy)
+    assert planner._split_ignored(object(), _schema(), {}, SchemaPolicy()) == (_schema(), {}, [])

@@ -9,7 +9,7 @@ refuses a desired source that creates one, and expects them unchanged after appl
 
 What goes with an object goes with it: everything that depends on it automatically
 (the server drops it with the object: a publication's tables, a table's indexes,
-constraints and triggers) and everything in an ignored schema, and their comments,
+constraints, triggers and serial sequences) and everything in an ignored schema, and their comments,
 privileges and owners. What an ignored object uses stays managed, but the plan never
 drops it, rebuilds it, or drops or retypes a column of it from under the ignored object
 (``_meta.heldBy``, ``_meta.ignored``; :meth:`ptah.engines.postgres.diff._Diff.check_held`),
@@ -91,6 +91,13 @@ def split(schema: Schema, covers: Callable[[str], str | None]) -> tuple[Schema, 
         for parent, deptype in edges.items():
             if deptype == "a" or parent.startswith("schema:"):
                 goes_with.setdefault(parent, []).append(child)
+    tables = schema.get("table", {})
+    for name, seq in schema.get("sequence", {}).items():
+        # OWNED BY a column (a serial's): automatic, but not among the edges (inspection
+        # plans it as a statement of its own), so named here.
+        owner = _owning_table(seq.get("ownedBy") or "", tables)
+        if owner is not None:
+            goes_with.setdefault(f"table:{owner}", []).append(f"sequence:{name}")
     ignored: set[str] = set()
     work = sorted(direct)
     while work:
@@ -132,3 +139,13 @@ def split(schema: Schema, covers: Callable[[str], str | None]) -> tuple[Schema, 
     children = {child for node in ignored for child in goes_with.get(node, []) if child != node}
     roots = sorted(set(direct) - children) or sorted(direct)
     return kept, left, [direct[node] for node in roots]
+
+
+def _owning_table(owned_by: str, tables: dict[str, Any]) -> str | None:
+    """The table of ``<table>.<column>`` (a sequence's OWNED BY), if it is one of
+    ``tables``; the column's name may hold a dot, quoted."""
+    cut = len(owned_by)
+    while (cut := owned_by.rfind(".", 0, cut)) > 0:
+        if owned_by[:cut] in tables:
+            return owned_by[:cut]
+    return None
