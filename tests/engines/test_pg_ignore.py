@@ -281,6 +281,29 @@ OTHERS = {
         "CREATE TABLE public.debezium_heartbeat (id serial PRIMARY KEY, ts timestamptz);",
         ("table public.debezium_heartbeat",),
     ),
+    # partitions, a policy, grants, an identity column, column comments, a foreign key
+    # to a managed table, a materialized view and its index over it
+    "partitioned-table": (
+        "CREATE TABLE public.cdc_events (id bigint GENERATED ALWAYS AS IDENTITY, at date,"
+        " t_id integer REFERENCES public.t (id), PRIMARY KEY (id, at)) PARTITION BY RANGE (at);"
+        " CREATE TABLE public.cdc_events_2026 PARTITION OF public.cdc_events"
+        " FOR VALUES FROM ('2026-01-01') TO ('2027-01-01');"
+        " ALTER TABLE public.cdc_events ENABLE ROW LEVEL SECURITY;"
+        " CREATE POLICY mine ON public.cdc_events USING (true);"
+        " GRANT SELECT ON public.cdc_events TO PUBLIC;"
+        " COMMENT ON COLUMN public.cdc_events.at IS 'day';"
+        " CREATE MATERIALIZED VIEW public.cdc_daily AS SELECT at, count(*) FROM"
+        " public.cdc_events GROUP BY at;"
+        " CREATE INDEX cdc_daily_at ON public.cdc_daily (at);",
+        ("table public.cdc_*", "materialized view public.cdc_*"),
+    ),
+    # types and a sequence of their own
+    "types": (
+        "CREATE TYPE public.tool_state AS ENUM ('a', 'b'); CREATE DOMAIN public.tool_pos"
+        " AS integer CHECK (VALUE > 0); CREATE TYPE public.tool_pair AS (a integer, b text);"
+        " CREATE SEQUENCE public.tool_ids;",
+        ("type public.tool_*", "domain public.tool_*", "sequence public.tool_*"),
+    ),
     "schema": (
         "CREATE SCHEMA audit; CREATE TABLE audit.log (at timestamptz, what text);"
         " CREATE FUNCTION audit.note() RETURNS trigger LANGUAGE plpgsql AS"
@@ -352,3 +375,18 @@ def test_what_an_ignored_object_calls_is_not_dropped_from_under_it(db: tuple[str
     said = str(refused.value)
     assert "function public.ddl_note() would be dropped" in said, said
     assert "event trigger ddl_note (ignored)" in said, said
+
+
+def test_a_column_an_ignored_view_reads_is_not_retyped(db: tuple[str, Any]) -> None:
+    """The plan rebuilds the views it manages around a column's new type; one it leaves
+    alone would stop the ALTER in the middle of the apply: refused at the plan."""
+    url, third = db
+    _converge(url, TABLES)
+    third.execute("CREATE VIEW public.report_v AS SELECT id, a FROM public.t")
+    policy = SchemaPolicy(ignore=("view public.report_v",))
+    with open_target(url) as t, pytest.raises(PlanError) as refused:
+        planner.plan(t, TABLES.replace("a integer,", "a bigint,"), policy=policy)
+    assert "column a of public.t" in str(refused.value) and "view public.report_v" in str(
+        refused.value
+    ), str(refused.value)
+    _converge(url, TABLES.replace("b text", "b varchar(10)"), policy)
