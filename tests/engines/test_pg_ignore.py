@@ -390,3 +390,25 @@ def test_a_column_an_ignored_view_reads_is_not_retyped(db: tuple[str, Any]) -> N
         refused.value
     ), str(refused.value)
     _converge(url, TABLES.replace("b text", "b varchar(10)"), policy)
+
+
+def test_ptah_plan_and_apply_take_ignore_entries(
+    db: tuple[str, Any], tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ptah plan`/`ptah apply` by hand say what the operator's plan would: without
+    --ignore the tool's publication is dropped, with it it is left alone."""
+    from ptah.cli.main import main
+
+    url, third = db
+    _converge(url, TABLES)
+    third.execute(DEBEZIUM)
+    desired = tmp_path / "desired.sql"
+    desired.write_text(TABLES.replace("v integer", "v integer, w text"))
+    assert main(["plan", "--url", url, "--desired", str(desired)]) == 0
+    assert "DROP PUBLICATION dbz_publication" in capsys.readouterr().out
+    entry = ["--ignore", "publication dbz_*"]
+    assert main(["plan", "--url", url, "--desired", str(desired), *entry]) == 0
+    shown = capsys.readouterr().out
+    assert "DROP PUBLICATION" not in shown and "left as it is on the target" in shown
+    assert main(["apply", "--url", url, "--desired", str(desired), "--yes", *entry]) == 0
+    assert third.execute("SELECT count(*) FROM pg_publication").fetchone() == (1,)

@@ -34,6 +34,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     p.add_argument("--cache-dir", default=None)
     _add_offline(p)
+    _add_ignore(p)
     p.set_defaults(func=cmd_plan)
     a = subparsers.add_parser("apply", help="plan, show, and apply (fingerprint-checked)")
     a.add_argument("--url", required=True)
@@ -41,8 +42,20 @@ def register(subparsers: Any) -> None:
     a.add_argument("--dev-url", default=None)
     a.add_argument("--yes", action="store_true", help="apply without asking (allows destructive)")
     _add_offline(a)
+    _add_ignore(a)
     add_lock_options(a)
     a.set_defaults(func=cmd_apply)
+
+
+def _add_ignore(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="ENTRY",
+        help="as spec.policy.ignore (repeatable): objects the plan leaves alone, a kind"
+        " optionally followed by a name, '*' any characters ('publication dbz_*')",
+    )
 
 
 def _add_offline(parser: argparse.ArgumentParser) -> None:
@@ -70,7 +83,9 @@ def _plan(args: argparse.Namespace, *, read_only: bool = False) -> tuple[Any, Pl
     dev = parse_url(args.dev_url) if args.dev_url else None
     target = open_target(args.url, read_only=read_only)
     try:
-        policy = SchemaPolicy(online=Online.from_off(tuple(args.offline)))
+        policy = SchemaPolicy(
+            ignore=tuple(args.ignore), online=Online.from_off(tuple(args.offline))
+        )
         return target, planner.plan(
             target, desired, dev_url=dev, cache_dir=getattr(args, "cache_dir", None), policy=policy
         )
