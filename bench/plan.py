@@ -10,7 +10,8 @@ a warm server and helpers sharing the server do not collide.
 The machine is shared, so the figures that count are ratios within one run: at 1,000
 tables, ``--rounds`` rounds alternate a Ptah process (its three plans, the order of the
 first two swapped every round) with the migra reference (migra + schemainspect, in
-MIGRA_PYTHON, default this interpreter, against the same target: it creates a scratch
+MIGRA_PYTHON, default the virtualenv ``hack/bench-venv.sh`` makes and pins, which the bench
+runs first, against the same target: it creates a scratch
 database, loads the desired DDL statement by statement, inspects both sides, diffs and
 drops the scratch, as Ptah's plan does before it returns),
 and the medians are compared. Before each Ptah process, the bench runs one unmeasured plan
@@ -350,11 +351,25 @@ def ptah_round(url: str, tables: int, changed: int, noop_first: bool) -> dict[st
     return out
 
 
+def migra_python() -> str:
+    """The interpreter the reference runs in: MIGRA_PYTHON, else the pinned virtualenv
+    of ``hack/bench-venv.sh`` (created on first use, reused after)."""
+    py = os.environ.get("MIGRA_PYTHON")
+    if py:
+        return py
+    script = Path(__file__).resolve().parent.parent / "hack" / "bench-venv.sh"
+    proc = subprocess.run(["bash", str(script), "--print-python"], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"hack/bench-venv.sh failed: {proc.stderr.strip()[-1500:]}")
+    os.environ["MIGRA_PYTHON"] = py = proc.stdout.strip().splitlines()[-1]
+    return py
+
+
 def migra(url: str, tables: int, changed: int) -> dict[str, float] | None:
     """One run of the reference against the target at ``url``."""
     with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as f:
         f.write(schema(tables, changed))
-    py = os.environ.get("MIGRA_PYTHON", sys.executable)
+    py = migra_python()
     load = os.getloadavg()[0]
     proc = subprocess.run([py, "-c", MIGRA, url, f.name], capture_output=True, text=True)
     os.unlink(f.name)
@@ -413,6 +428,7 @@ def main() -> None:
     if args.measure is not None:  # the child: one size, in the database it was given
         print(json.dumps(measure(url, args.measure, args.changed, args.noop_first)))
         return
+    print(f"migra reference in {migra_python()}")
     rounds: list[dict[str, Any]] = []
     refs: list[dict[str, float]] = []
     db_url, name = private_database(url, "1000")
