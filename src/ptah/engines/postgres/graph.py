@@ -279,6 +279,10 @@ def dependencies(cur: Any, nodes: NodeMap) -> dict[str, dict[str, str]]:
     return deps
 
 
+# The census's and the graph's queries another session may read ahead of them
+# (:class:`ptah.engines.postgres.inspect.ReadAhead`): static, read in this order.
+READ_AHEAD = (_DEPEND, _PROPERTIES)
+
 _HELD = """
 SELECT x.c, x.o, d.refclassid::regclass::text, d.refobjid
 FROM unnest(%s::text[], %s::oid[]) AS x(c, o)

@@ -171,16 +171,23 @@ def _grown(admin: Any, name: str, pid: int) -> Callable[[], bool]:
     return grown
 
 
-def _inspect(conn: Any, bound: deadline.Deadline, committed: bool) -> Schema:
+def _inspect(
+    conn: Any, bound: deadline.Deadline, committed: bool, helper: _Helper | None = None
+) -> Schema:
     """Inspect the loaded scratch (``committed``: in autocommit, so in transactions of
-    its own); cancelled past the bound, the plan is refused as a load past it is."""
+    its own); cancelled past the bound, the plan is refused as a load past it is.
+
+    ``helper``: a second session of the scratch (committed only: it sees what is
+    committed), which reads some of the inspection's queries while ``conn`` reads the
+    others (:class:`inspect.ReadAhead`): the server has the two cores the load left
+    idle, and the inspection after the load is on the plan's path."""
     try:
         if not committed:
             schema = inspect.inspect(conn)
             inspect.script_comments(conn, schema)
             return schema
         with conn.transaction():
-            schema = inspect.inspect(conn)
+            schema = inspect.inspect(conn, helper.session() if helper is not None else None)
         with conn.transaction(force_rollback=True):
             inspect.script_comments(conn, schema)
         return schema
@@ -282,10 +289,12 @@ def _load_checked(
     confined: Callable[[], None],
     grown: Callable[[], bool] | None = None,
     end: Callable[[], None] | None = None,
+    helper: _Helper | None = None,
 ) -> Schema:
     """Load the file into a temporary scratch as the check lets its statements through,
     then inspect it; ``grown``: the scratch's size bound (:func:`_grown`); ``end``: ends
-    the loading session if it ignores the bounds' cancels (:func:`_ender`).
+    the loading session if it ignores the bounds' cancels (:func:`_ender`); ``helper``:
+    a second session the inspection may read with (:func:`_inspect`).
 
     ``checking``: the source's check, not run yet (None: checked already). It reads the
     file in growing prefixes (the first :data:`FIRST` statements, then half as many
@@ -326,7 +335,7 @@ def _load_checked(
                 line = _where(conn, lambda: _replay(conn, upto, bound))
             raise _failed(exc, line, bound)
         bound.refuse_if_grown()
-        schema = _inspect(conn, bound, committed)
+        schema = _inspect(conn, bound, committed, helper)
     seconds.update(load=t1 - t0, inspect=time.perf_counter() - t1)
     return schema
 
@@ -519,6 +528,7 @@ def _temporary_database(
     confined: Callable[[], None],
 ) -> Schema:
     conn: Any = None
+    helper: _Helper | None = None
     try:
         if reserved is not None:
             admin, name, conn = reserved.take(seconds)
@@ -536,11 +546,41 @@ def _temporary_database(
         committed = len(load.statements) > BATCH or bool(load.commits())
         if committed:
             conn.autocommit = True  # a fresh session: no transaction open yet
+            helper = _Helper(url, name)  # opened while the file loads
         pid = conn.info.backend_pid
         grown, end = _grown(admin, name, pid), _ender(admin, pid)
-        return _load_checked(conn, load, checking, committed, seconds, confined, grown, end)
+        return _load_checked(conn, load, checking, committed, seconds, confined, grown, end, helper)
     finally:
+        if helper is not None:
+            helper.close()  # idle by now (the inspection is over), or never used
         _drop_behind(admin, name, seconds, conn)
+
+
+class _Helper:
+    """A second session of a temporary scratch, opened on a thread of its own while the
+    file loads, for the inspection after it (:func:`_inspect`). It only speeds the
+    inspection: one that could not be opened (the role's or the server's connection
+    limit) leaves the inspection to the loading session alone."""
+
+    def __init__(self, url: DbUrl, name: str) -> None:
+        self._conn: Any = None
+        self._thread = threading.Thread(target=self._open, args=(url, name), name=f"helper-{name}")
+        self._thread.start()
+
+    def _open(self, url: DbUrl, name: str) -> None:
+        with contextlib.suppress(Exception):
+            self._conn = _load_connection(url, database=name, autocommit=True, scratch=True)
+
+    def session(self) -> Any:
+        """The session, once opened; None if it could not be."""
+        self._thread.join()
+        return self._conn
+
+    def close(self) -> None:
+        self._thread.join()
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
 
 
 def _create(url: DbUrl, name: str, seconds: dict[str, float]) -> Any:
