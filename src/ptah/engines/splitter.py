@@ -40,6 +40,21 @@ _DELIMITER_LINE = re.compile(r"[ \t]*DELIMITER[ \t]+(\S+)[ \t]*(?:\r?\n|$)", re.
 # A bare word: a letter of any script (or ``_``) first, as each server reads unquoted
 # names (an ASCII-only pattern failed on ``CREATE TABLE naïve``, an internal error).
 _WORD = re.compile(r"[^\W\d][\w$]*")
+# What the PostgreSQL splitter's loop steps over without changing its state, as one run:
+# ASCII characters that are not a quote, a statement's end, a comment's or a dollar
+# quote's start or a backslash (blanks, digits, brackets, operators but "-" and "/"), and
+# whole ASCII words (not followed by another character of a word, which the loop would
+# read as part of it) other than those the loop tracks (ATOMIC, CASE, END). The run's last
+# word (``w``) is the loop's previous word after it. Each character and word was a turn
+# of the loop of its own: a 1,000-table file has some 55,000 words and as many blanks.
+_PG_RUN = re.compile(
+    r"""(?:
+      [\t\n\r\f\v !#%&()*+,.0-9:<=>?@\[\]^`{|}~]+
+    | (?![Aa][Tt][Oo][Mm][Ii][Cc](?![\w$])|[Cc][Aa][Ss][Ee](?![\w$])|[Ee][Nn][Dd](?![\w$]))
+      (?P<w>[A-Za-z_][A-Za-z0-9_$]*)(?![\w$]|[^\x00-\x7f])
+    )*""",
+    re.VERBOSE,
+)
 
 
 def read_sql(path: str | Path) -> str:
@@ -149,6 +164,13 @@ class _Splitter:
         sql, n, i = self.sql, self.n, 0
         mysql, pg, lite = (self.dialect == d for d in ("mysql", "postgres", "sqlite"))
         while i < n:
+            if pg and (run := _PG_RUN.match(sql, i)) is not None and run.end() > i:
+                word = run.group("w")
+                if word is not None:
+                    self.prev_word = word.upper()
+                i = run.end()
+                if i >= n:
+                    break
             ch = sql[i]
             if mysql and (i == 0 or sql[i - 1] == "\n") and self.at_statement_start(i):
                 m = _DELIMITER_LINE.match(sql, i)
