@@ -58,11 +58,12 @@ BATCH = 2000
 # every relation it made, and the server scans all of a transaction's locks at the end of
 # each statement of it (the portal's release), so a batch's cost grows with its square:
 # at 10,000 tables batches of 2,000 cost the server 14.5 s of CPU, of 500 11.9 s; at
-# 1,000 tables 1.3 s against 1.1 s. Batches of 100 cost the loading backend less again
-# at 1,000 tables: 3.26-4.44 s of CPU against 3.63-4.59 s for 500, four alternating
-# loads each of bench/plan.py's file on a loaded machine (each commit costs little: the
-# scratch's commits do not wait for the disk).
-CHUNK = 100
+# 1,000 tables 1.3 s against 1.1 s. Smaller batches gain no more (each commit costs):
+# batches of 100 against 500 on bench/plan.py's 1,000-table file, alternating, gave the
+# loading backend 3.26-4.44 s of CPU against 3.63-4.59 s at load ~8, then 3.50-4.54 s
+# against 3.69-4.45 s at load ~11, and whole plans at load ~11-12 spent more with 100:
+# no difference the machine's noise leaves standing.
+CHUNK = 500
 # Statements of the first part the check lets through to the load: few, so that the
 # server starts loading at once (the first 500 of a 1,000-table file cost the check
 # 0.07 s on an idle machine, 0.27 s on a loaded one, before anything was sent).
