@@ -277,5 +277,5 @@ def test_text_retyped_to_uuid_converts_or_changes_nothing(mysql_db: str, value: 
             return
     assert result.outcome == "failed", result.message
     assert result.progress.executed == 0
-    assert "holds values that are not uuid" in result.message, result.message
+    assert "holds values that do not convert to uuid" in result.message, result.message
     assert _shown(mysql_db) == before

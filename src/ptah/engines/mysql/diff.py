@@ -157,7 +157,7 @@ def retyped(cur: dict[str, Any], want: dict[str, Any]) -> set[str]:
     }
 
 
-def _foreign(line: str) -> tuple[list[str], str, list[str]] | None:
+def foreign(line: str) -> tuple[list[str], str, list[str]] | None:
     m = _FOREIGN.search(line)
     if not m:
         return None
@@ -396,7 +396,7 @@ def _deferred(
     keys = [
         key
         for key, line in entry["elements"].items()
-        if key.startswith("fk ") and (fk := _foreign(line)) is not None and fk[1] in later
+        if key.startswith("fk ") and (fk := foreign(line)) is not None and fk[1] in later
     ]
     if not keys:
         return Statement(entry["_sql"]), None
@@ -433,7 +433,7 @@ def _predropped(current: Schema, desired: Schema) -> dict[str, list[str]]:
             if not key.startswith("fk "):
                 continue
             wanted = want_t.get(name, {}).get("elements", {}).get(key)
-            fk = _foreign(line)
+            fk = foreign(line)
             touches = fk is not None and (
                 bool(set(fk[0]) & changed.get(name, set()))
                 or bool(set(fk[2]) & changed.get(fk[1], set()))
@@ -542,7 +542,7 @@ def _unreferenced(name: str, remaining: dict[str, dict[str, Any]]) -> list[State
         keys = [
             key
             for key, line in entry["elements"].items()
-            if key.startswith("fk ") and (fk := _foreign(line)) is not None and fk[1] == name
+            if key.startswith("fk ") and (fk := foreign(line)) is not None and fk[1] == name
         ]
         if keys:
             drops = ",\n  ".join(_drop_clause(k) for k in keys)
@@ -558,6 +558,6 @@ def _added_references(cur: dict[str, Any], want: dict[str, Any], predropped: set
         fk[1]
         for key, line in want["elements"].items()
         if key.startswith("fk ") and (key in predropped or old.get(key) != line)
-        for fk in [_foreign(line)]
+        for fk in [foreign(line)]
         if fk is not None
     }

@@ -29,7 +29,7 @@ from ptah.engines.model import (
     fingerprint,
     refuse_unmanaged,
 )
-from ptah.engines.mysql import bounds, udf
+from ptah.engines.mysql import bounds, datacheck, udf
 from ptah.engines.mysql import confine as myconfine
 from ptah.engines.mysql import diff as mydiff
 from ptah.engines.mysql import ignore as myignore
@@ -206,42 +206,6 @@ def _read_lock_bound(url: DbUrl, thread: int, every: float = 0.5) -> Any:
         done.set()
         thread_.join()
         watcher.close()
-
-
-_ALTERED = re.compile(r"^ALTER TABLE (`(?:[^`]|``)+`)")
-# A column retyped to one of the server's string-parsed types (MariaDB's UUID, INET6,
-# INET4): the ALTER fails on the first value that is not one (error 1292).
-_PARSED = re.compile(r"^  MODIFY COLUMN (`(?:[^`]|``)+`) (uuid|inet6|inet4)\b", re.M)
-
-
-def _refuse_unconvertible(conn: Any, current: Schema, statements: list[Statement]) -> None:
-    """Fail the apply before its first statement when a column the plan retypes to UUID,
-    INET6 or INET4 holds a value that is not one (the server's own CAST says: NULL).
-
-    Whether the rows convert is known only on the target, at apply; found by the ALTER
-    itself, the statements before it had run: the foreign key dropped for the retyping
-    stayed dropped, the target left half-changed. Nothing has run when this fails."""
-    with conn.cursor() as cur:
-        for stmt in statements:
-            m = _ALTERED.match(stmt.sql)
-            entry = current["table"].get(m.group(1)[1:-1].replace("``", "`")) if m else None
-            if m is None or entry is None:
-                continue
-            for column, kind in _PARSED.findall(stmt.sql):
-                line = entry["elements"].get("column " + column[1:-1].replace("``", "`"))
-                if line is None or mydiff.column_type(line)[len(column) + 1 :].startswith(kind):
-                    continue
-                cur.execute(
-                    f"SELECT 1 FROM {m.group(1)} WHERE {column} IS NOT NULL"
-                    f" AND CAST({column} AS {kind}) IS NULL LIMIT 1"
-                )
-                if cur.fetchone():
-                    raise EngineError(
-                        f"column {m.group(1)}.{column} holds values that are not {kind}, so"
-                        f" changing its type to {kind} would fail part-way: nothing was"
-                        " changed (convert or remove those values first)",
-                        reason="DataNotConvertible",
-                    )
 
 
 class MysqlOps:
@@ -457,7 +421,8 @@ class MysqlOps:
         actual = fingerprint(current)
         if actual != expected_before:
             raise DriftedError(actual)
-        _refuse_unconvertible(conn, current, statements)
+        # What the target's data would fail: before anything runs, not part-way.
+        datacheck.refuse_data_failures(conn, current, statements)
         progress.notes.append("MariaDB/MySQL DDL commits per statement: progress is per statement")
         for stmt in statements:
             progress.failed_index = progress.executed
