@@ -225,12 +225,19 @@ CASES = {
         "CREATE TABLE t (id INT PRIMARY KEY, v INT, CONSTRAINT positive CHECK (v > 0));",
         "check constraint `positive` of table `t` fails on existing rows",
     ),
-    "column CHECK over violating rows": (
+    "column CHECK over violating rows, the ALTER copying": (
         "CREATE TABLE t (id INT PRIMARY KEY, v INT);",
         "INSERT INTO t VALUES (1, -1);",
         "UPDATE t SET v = 1;",
-        "CREATE TABLE t (id INT PRIMARY KEY, v INT CHECK (v > 0));",
+        "CREATE TABLE t (id INT PRIMARY KEY, v BIGINT CHECK (v > 0));",
         "CHECK of column `v` of table `t` fails on existing rows",
+    ),
+    "a row an existing CHECK refuses, under an ALTER that copies the table": (
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT, w INT, CONSTRAINT positive CHECK (v > 0));",
+        "SET SESSION check_constraint_checks = 0; INSERT INTO t VALUES (1, -1, 1);",
+        "UPDATE t SET v = 1;",
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT, w BIGINT, CONSTRAINT positive CHECK (v > 0));",
+        "check constraint `positive` of table `t` fails on existing rows",
     ),
     "text to JSON that is not JSON": (
         "CREATE TABLE t (id INT PRIMARY KEY, v LONGTEXT);",
@@ -318,6 +325,11 @@ FINE = {
         "CREATE TABLE t (id INT PRIMARY KEY, v TIMESTAMP NULL);",
         "INSERT INTO t VALUES (1, NULL);",
         "CREATE TABLE t (id INT PRIMARY KEY, v TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP);",
+    ),
+    "a column CHECK the server adds in place (it checks no row)": (
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT);",
+        "INSERT INTO t VALUES (1, -1);",
+        "CREATE TABLE t (id INT PRIMARY KEY, v INT CHECK (v > 0));",
     ),
     "an added nullable column under a UNIQUE key": (
         "CREATE TABLE t (id INT PRIMARY KEY);",

@@ -203,7 +203,7 @@ def _conversion(old: _Column, new: _Column, charsets: _Charsets) -> tuple[str, s
     Which of the server's conversions the copy calls (``Field::get_copy_func``, with
     ``Field_year``'s and the enum's own): an integer or BIT target reads the source as
     an integer (``val_int``: CAST AS SIGNED, AS UNSIGNED from an unsigned source; an
-    ENUM's or SET's number; text past the signed 64-bit range, a double past 2^63, is
+    ENUM's or SET's number; text past the signed 64-bit range, a DOUBLE past 2^63, is
     refused), DECIMAL as a decimal, FLOAT/DOUBLE as a double; a string target from a
     number or a date reads the source's text (``val_str``), an ENUM/SET target from a
     date too; YEAR reads text as text and a date as a date. Between VARCHARs of one
@@ -219,7 +219,7 @@ def _conversion(old: _Column, new: _Column, charsets: _Charsets) -> tuple[str, s
     past_int = ""
     if textual_src:
         past_int = f"CAST({{x}} AS DECIMAL(65,0)) NOT BETWEEN -{_LONGLONG} AND {_LONGLONG} - 1"
-    elif src in _REAL:
+    elif src in ("double", "real"):  # a FLOAT's integer read clamps, a DOUBLE's refuses
         past_int = f"ABS({{x}}) > {_LONGLONG}e0"
     if dst in _BLOB_BYTES:
         text = "CAST({x} AS CHAR)" if numeric_src else "{x}"
@@ -244,8 +244,8 @@ def _conversion(old: _Column, new: _Column, charsets: _Charsets) -> tuple[str, s
         m = re.match(r"decimal\(\d+,(\d+)\)", new.type)
         scale = m.group(1) if m else "0"
         return read, f"CAST({{x}} AS DECIMAL(65,{scale}))", ""
-    if dst in _REAL:
-        return read, "CAST({x} AS DOUBLE)", ""
+    if dst in _REAL:  # text: its store reads it as val_real does (CAST of TEXT is laxer)
+        return read, ("{x}" if textual_src else "CAST({x} AS DOUBLE)"), ""
     if dst in _TEMPORAL:
         return "{c}", ("CAST({x} AS CHAR)" if src in _REAL or src == "year" else "{x}"), ""
     if dst in ("enum", "set"):
@@ -278,7 +278,7 @@ class _Table:
     added_lines: dict[str, str] = field(default_factory=dict)
     unique: list[str] = field(default_factory=list)
     foreign: list[str] = field(default_factory=list)
-    checks: list[tuple[str, str]] = field(default_factory=list)
+    checks: dict[str, str] = field(default_factory=dict)
     dropped: set[str] = field(default_factory=set)
     new_options: str = ""
 
@@ -325,17 +325,16 @@ def _gather(current: Schema, statements: list[Statement], charsets: _Charsets) -
         table = tables.setdefault(name, _Table(name))
         options = next((c for c in clauses if "CHARSET=" in c or "COLLATE=" in c), "")
         table.new_options = options or table.new_options or entry["options"]
+        lines = {k: v for k, v in entry["elements"].items() if k.startswith(("column ", "check "))}
         for clause in clauses:
             if clause.startswith(("MODIFY COLUMN ", "ADD COLUMN ")):
                 line = _POSITION.sub("", clause.split(" ", 2)[2])
                 column = line[: _name_end(line) + 1]
                 key = "column " + _unq(column)
+                lines[key] = line
                 new = _column(line, None)
                 new.collation = _new_collation(_typed(line), table.new_options, charsets)
-                expr = _column_check(line)
                 old_line = entry["elements"].get(key)
-                if expr is not None and (old_line is None or _column_check(old_line) != expr):
-                    table.checks.append((f"CHECK of column {column}", expr))
                 if old_line is None or clause.startswith("ADD COLUMN "):
                     table.added[_unq(column)] = new
                     table.added_lines[_unq(column)] = line
@@ -348,6 +347,9 @@ def _gather(current: Schema, statements: list[Statement], charsets: _Charsets) -
                 changed = (old.type, old.collation) != (new.type, new.collation)
                 if changed and not (old.generated or new.generated):
                     table.retyped.append((column, old, new))
+            elif clause.startswith(("DROP COLUMN ", "DROP CONSTRAINT ")):
+                kind = "column " if clause.startswith("DROP COLUMN ") else "check "
+                lines.pop(kind + _unq(clause.split(" ", 2)[2]), None)
             elif clause.startswith(("DROP INDEX ", "DROP PRIMARY KEY")):
                 table.dropped.add(clause)
             elif clause.startswith(("ADD PRIMARY KEY ", "ADD UNIQUE KEY ")):
@@ -356,7 +358,19 @@ def _gather(current: Schema, statements: list[Statement], charsets: _Charsets) -
                 table.foreign.append(clause[4:])
             elif clause.startswith("ADD CONSTRAINT ") and " CHECK (" in clause:
                 label = clause[len("ADD CONSTRAINT ") :].split(" CHECK (", 1)[0]
-                table.checks.append((f"check constraint {label}", clause.split(" CHECK ", 1)[1]))
+                lines["check " + _unq(label)] = clause[4:]
+        # The server checks the CHECKs on the rows an ALTER copies, every one the table
+        # then has (a row a CHECK refuses, written with check_constraint_checks off,
+        # fails a copy that does not touch it), and on no row of an ALTER it makes in
+        # place or instantly (a column CHECK added so is not checked). ``lock``: how
+        # the plan's probe found the server does the ALTER; not probed: a copy.
+        if stmt.lock not in ("", "COPY"):
+            continue
+        for key, line in lines.items():
+            if key.startswith("column ") and (expr := _column_check(line)) is not None:
+                table.checks[f"CHECK of column {mydiff.q(key[7:])}"] = expr
+            elif key.startswith("check "):
+                table.checks[f"check constraint {mydiff.q(key[6:])}"] = line.split(" CHECK ", 1)[1]
     for table in tables.values():  # a unique key kept over a column the ALTER retypes
         retyped = {column for column, _, _ in table.retyped}
         for key, line in current["table"][table.name]["elements"].items():
@@ -423,7 +437,7 @@ def _check_table(cur: Any, current: Schema, table: _Table, charsets: _Charsets) 
         (f"column {c}", f"{c} IS NULL", "holds NULLs where it becomes NOT NULL")
         for c in table.not_null
     ]
-    for label, expr in table.checks:
+    for label, expr in table.checks.items():
         names = {_unq(n) for n in re.findall(_NAME, expr)}
         if names & set(table.added):  # a column the ALTER adds: not readable before
             continue
