@@ -209,7 +209,7 @@ def _conversion(old: _Column, new: _Column, charsets: _Charsets) -> tuple[str, s
     date too; YEAR reads text as text and a date as a date. Between VARCHARs of one
     charset and length prefix the copy cuts by characters and refuses any cut (even of
     trailing spaces, which a store only notes); a TEXT/BLOB target refuses a value
-    longer than its bytes (a local TEXT variable holds more)."""
+    longer than its bytes but for trailing spaces (a local TEXT variable holds more)."""
     src, dst = _base(old.type), _base(new.type)
     numeric_src = src in _INTEGER or src in _REAL or src == "decimal" or src in _TEMPORAL
     textual_src = not numeric_src and src != "bit" and src not in ("enum", "set")
@@ -225,7 +225,10 @@ def _conversion(old: _Column, new: _Column, charsets: _Charsets) -> tuple[str, s
         text = "CAST({x} AS CHAR)" if numeric_src else "{x}"
         charset = charsets.charset.get(new.collation or "", "binary")
         limit = _BLOB_BYTES[dst]
-        return "{c}", text, f"OCTET_LENGTH(CONVERT({text} USING {charset})) > {limit}"
+        if charset == "binary":
+            return "{c}", text, f"OCTET_LENGTH({text}) > {limit}"
+        # Trailing spaces past the end are cut with a note; any other byte refuses.
+        return "{c}", text, f"OCTET_LENGTH(RTRIM(CONVERT({text} USING {charset}))) > {limit}"
     if dst == "year":
         if textual_src:
             return "{c}", "{x}", ""
@@ -387,6 +390,9 @@ def refuse_data_failures(conn: Any, current: Schema, statements: list[Statement]
     """Fail the apply before its first statement when the target's data would fail one
     of the plan's ALTERs under the session's sql_mode (the module's list); one line,
     naming the table and the column or constraint, never a value."""
+    altered = (_clauses(s.sql) for s in statements)
+    if not any(parsed and parsed[0] in current["table"] for parsed in altered):
+        return  # no existing table altered: no rows to ask
     with conn.cursor() as cur:
         charsets = _Charsets.read(cur)
         for table in _gather(current, statements, charsets):
@@ -464,6 +470,10 @@ def _check_conversions(cur: Any, table: _Table, charsets: _Charsets) -> None:
     names it (its message, which quotes the value, is not shown)."""
     declarations, steps, selected = [], [], []
     for i, (column, old, new) in enumerate(table.retyped):
+        if old.type == new.type and charsets.charset.get(
+            old.collation or ""
+        ) == charsets.charset.get(new.collation or ""):
+            continue  # another collation of the same charset: every value stays
         declarations.append(f"DECLARE ptah_v{i} {_declared(new, charsets)};")
         read, value, refused = _conversion(old, new, charsets)
         selected.append(f"{read.format(c=column)} AS ptah_c{i}")
@@ -482,6 +492,8 @@ def _check_conversions(cur: Any, table: _Table, charsets: _Charsets) -> None:
         + " ".join(steps)
         + " END FOR; END"
     )
+    if not steps:
+        return
     qt = mydiff.q(table.name)
     what = f"the values of table {qt}"
     _run(cur, "SET @ptah_check = NULL", what)
