@@ -264,6 +264,7 @@ def test_a_data_failure_is_found_before_the_first_statement(mysql_db: str, case:
     before = _shown(mysql_db)
     result = _apply(mysql_db, B_TABLE + b)
     assert result.outcome == "failed", result.message
+    assert result.reason in ("DataNotConvertible", "DataViolatesConstraint"), result.reason
     assert result.progress.executed == 0, result.message
     assert said in result.message, result.message
     assert "nothing was changed" in result.message, result.message

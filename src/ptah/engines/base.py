@@ -41,6 +41,12 @@ class EngineError(Exception):
         self.reason = reason
 
 
+class NothingRan(EngineError):
+    """An engine's check before a run's first statement stopped it (the target's rows
+    would fail a statement part way): nothing was changed. Its ``reason`` says which
+    check, and becomes the run's."""
+
+
 class TargetUnavailable(EngineError):
     """The target could not be opened. ``reason`` names the failure class
     (:mod:`ptah.failures`): unreachable, credentials refused, no such database,

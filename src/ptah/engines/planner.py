@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ptah.engines import confine, fence
-from ptah.engines.base import Target
+from ptah.engines.base import NothingRan, Target
 from ptah.engines.model import (
     DESTRUCTIVE,
     LOCK_HEAVY,
@@ -698,7 +698,9 @@ def _apply_fenced(
         result.fingerprint_after = exc.actual
         return result
     except Exception as exc:
-        result.outcome, result.reason = "failed", "StatementFailed"
+        # A check before the first statement says why in its own word (DataNotConvertible).
+        said = exc.reason if isinstance(exc, NothingRan) else "StatementFailed"
+        result.outcome, result.reason = "failed", said
         result.message = bounded(target.scrub(f"{type(exc).__name__}: {exc}"))
     try:
         result.fingerprint_after = current_fingerprint(target)

@@ -50,7 +50,7 @@ from typing import Any
 
 import pymysql
 
-from ptah.engines.base import EngineError
+from ptah.engines.base import NothingRan
 from ptah.engines.model import Schema, Statement
 from ptah.engines.mysql import diff as mydiff
 from ptah.engines.mysql.inspect import create_lines
@@ -414,8 +414,8 @@ def refuse_data_failures(conn: Any, current: Schema, statements: list[Statement]
             _check_table(cur, current, table, charsets)
 
 
-def _fail(message: str, reason: str) -> EngineError:
-    return EngineError(
+def _fail(message: str, reason: str) -> NothingRan:
+    return NothingRan(
         f"{message}, so the apply would fail part-way: nothing was changed", reason=reason
     )
 
@@ -435,15 +435,15 @@ def _run(cur: Any, sql: str, what: str) -> Any:
         raise _unchecked(exc, what) from None
 
 
-def _unchecked(exc: pymysql.MySQLError, what: str) -> EngineError:
+def _unchecked(exc: pymysql.MySQLError, what: str) -> NothingRan:
     code = exc.args[0] if exc.args else 0
     if code in _INTERRUPTED:
-        return EngineError(
+        return NothingRan(
             f"checking {what} before the first statement ran past the statement bound or"
             " was ended: nothing was changed",
             reason="DataCheckInterrupted",
         )
-    return EngineError(
+    return NothingRan(
         f"checking {what} before the first statement failed (ERROR {code}): nothing was changed",
         reason="DataCheckFailed",
     )
