@@ -23,6 +23,9 @@ from ptah.testing.sim.world import MIGRATION_FAMILY, SCHEMA_FAMILY, World
 from support.simworld import drive, hand_world, one_pass, status
 
 APPLY, MIGRATE = 0, 1  # the two resources' indexes, both on database db1
+# Where the two live: one namespace, or each its own (one realm, one Lease in the lock
+# namespace, shared across namespaces; the holder's Job and Pods in the holder's).
+LAYOUTS = {"one namespace": (NS, NS), "two namespaces": ("team-a", "team-b")}
 
 
 def _lease_holder(world: World) -> str:
@@ -42,6 +45,7 @@ class HeldRealm:
     claim: dict[str, Any]  # the Apply's
     run: PodRun  # the Apply's runner
     holder: str  # the Lease's holder identity, the Apply's
+    namespace: str  # the Apply's, where its Job and Pods live
 
     def wait_out_the_lease(self) -> str:
         """Long past the Lease duration by the Migrate's own observation: it still waits
@@ -55,12 +59,13 @@ class HeldRealm:
         return str(next(c["message"] for c in current["conditions"] if c["type"] == "Ready"))
 
 
-@pytest.fixture
-def held() -> HeldRealm:
+@pytest.fixture(params=sorted(LAYOUTS))
+def held(request: pytest.FixtureRequest) -> HeldRealm:
+    apply_ns, migrate_ns = LAYOUTS[request.param]
     world, inv = hand_world(
         [
-            (SCHEMA_FAMILY, "apply", "sim://u:{pw}@db1", "db1"),
-            (MIGRATION_FAMILY, "migrate", "sim://u:{pw}@DB1:5432/", "db1"),
+            (SCHEMA_FAMILY, "apply", "sim://u:{pw}@db1", "db1", apply_ns),
+            (MIGRATION_FAMILY, "migrate", "sim://u:{pw}@DB1:5432/", "db1", migrate_ns),
         ]
     )
     # The Apply claims, binds the realm and dispatches; its Pod starts and keeps running.
@@ -90,7 +95,7 @@ def held() -> HeldRealm:
         lambda s: s.get("phase") == "WaitingForTarget",
         "the Migrate never waited for the Lease",
     )
-    return HeldRealm(world, inv, claim, run, holder)
+    return HeldRealm(world, inv, claim, run, holder, apply_ns)
 
 
 def test_an_expired_lease_is_not_taken_while_its_holders_job_runs(held: HeldRealm) -> None:
@@ -100,7 +105,7 @@ def test_an_expired_lease_is_not_taken_while_its_holders_job_runs(held: HeldReal
     assert world.dbs.by_name["db1"].max_concurrent_writers == 1
     assert not any(
         j["metadata"]["labels"]["ptah.io/operation-type"] == "Migrate"
-        for j in world.cluster.system.list(JOB, NS)
+        for j in world.cluster.system.list(JOB, "")
     )
 
     # The Apply's executor stops (its controller still silent): now the Lease is taken.
@@ -147,13 +152,13 @@ def test_an_expired_lease_is_not_taken_while_a_vanished_pods_process_writes(
     # The node loses the API; the Apply's Job is deleted meanwhile (its Pod collected).
     world.kubelet.partition(10**6)
     if deleted == "job":
-        world.cluster.system.delete(JOB, NS, run.job, propagation="Background")
+        world.cluster.system.delete(JOB, held.namespace, run.job, propagation="Background")
     else:
-        world.cluster.system.delete(POD, NS, run.pod)
+        world.cluster.system.delete(POD, held.namespace, run.pod)
     world.kubelet.step()
-    job = world.cluster.system.get(JOB, NS, run.job)
+    job = world.cluster.system.get(JOB, held.namespace, run.job)
     assert job is None if deleted == "job" else job["status"]["conditions"][0]["type"] == "Failed"
-    assert world.cluster.system.get(POD, NS, run.pod) is None
+    assert world.cluster.system.get(POD, held.namespace, run.pod) is None
     assert claim["operationId"] in db.writers  # gone from the API, still writing
     message = held.wait_out_the_lease()
     assert why in message, message
@@ -166,14 +171,37 @@ def test_an_expired_lease_is_not_taken_while_an_orphaned_pod_runs(held: HeldReal
     no Job, and the API still shows the Pod Running, its process writing. The Pods the
     Lease's holder names are asked, not only its Job and its resource: the Migrate waits."""
     world, claim, run = held.world, held.claim, held.run
-    world.cluster.system.delete(JOB, NS, run.job, propagation="Orphan")
+    world.cluster.system.delete(JOB, held.namespace, run.job, propagation="Orphan")
     world.kubelet.step()
-    assert world.cluster.system.get(JOB, NS, run.job) is None
-    pod = world.cluster.system.get(POD, NS, run.pod)
+    assert world.cluster.system.get(JOB, held.namespace, run.job) is None
+    pod = world.cluster.system.get(POD, held.namespace, run.pod)
     assert pod is not None and pod["status"]["phase"] == "Running"
     message = held.wait_out_the_lease()
     assert f"its Pod {run.pod} has not stopped" in message, message
     assert claim["operationId"] in world.dbs.by_name["db1"].writers
+    assert held.inv.violations == []
+
+
+def test_a_holder_stripped_of_its_finalizer_is_waited_for_by_its_pods(held: HeldRealm) -> None:
+    """A person deletes the quiet holder and strips Ptah's finalizer by hand: the holder's
+    resource is gone, its Job collected, and its Pod, on a node cut off from the API, left
+    Terminating while its process writes on. Nothing of the holder says it holds the Lease
+    but that Pod, which lives in the holder's namespace (the Lease names it): listed there,
+    it keeps the Migrate waiting, wherever the Migrate lives (the mutant
+    takeover-lists-own-namespace lists the Migrate's own namespace and takes the Lease)."""
+    world, claim, run = held.world, held.claim, held.run
+    db = world.dbs.by_name["db1"]
+    world._strip_quiet_holder(world.resources[APPLY], {run.job})
+    world.kubelet.step()
+    api = world.cluster.system
+    assert api.get(SCHEMA_FAMILY.kind, held.namespace, "apply") is None
+    pod = api.get(POD, held.namespace, run.pod)
+    assert pod is not None and pod["metadata"].get("deletionTimestamp"), pod
+    assert claim["operationId"] in db.writers
+    message = held.wait_out_the_lease()
+    assert f"its Pod {run.pod} has not stopped" in message, message
+    assert claim["operationId"] in db.writers
+    assert db.max_concurrent_writers == 1
     assert held.inv.violations == []
 
 
@@ -185,18 +213,18 @@ def test_a_stopped_pod_in_the_listing_is_no_count_of_the_pods_that_ran(held: Hel
     Migrate waits, and the simulated database keeps one writer."""
     world, claim, run = held.world, held.claim, held.run
     world.kubelet.partition(10**6)
-    job = world.cluster.system.get(JOB, NS, run.job)
+    job = world.cluster.system.get(JOB, held.namespace, run.job)
     assert job is not None
-    world.cluster.system.delete(JOB, NS, run.job, propagation="Background")
+    world.cluster.system.delete(JOB, held.namespace, run.job, propagation="Background")
     world.kubelet.step()
-    assert world.cluster.system.get(POD, NS, run.pod) is None
+    assert world.cluster.system.get(POD, held.namespace, run.pod) is None
     copy = f"{run.pod}-copy"
     world.cluster.system.create(
         POD,
         {
             "metadata": {
                 "name": copy,
-                "namespace": NS,
+                "namespace": held.namespace,
                 "labels": dict(job["spec"]["template"]["metadata"]["labels"]),
             },
             "spec": {"nodeName": "node-2", "containers": [{"name": "runner", "image": "x"}]},
@@ -206,7 +234,7 @@ def test_a_stopped_pod_in_the_listing_is_no_count_of_the_pods_that_ran(held: Hel
         "phase": "Succeeded",
         "containerStatuses": [{"name": "runner", "state": {"terminated": {"exitCode": 0}}}],
     }
-    world.cluster.system.patch(POD, NS, copy, {"status": stopped}, "status")
+    world.cluster.system.patch(POD, held.namespace, copy, {"status": stopped}, "status")
     assert claim["operationId"] in world.dbs.by_name["db1"].writers
     message = held.wait_out_the_lease()
     assert "was deleted before it was seen to end" in message, message
@@ -226,18 +254,18 @@ def test_a_job_put_back_under_the_reserved_name_is_not_the_holders_run(held: Hel
     world, claim, run = held.world, held.claim, held.run
     db = world.dbs.by_name["db1"]
     world.kubelet.partition(10**6)
-    job = world.cluster.system.get(JOB, NS, run.job)
+    job = world.cluster.system.get(JOB, held.namespace, run.job)
     assert job is not None and job["metadata"]["uid"] == claim["jobUid"]
     world._unscheduled_replacement(job)
-    world.cluster.system.delete(JOB, NS, run.job, propagation="Background")
+    world.cluster.system.delete(JOB, held.namespace, run.job, propagation="Background")
     world.kubelet.step()
-    assert world.cluster.system.get(POD, NS, run.pod) is None
+    assert world.cluster.system.get(POD, held.namespace, run.pod) is None
     world.put_back_job(job)
-    copy = world.cluster.system.get(JOB, NS, run.job)
+    copy = world.cluster.system.get(JOB, held.namespace, run.job)
     assert copy is not None and copy["metadata"]["uid"] != claim["jobUid"]
     for _ in range(60):
         world.kubelet.step()
-        copy = world.cluster.system.get(JOB, NS, run.job)
+        copy = world.cluster.system.get(JOB, held.namespace, run.job)
         if copy and (copy.get("status") or {}).get("conditions"):
             break
         world.clock.advance(20)

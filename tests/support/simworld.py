@@ -16,7 +16,8 @@ from ptah.testing.sim.invariants import Invariants
 from ptah.testing.sim.kubelet import NS, OTHER_DATABASE, Kubelet
 from ptah.testing.sim.world import World
 
-Resource = tuple[AnyFamily, str, str, str]  # family, name, URL template, database
+# family, name, URL template, database, and optionally its namespace (else NS)
+Resource = tuple[AnyFamily, str, str, str] | tuple[AnyFamily, str, str, str, str]
 
 
 def hand_world(resources: list[Resource], seed: int = 11) -> tuple[World, Invariants]:
@@ -29,10 +30,11 @@ def hand_world(resources: list[Resource], seed: int = 11) -> tuple[World, Invari
     kubelet = Kubelet(cluster, dbs, random.Random(seed), faults_on=False)
     world = World(seed, random.Random(seed), clock, cluster, dbs, kubelet)
     world.faults_on = False
-    for family, name, url, db in resources:
-        world._add_resource(family, name, url, db)
+    for family, name, url, db, *rest in resources:
+        namespace = rest[0] if rest else NS
+        world._add_resource(family, name, url, db, namespace)
         world.cluster.system.patch(
-            family.kind, NS, name, {"spec": {"policy": {"approval": "Never"}}}
+            family.kind, namespace, name, {"spec": {"policy": {"approval": "Never"}}}
         )
     world.replicas.append(world._replica("c0", 0.0))
     inv = Invariants(world)
@@ -43,7 +45,7 @@ def hand_world(resources: list[Resource], seed: int = 11) -> tuple[World, Invari
 
 def status(world: World, index: int = 0) -> dict[str, Any]:
     res = world.resources[index]
-    obj = world.cluster.system.get(res.family.kind, NS, res.name)
+    obj = world.cluster.system.get(res.family.kind, res.namespace, res.name)
     assert obj is not None
     return dict(obj.get("status") or {})
 

@@ -21,7 +21,7 @@ from ptah.lifecycle.context import ABANDON_ANNOTATION, FINALIZER
 from ptah.lifecycle.sighting import run_key
 from ptah.testing.memory import PROCEED, FaultDecision, WriteRequest
 from ptah.testing.sim.database import SimDatabase
-from ptah.testing.sim.kubelet import NS, PodTruth, never_bound_and_deleting
+from ptah.testing.sim.kubelet import PodTruth, never_bound_and_deleting
 from ptah.testing.sim.world import LOCK_NS, SCHEMA_FAMILY, SimResource, Watcher, World
 from ptah.workload.job import (
     ANNOTATION_ADMISSION,
@@ -232,7 +232,9 @@ class Invariants(Watcher):
     # --- the world's view of one resource
 
     def _obj(self, res: SimResource) -> dict[str, Any] | None:
-        obj: dict[str, Any] | None = self.world.cluster.system.peek(res.family.kind, NS, res.name)
+        obj: dict[str, Any] | None = self.world.cluster.system.peek(
+            res.family.kind, res.namespace, res.name
+        )
         return obj
 
     def _by_uid(self, uid: str) -> tuple[SimResource, dict[str, Any]] | None:
@@ -242,9 +244,11 @@ class Invariants(Watcher):
                 return res, obj
         return None
 
-    def _by_name(self, kind: Kind, name: str) -> tuple[SimResource, dict[str, Any]] | None:
+    def _by_name(
+        self, kind: Kind, namespace: str, name: str
+    ) -> tuple[SimResource, dict[str, Any]] | None:
         for res in self.world.resources:
-            if res.family.kind == kind and res.name == name:
+            if res.family.kind == kind and res.namespace == namespace and res.name == name:
                 obj = self._obj(res)
                 return (res, obj) if obj is not None else None
         return None
@@ -254,10 +258,13 @@ class Invariants(Watcher):
         if res.family is SCHEMA_FAMILY:
             source = digest(obj["spec"]["source"])
         else:
-            cms = [api.peek(CONFIGMAP, NS, n) for n in obj["spec"]["directory"]["configMaps"]]
+            cms = [
+                api.peek(CONFIGMAP, res.namespace, n)
+                for n in obj["spec"]["directory"]["configMaps"]
+            ]
             source = digest([(cm or {}).get("data") for cm in cms])
-        secret = api.peek(SECRET, NS, res.secret)
-        policy = api.peek(CONFIGMAP, NS, POLICY)
+        secret = api.peek(SECRET, res.namespace, res.secret)
+        policy = api.peek(CONFIGMAP, res.namespace, POLICY)
         return Bindings(
             generation=int(obj["metadata"].get("generation") or 1),
             source=source,
@@ -288,7 +295,7 @@ class Invariants(Watcher):
         claim = start.get("activeOperation") or {}
         job_uid = None
         if claim.get("jobUid"):
-            job = self.world.cluster.system.peek(JOB, NS, str(claim.get("jobName")))
+            job = self.world.cluster.system.peek(JOB, res.namespace, str(claim.get("jobName")))
             job_uid = str(job["metadata"]["uid"]) if job is not None else ""
         self.passes.append(
             PassRecord(
@@ -375,11 +382,11 @@ class Invariants(Watcher):
         elif req.kind == LEASE and req.verb == "create":
             self._touch(req.name)
         elif req.kind == APPROVAL and req.verb == "patch" and req.subresource == "status":
-            self._approval_spent(req.name, dict(req.body or {}))
+            self._approval_spent(req.namespace, req.name, dict(req.body or {}))
         elif req.kind == PLAN and req.verb == "create":
             self._plan_created(dict(req.body or {}))
         elif req.subresource == "status" and req.verb == "patch":
-            found = self._by_name(req.kind, req.name)
+            found = self._by_name(req.kind, req.namespace, req.name)
             if found is not None:
                 self._status_patched(found[0], found[1], dict(req.body or {}).get("status") or {})
 
@@ -426,7 +433,7 @@ class Invariants(Watcher):
         for truth in self.world.kubelet.truth.values():
             if truth.operation_id != op or not truth.mutating:
                 continue
-            pod = api.peek(POD, NS, truth.pod)
+            pod = api.peek(POD, truth.namespace, truth.pod)
             if not truth.alive:
                 alive_at = truth.seen_alive_at
                 if pod is None and ended and alive_at and alive_at > ended:
@@ -441,7 +448,7 @@ class Invariants(Watcher):
                     return
                 continue
             run = self.world.kubelet.runs.get(truth.pod)
-            job = api.peek(JOB, NS, truth.job)
+            job = api.peek(JOB, truth.namespace, truth.job)
             own_job = job is not None and job["metadata"]["uid"] == truth.job_uid
             if pod is None:
                 why = "gone from the API, still runs"
@@ -472,7 +479,7 @@ class Invariants(Watcher):
         if replica is None or not length:
             return None
         since = replica.env.sightings.since.get(
-            run_key(NS, res.name, str(staged.get("operationId")))
+            run_key(res.namespace, res.name, str(staged.get("operationId")))
         )
         if since is None:
             return None
@@ -482,7 +489,7 @@ class Invariants(Watcher):
         name = claim.get("approvalName")
         if not claim.get("mutating") or not name:
             return
-        approval = self.world.cluster.system.peek(APPROVAL, NS, str(name))
+        approval = self.world.cluster.system.peek(APPROVAL, res.namespace, str(name))
         spent = ((approval or {}).get("status") or {}).get("consumedByOperation")
         if approval is not None and spent != claim.get("operationId"):
             self.fail(
@@ -516,9 +523,9 @@ class Invariants(Watcher):
             return
         self.plans[name] = (json.loads(json.dumps(body["spec"])), self._bindings(*found))
 
-    def _approval_spent(self, name: str, body: dict[str, Any]) -> None:
+    def _approval_spent(self, namespace: str, name: str, body: dict[str, Any]) -> None:
         spender = (body.get("status") or {}).get("consumedByOperation")
-        stored = self.world.cluster.system.peek(APPROVAL, NS, name)
+        stored = self.world.cluster.system.peek(APPROVAL, namespace, name)
         earlier = ((stored or {}).get("status") or {}).get("consumedByOperation")
         if spender and earlier:
             # By another operation, or by the same one again: an approval spent with
@@ -629,7 +636,7 @@ class Invariants(Watcher):
         plan the unsettling reading computed before the abandon goes with the record."""
         if uid not in self.abandoned_at:
             return
-        plan = self.world.cluster.system.peek(PLAN, NS, str(claim.get("planName") or ""))
+        plan = self.world.cluster.system.peek(PLAN, res.namespace, str(claim.get("planName") or ""))
         computed_by = ((plan or {}).get("metadata", {}).get("annotations") or {}).get(
             "ptah.io/computed-by"
         )
@@ -646,7 +653,7 @@ class Invariants(Watcher):
         api = self.world.cluster.system
         op = claim["operationId"]
         plan_name = claim.get("planName") or ""
-        plan = api.peek(PLAN, NS, plan_name)
+        plan = api.peek(PLAN, res.namespace, plan_name)
         recorded = self.plans.get(plan_name)
         if plan is None or recorded is None or plan.get("spec") != recorded[0]:
             self.fail(
@@ -667,7 +674,7 @@ class Invariants(Watcher):
                 "bindings-hold",
                 f"{res.name}: {op} dispatched though its {', '.join(moved)} moved since the plan",
             )
-        policy = (api.peek(CONFIGMAP, NS, POLICY) or {}).get("data") or {}
+        policy = (api.peek(CONFIGMAP, res.namespace, POLICY) or {}).get("data") or {}
         destructive = any(s.get("sql", "").startswith("DROP") for s in spec.get("statements", []))
         if destructive and policy.get("allowDestructive", "true").lower() not in {
             "1",
@@ -690,7 +697,7 @@ class Invariants(Watcher):
         required = rule == "Always" or (rule == "Destructive" and destructive)
         if not required:
             return
-        approval = api.peek(APPROVAL, NS, claim.get("approvalName") or "")
+        approval = api.peek(APPROVAL, res.namespace, claim.get("approvalName") or "")
         a_spec = (approval or {}).get("spec") or {}
         ref = a_spec.get("resourceRef") or {}
         spent = ((approval or {}).get("status") or {}).get("consumedByOperation")
@@ -794,7 +801,7 @@ class Invariants(Watcher):
             if truth.alive and truth.mutating and truth.planned_db:
                 out[truth.operation_id] = truth.planned_db
         started = {t.job_uid for t in kubelet.truth.values()}
-        for job in self.world.cluster.system.peek_list(JOB, NS):
+        for job in self.world.cluster.system.peek_list(JOB, ""):
             # The Job's own spec says what it runs (labels can be changed by anyone).
             container = job["spec"]["template"]["spec"]["containers"][0]
             if (container.get("args") or [""])[0] not in {"apply", "migrate"}:
@@ -812,7 +819,9 @@ class Invariants(Watcher):
         for e in env:
             if e.get("name") == "PTAH_DB_URL":
                 ref = e.get("valueFrom", {}).get("secretKeyRef", {})
-                secret = self.world.cluster.system.peek(SECRET, NS, ref.get("name", ""))
+                secret = self.world.cluster.system.peek(
+                    SECRET, job["metadata"]["namespace"], ref.get("name", "")
+                )
                 url = ((secret or {}).get("stringData") or {}).get(ref.get("key", ""), "")
                 db = self.world.dbs.open(url) if url else None
                 return db.name if db else None
@@ -861,7 +870,7 @@ class Invariants(Watcher):
         api = self.world.cluster.system
 
         def version(kind: Kind, name: str) -> str | None:
-            found = api.peek(kind, NS, name)
+            found = api.peek(kind, obj["metadata"]["namespace"], name)
             return None if found is None else str(found["metadata"]["resourceVersion"])
 
         spec = obj.get("spec") or {}
@@ -1091,7 +1100,7 @@ class Invariants(Watcher):
         """Whether the API shows a Pod of ``operation`` that it does not show stopped: a
         terminal phase with every container reported terminated, or never bound to a node
         and terminal or being deleted."""
-        for pod in self.world.cluster.system.peek_list(POD, NS):
+        for pod in self.world.cluster.system.peek_list(POD, ""):
             labels = pod["metadata"].get("labels") or {}
             if labels.get(LABEL_OPERATION) != operation:
                 continue
@@ -1155,7 +1164,7 @@ class Invariants(Watcher):
             or staged.get("operationId") == operation
         ):
             return False
-        pods = self.world.cluster.system.list(POD, NS, {LABEL_OPERATION: str(operation)})
+        pods = self.world.cluster.system.list(POD, "", {LABEL_OPERATION: str(operation)})
         return bool(pods) and all(never_bound_and_deleting(pod) for pod in pods)
 
     def _proof_evidence(self, res: SimResource, record: PassRecord) -> None:
@@ -1203,7 +1212,7 @@ class Invariants(Watcher):
         self, res: SimResource, obj: dict[str, Any], claim: dict[str, Any], job: str
     ) -> None:
         name = claim.get("inputConfigMap")
-        cm = self.world.cluster.system.peek(CONFIGMAP, NS, name) if name else None
+        cm = self.world.cluster.system.peek(CONFIGMAP, res.namespace, name) if name else None
         if cm is None:
             return
         owners = {r.get("uid") for r in cm["metadata"].get("ownerReferences", [])}
@@ -1224,7 +1233,7 @@ class Invariants(Watcher):
     def _own_job(
         self, res: SimResource, obj: dict[str, Any], claim: dict[str, Any], what: str
     ) -> None:
-        job = self.world.cluster.system.peek(JOB, NS, claim["jobName"])
+        job = self.world.cluster.system.peek(JOB, res.namespace, claim["jobName"])
         if job is None:
             return
         owners = [r.get("uid") for r in job["metadata"].get("ownerReferences", [])]

@@ -119,6 +119,7 @@ class PodTruth:
     # What a reading saw of its database at the instant it read it (a later writer may
     # change the database before the controller reads the frame).
     observed: dict[str, Any] | None = None
+    namespace: str = NS  # the Pod's (its Job's, its resource's)
 
 
 @dataclass
@@ -244,7 +245,7 @@ class Kubelet:
 
     def _start_pods(self) -> None:
         now = self.cluster.now()
-        for job in self.api.peek_list(JOB, NS):
+        for job in self.api.peek_list(JOB, ""):
             if (job.get("status") or {}).get("conditions") or self.deadline_passed(job, now):
                 continue  # past its deadline a Job starts no Pod
             uid = job["metadata"]["uid"]
@@ -266,6 +267,7 @@ class Kubelet:
 
     def _create_pod(self, job: dict[str, Any], suffix: str, extra: bool) -> None:
         template = job["spec"]["template"]
+        ns = str(job["metadata"]["namespace"])
         meta = template["metadata"]
         name = f"{job['metadata']['name']}-{suffix}"
         while name in self.truth:
@@ -274,7 +276,7 @@ class Kubelet:
             name += "x"
         container = template["spec"]["containers"][0]
         env = {e["name"]: e for e in container.get("env", [])}
-        url = self._secret_value(env.get("PTAH_DB_URL"))
+        url = self._secret_value(env.get("PTAH_DB_URL"), ns)
         op_id = env.get("PTAH_OPERATION_ID", {}).get("value", "")
         args = list(container.get("args", []))
         op = args[0] if args else ""
@@ -340,7 +342,7 @@ class Kubelet:
             "kind": "Pod",
             "metadata": {
                 "name": name,
-                "namespace": NS,
+                "namespace": ns,
                 "labels": dict(
                     meta.get("labels", {}), **{"controller-uid": job["metadata"]["uid"]}
                 ),
@@ -354,7 +356,7 @@ class Kubelet:
         inputs: dict[str, str] = {}
         dirs: list[dict[str, str]] = []
         for vol in template["spec"].get("volumes", []):
-            cm = self.api.peek(CONFIGMAP, NS, vol.get("configMap", {}).get("name", ""))
+            cm = self.api.peek(CONFIGMAP, ns, vol.get("configMap", {}).get("name", ""))
             data = dict((cm or {}).get("data") or {})
             if vol["name"] == "input":
                 inputs = data
@@ -371,10 +373,11 @@ class Kubelet:
             planned_db=planned.name if planned else None,
             opened_db=opened.name if opened else None,
             admitted=admitted,
+            namespace=ns,
         )
         self.truth[name] = truth
         self.runs[name] = PodRun(
-            NS,
+            ns,
             name,
             job["metadata"]["name"],
             op_id,
@@ -394,7 +397,7 @@ class Kubelet:
         )
         if self.runs[name].start_after is not None:
             # Left unscheduled: no node is bound to it until it starts.
-            self.api.patch(POD, NS, name, {"spec": {"nodeName": None}})
+            self.api.patch(POD, ns, name, {"spec": {"nodeName": None}})
 
     def _late_start(self, job: dict[str, Any]) -> datetime | None:
         """Now and then a Pod is left unscheduled (no node fits yet) until its Job's
@@ -441,11 +444,11 @@ class Kubelet:
         edge = int(deadline) + self.lag.uniform(0, JOB_CONTROLLER_LAG)
         return parse_rfc3339(created) + timedelta(seconds=edge)
 
-    def _secret_value(self, env: dict[str, Any] | None) -> str:
+    def _secret_value(self, env: dict[str, Any] | None, namespace: str) -> str:
         if not env:
             return ""
         ref = env.get("valueFrom", {}).get("secretKeyRef", {})
-        secret = self.api.peek(SECRET, NS, ref.get("name", ""))
+        secret = self.api.peek(SECRET, namespace, ref.get("name", ""))
         return str(((secret or {}).get("stringData") or {}).get(ref.get("key", ""), ""))
 
     def _fault(self, what: str) -> bool:
@@ -459,7 +462,7 @@ class Kubelet:
             run = self.runs.get(name)
             if run is None:
                 continue
-            pod = self.api.peek(POD, NS, name)
+            pod = self.api.peek(POD, run.namespace, name)
             if pod is None:
                 if run.grace > 0:
                     # The Pod object is gone; its process handles SIGTERM a little longer.
@@ -483,7 +486,7 @@ class Kubelet:
             if _phase(pod) == "Pending" and run.started:
                 # Its start never reached the API (its node lost it as the container
                 # started): back in touch, the kubelet reports it running.
-                self.api.patch(POD, NS, name, {"status": _running()}, "status")
+                self.api.patch(POD, run.namespace, name, {"status": _running()}, "status")
                 continue
             if _phase(pod) == "Pending":
                 self._orphaned_while_waiting(run, pod)
@@ -498,10 +501,12 @@ class Kubelet:
                     # real Job controller keeps within seconds, not the sim's jumps.
                     continue
                 if not (pod.get("spec") or {}).get("nodeName"):
-                    self.api.patch(POD, NS, name, {"spec": {"nodeName": NODE}})  # scheduled
+                    self.api.patch(
+                        POD, run.namespace, name, {"spec": {"nodeName": NODE}}
+                    )  # scheduled
                 unreported = run.mutating and self.faults_on and self.unreported.random() < 0.05
                 if not unreported:
-                    self.api.patch(POD, NS, name, {"status": _running()}, "status")
+                    self.api.patch(POD, run.namespace, name, {"status": _running()}, "status")
                 run.started = True
                 run.started_at = self.cluster.now()
                 deadline = (pod.get("spec") or {}).get("activeDeadlineSeconds")
@@ -530,7 +535,7 @@ class Kubelet:
                             "reason": "NodeLost",
                             "conditions": [{"type": "DisruptionTarget", "status": "True"}],
                         }
-                        self.api.patch(POD, NS, name, {"status": status}, "status")
+                        self.api.patch(POD, run.namespace, name, {"status": status}, "status")
                     continue
                 if run.start_after is not None and self.faults_on and self.rng.random() < 0.8:
                     # Started late, a long run, and its node loses the API past the Job's
@@ -560,10 +565,10 @@ class Kubelet:
             if run.exit_lag <= 0:
                 self._exit(run)
 
-    def start_now(self, job_name: str) -> list[PodRun]:
+    def start_now(self, job_name: str, namespace: str = NS) -> list[PodRun]:
         """The Job controller and the kubelet act at once on one Job: its Pod created and
         its container started (a fault aimed at the instant after a create)."""
-        job = self.api.peek(JOB, NS, job_name)
+        job = self.api.peek(JOB, namespace, job_name)
         if job is None:
             return []
         if not any(t.job_uid == job["metadata"]["uid"] for t in self.truth.values()):
@@ -612,7 +617,7 @@ class Kubelet:
             or (pod.get("metadata") or {}).get("deletionTimestamp")
         ):
             return
-        job = self.api.peek(JOB, NS, run.job)
+        job = self.api.peek(JOB, run.namespace, run.job)
         if job is not None and job["metadata"]["uid"] == (run.truth.job_uid if run.truth else None):
             return
         run.orphan_drawn = True
@@ -626,7 +631,7 @@ class Kubelet:
         if self.orphans.random() < 0.5:
             # The scheduler bound it to a node whose kubelet has not taken it up (cut off,
             # or slow): bound, still Pending, it has not started, and may start late.
-            self.api.patch(POD, NS, run.pod, {"spec": {"nodeName": NODE}})
+            self.api.patch(POD, run.namespace, run.pod, {"spec": {"nodeName": NODE}})
             self._count("fault:orphan-bound-waiting")
 
     def _never_starts(self, run: PodRun, now: datetime) -> bool:
@@ -636,12 +641,12 @@ class Kubelet:
         a node cannot start a Pod it has not started before its object went), so it
         is over, whatever the API can hear of it yet. A Pod orphaned by its Job's
         deletion still may: nothing enforces the Job's deadline on it any more."""
-        pod = self.api.peek(POD, NS, run.pod)
+        pod = self.api.peek(POD, run.namespace, run.pod)
         if pod is None:
             return True
         if never_bound_and_deleting(pod):
             return True
-        job = self.api.peek(JOB, NS, run.job)
+        job = self.api.peek(JOB, run.namespace, run.job)
         lagged = now - timedelta(seconds=JOB_CONTROLLER_LAG)
         return job is not None and self.deadline_passed(job, lagged)
 
@@ -718,9 +723,9 @@ class Kubelet:
             # The log is on the node; the API cannot fetch it until the node is back.
             self._unsent_logs[run.pod] = (text, op, frames, outcome)
             return
-        if self.api.peek(POD, NS, run.pod) is None:
+        if self.api.peek(POD, run.namespace, run.pod) is None:
             return
-        self.cluster.set_log(NS, run.pod, CONTAINER, text)
+        self.cluster.set_log(run.namespace, run.pod, CONTAINER, text)
         if run.truth is not None:
             run.truth.printed_op = op
             run.truth.printed_frames = frames
@@ -742,7 +747,7 @@ class Kubelet:
             run.exit_code, run.exit_reason = 137, "Error"
         phase = "Succeeded" if run.exit_code == 0 else "Failed"
         state = {"terminated": {"exitCode": run.exit_code, "reason": run.exit_reason}}
-        pod = self.api.peek(POD, NS, run.pod)
+        pod = self.api.peek(POD, run.namespace, run.pod)
         if pod is None:
             return
         if _phase(pod) in TERMINAL:
@@ -751,18 +756,18 @@ class Kubelet:
             "phase": phase,
             "containerStatuses": [{"name": CONTAINER, "state": state, "ready": False}],
         }
-        self.api.patch(POD, NS, run.pod, {"status": status}, "status")
+        self.api.patch(POD, run.namespace, run.pod, {"status": status}, "status")
         if run.truth is not None:
             run.truth.terminated = True
-        self._confirm_deletion(run.pod)
+        self._confirm_deletion(run.namespace, run.pod)
 
-    def _confirm_deletion(self, name: str) -> None:
+    def _confirm_deletion(self, namespace: str, name: str) -> None:
         """The node confirms a graceful deletion once the containers stopped."""
-        pod = self.api.peek(POD, NS, name)
+        pod = self.api.peek(POD, namespace, name)
         fins = ((pod or {}).get("metadata") or {}).get("finalizers") or []
         if NODE_CONFIRMS in fins:
             rest = [f for f in fins if f != NODE_CONFIRMS]
-            self.api.patch(POD, NS, name, {"metadata": {"finalizers": rest or None}})
+            self.api.patch(POD, namespace, name, {"metadata": {"finalizers": rest or None}})
 
     # --- the node cut off from the API
 
@@ -800,12 +805,12 @@ class Kubelet:
         ]
         if started and self.faults_on and self.rng.random() < 0.5:
             run = self.rng.choice(started)
-            pod = self.api.peek(POD, NS, run.pod)
+            pod = self.api.peek(POD, run.namespace, run.pod)
             if pod is not None:
                 roll = self.rng.random()
-                if roll < 0.3 and self.api.peek(JOB, NS, run.job) is not None:
+                if roll < 0.3 and self.api.peek(JOB, run.namespace, run.job) is not None:
                     self._count("fault:job-deleted-offline")
-                    self.api.delete(JOB, NS, run.job, propagation="Background")
+                    self.api.delete(JOB, run.namespace, run.job, propagation="Background")
                 elif roll < 0.5 and _phase(pod) not in TERMINAL:
                     # The Pod garbage collector marks a Pod on an unreachable node Failed
                     # before it deletes it: the phase says Failed, the containers' last
@@ -816,13 +821,13 @@ class Kubelet:
                         "reason": "NodeLost",
                         "conditions": [{"type": "DisruptionTarget", "status": "True"}],
                     }
-                    self.api.patch(POD, NS, run.pod, {"status": status}, "status")
+                    self.api.patch(POD, run.namespace, run.pod, {"status": status}, "status")
                 else:
                     self._count("fault:force-deleted")
                     # A force delete takes the object whether or not its node confirmed.
-                    self._confirm_deletion(run.pod)
-                    if self.api.peek(POD, NS, run.pod) is not None:
-                        self.api.delete(POD, NS, run.pod)
+                    self._confirm_deletion(run.namespace, run.pod)
+                    if self.api.peek(POD, run.namespace, run.pod) is not None:
+                        self.api.delete(POD, run.namespace, run.pod)
                 if run.done:
                     self._count("fault:deleted-after-work")
                     run.exit_lag += self.rng.randint(2, 30)
@@ -864,7 +869,7 @@ class Kubelet:
         live = [
             r
             for r in started
-            if (pod := self.api.peek(POD, NS, r.pod)) is not None
+            if (pod := self.api.peek(POD, r.namespace, r.pod)) is not None
             and not pod["metadata"].get("deletionTimestamp")
             and _phase(pod) not in TERMINAL
         ]
@@ -872,21 +877,23 @@ class Kubelet:
             return
         run = self.graceful.choice(live)
         pods = [run.pod]
-        job = self.api.peek(JOB, NS, run.job)
+        job = self.api.peek(JOB, run.namespace, run.job)
         with_job = job is not None and self.graceful.random() < 0.5
         if with_job:
             pods = [r.pod for r in live if r.job == run.job]
         for name in pods:
-            fins = self.api.peek(POD, NS, name)["metadata"].get("finalizers") or []
-            self.api.patch(POD, NS, name, {"metadata": {"finalizers": [*fins, NODE_CONFIRMS]}})
+            fins = self.api.peek(POD, run.namespace, name)["metadata"].get("finalizers") or []
+            self.api.patch(
+                POD, run.namespace, name, {"metadata": {"finalizers": [*fins, NODE_CONFIRMS]}}
+            )
         if with_job:
             self._count("fault:job-deleted-pods-terminating")
-            self.api.delete(JOB, NS, run.job, propagation="Background")
+            self.api.delete(JOB, run.namespace, run.job, propagation="Background")
         else:
             self._count("fault:pod-terminating")
         for name in pods:
-            if self.api.peek(POD, NS, name) is not None:
-                self.api.delete(POD, NS, name)
+            if self.api.peek(POD, run.namespace, name) is not None:
+                self.api.delete(POD, run.namespace, name)
         if run.done:
             run.exit_lag += self.graceful.randint(2, 30)
         else:
@@ -1037,18 +1044,19 @@ class Kubelet:
     def _finish_jobs(self) -> None:
         now = self.cluster.now()
         stamp = now.strftime("%Y-%m-%dT%H:%M:%SZ")
-        for job in self.api.peek_list(JOB, NS):
+        for job in self.api.peek_list(JOB, ""):
+            job_ns = str(job["metadata"]["namespace"])
             self._count_pods(job)
             if (job.get("status") or {}).get("conditions"):
                 continue
             uid = job["metadata"]["uid"]
             name = job["metadata"]["name"]
-            pods = [p for p in self.api.peek_list(POD, NS) if _owned_by(p, uid)]
+            pods = [p for p in self.api.peek_list(POD, job_ns) if _owned_by(p, uid)]
             if self.deadline_passed(job, now):
-                self._terminal(name, "Failed", stamp, "DeadlineExceeded")
+                self._terminal(job_ns, name, "Failed", stamp, "DeadlineExceeded")
                 for pod in pods:
                     if _phase(pod) in {"Pending", "Running"}:
-                        self.api.delete(POD, NS, pod["metadata"]["name"])
+                        self.api.delete(POD, job_ns, pod["metadata"]["name"])
                 continue
             counted = [self._counted.get((uid, t.pod)) for t in self._created(uid)]
             if not counted:
@@ -1073,7 +1081,7 @@ class Kubelet:
                     self.job_lag[uid] = (lag, steps - 1)
                     continue
                 ok = "Succeeded" in counted or any(_phase(p) == "Succeeded" for p in pods)
-            self._terminal(name, "Complete" if ok else "Failed", stamp, "")
+            self._terminal(job_ns, name, "Complete" if ok else "Failed", stamp, "")
 
     def _created(self, job_uid: str) -> list[PodTruth]:
         """The Pods the Job controller created for a Job (its own record, as the tracking
@@ -1085,6 +1093,7 @@ class Kubelet:
         the API shows: a Pod is counted once seen terminal, and a Pod deleted before it
         was counted counts as failed (whatever its process still does)."""
         uid = job["metadata"]["uid"]
+        job_ns = str(job["metadata"]["namespace"])
         created = self._created(uid)
         listed: dict[str, dict[str, Any]] | None = None  # read only for a Pod not counted yet
         for t in created:
@@ -1094,7 +1103,7 @@ class Kubelet:
             if listed is None:
                 listed = {
                     p["metadata"]["name"]: p
-                    for p in self.api.peek_list(POD, NS)
+                    for p in self.api.peek_list(POD, job_ns)
                     if _owned_by(p, uid)
                 }
             pod = listed.get(t.pod)
@@ -1110,7 +1119,7 @@ class Kubelet:
         }
         status = job.get("status") or {}
         if any(int(status.get(k) or 0) != v for k, v in counts.items()):
-            self.api.patch(JOB, NS, job["metadata"]["name"], {"status": counts}, "status")
+            self.api.patch(JOB, job_ns, job["metadata"]["name"], {"status": counts}, "status")
 
     def deadline_passed(self, job: dict[str, Any], now: datetime) -> bool:
         deadline = job["spec"].get("activeDeadlineSeconds")
@@ -1119,24 +1128,29 @@ class Kubelet:
             return False
         return (now - parse_rfc3339(created)).total_seconds() > int(deadline)
 
-    def _terminal(self, name: str, kind: str, stamp: str, reason: str) -> None:
+    def _terminal(self, namespace: str, name: str, kind: str, stamp: str, reason: str) -> None:
         cond = {"type": kind, "status": "True", "lastTransitionTime": stamp}
         if reason:
             cond["reason"] = reason
         self.api.patch(
-            JOB, NS, name, {"status": {"conditions": [cond], "completionTime": stamp}}, "status"
+            JOB,
+            namespace,
+            name,
+            {"status": {"conditions": [cond], "completionTime": stamp}},
+            "status",
         )
 
     def _ttl(self) -> None:
         now = self.cluster.now()
-        for job in self.api.peek_list(JOB, NS):
+        for job in self.api.peek_list(JOB, ""):
+            job_ns = str(job["metadata"]["namespace"])
             ttl = job["spec"].get("ttlSecondsAfterFinished")
             done = (job.get("status") or {}).get("completionTime")
             if ttl is None or not done:
                 continue
             finished = parse_rfc3339(done)
             if (now - finished).total_seconds() >= ttl:
-                self.api.delete(JOB, NS, job["metadata"]["name"], propagation="Background")
+                self.api.delete(JOB, job_ns, job["metadata"]["name"], propagation="Background")
 
 
 def _foreign(operation_id: str) -> str:

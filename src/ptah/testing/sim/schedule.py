@@ -18,7 +18,6 @@ from ptah.testing.memory import (
     WriteRequest,
 )
 from ptah.testing.sim.invariants import Invariants
-from ptah.testing.sim.kubelet import NS
 from ptah.testing.sim.windows import WindowCounter, timing_windows
 from ptah.testing.sim.world import LEASE_DURATION, World
 
@@ -57,7 +56,7 @@ def run_schedule(seed: int) -> ScheduleResult:
         # A stop aimed at a write the world would never make lands nowhere: the world is
         # built to make it (after building, so every other schedule is left as it was).
         for res in world.resources:
-            world.cluster.system.patch(res.family.kind, NS, res.name, {"spec": aimed})
+            world.cluster.system.patch(res.family.kind, res.namespace, res.name, {"spec": aimed})
     inv = Invariants(world)
     windows = WindowCounter(world, inv)
     world.watcher = windows
@@ -120,7 +119,7 @@ def run_schedule(seed: int) -> ScheduleResult:
     inv.after_step(check_secrets=True)
     inv.at_rest()
     events: dict[str, int] = {}
-    for ev in world.cluster.system.list(EVENT, "default"):
+    for ev in world.cluster.system.list(EVENT, ""):
         events[ev["reason"]] = events.get(ev["reason"], 0) + 1
     faults_seen = dict(inv.faults)
     for what, n in world.kubelet.events.items():
@@ -156,7 +155,7 @@ def _busy(world: World) -> bool:
     if world.kubelet.runs:
         return True
     for res in world.resources:
-        obj = world.cluster.system.peek(res.family.kind, "default", res.name)
+        obj = world.cluster.system.peek(res.family.kind, res.namespace, res.name)
         status = (obj or {}).get("status") or {}
         if status.get("activeOperation") or status.get("pendingLockRelease"):
             return True

@@ -19,7 +19,6 @@ from ptah.kube.clock import parse_rfc3339
 from ptah.kube.kinds import APPROVAL, JOB, LEASE
 from ptah.lifecycle.context import FINALIZER
 from ptah.lifecycle.hold import MARGIN_SECONDS
-from ptah.testing.sim.kubelet import NS
 from ptah.testing.sim.world import LOCK_NS, SimResource, Watcher, World
 
 # window -> the durable write that opens it and what the next pass must see
@@ -52,7 +51,7 @@ STOPS = {"stop", "outage", "starved"}
 def window_of(world: World, res: SimResource) -> str | None:
     """The window ``res`` sits in now, or None when it is between windows."""
     api = world.cluster.system
-    obj = api.peek(res.family.kind, NS, res.name)
+    obj = api.peek(res.family.kind, res.namespace, res.name)
     if obj is None:
         return None
     status = obj.get("status") or {}
@@ -66,10 +65,10 @@ def window_of(world: World, res: SimResource) -> str | None:
         if not claim.get("admissionSnapshot"):
             return "epoch>snapshot"
         if not claim.get("dispatchStarted"):
-            approval = api.peek(APPROVAL, NS, claim.get("approvalName") or "")
+            approval = api.peek(APPROVAL, res.namespace, claim.get("approvalName") or "")
             spent = ((approval or {}).get("status") or {}).get("consumedByOperation")
             return "consumed>marker" if spent == claim["operationId"] else "snapshot>dispatch"
-        job = api.peek(JOB, NS, claim.get("jobName", ""))
+        job = api.peek(JOB, res.namespace, claim.get("jobName", ""))
         if not claim.get("jobUid"):
             return "create>uid" if job is not None else "marker>create"
         if job is not None and job["spec"].get("ttlSecondsAfterFinished") is not None:
@@ -90,7 +89,7 @@ def window_of(world: World, res: SimResource) -> str | None:
 
 def timing_windows(world: World, res: SimResource) -> list[str]:
     """The windows of the timing rules ``res`` sits in now (beside :func:`window_of`)."""
-    obj = world.cluster.system.peek(res.family.kind, NS, res.name)
+    obj = world.cluster.system.peek(res.family.kind, res.namespace, res.name)
     if obj is None:
         return []
     status = obj.get("status") or {}
@@ -103,7 +102,7 @@ def timing_windows(world: World, res: SimResource) -> list[str]:
     if staged.get("withheld") and staged.get("holdUntil") and cut_off:
         # The offset of the clock that stamped the dispatch (holdUntil - holdSeconds),
         # against the world's clock at the Job's create, which followed it.
-        job = world.cluster.system.peek(JOB, NS, cut_off[0].job)
+        job = world.cluster.system.peek(JOB, cut_off[0].namespace, cut_off[0].job)
         created = (job or {}).get("metadata", {}).get("creationTimestamp")
         if created:
             stamped = parse_rfc3339(staged["holdUntil"]) - parse_rfc3339(created)
@@ -116,7 +115,7 @@ def timing_windows(world: World, res: SimResource) -> list[str]:
                 out.append("hold>own-clock")
     now = world.clock.now()
     for run in runs:
-        job = world.cluster.system.peek(JOB, NS, run.job)
+        job = world.cluster.system.peek(JOB, run.namespace, run.job)
         past = job is None or world.kubelet.deadline_passed(job, now)
         if run.cut_off and run.mutating and past:
             out.append("deadline>pod-kill")

@@ -46,6 +46,8 @@ MIGRATION_FAMILY = MigrationFamily()
 TABLES = [f"CREATE TABLE t{i}" for i in range(6)]
 LEASE_DURATION = 120
 LOCK_NS = "ptah-system"
+# The namespaces a world's resources are drawn into.
+NAMESPACES = (NS, "team-a", "team-b")
 # Writes a reading makes too: a stop after one is aimed at a mutating claim's window.
 CLAIM_WRITES = {
     "write_claim",
@@ -130,6 +132,9 @@ class SimResource:
     name: str
     secret: str
     db: str
+    # Its namespace, where its Secret, its ConfigMaps, its approvals, plans, Jobs and Pods
+    # live too (the realm's Lease lives in the lock namespace, shared by all).
+    namespace: str = NS
 
 
 @dataclass
@@ -198,7 +203,7 @@ class World:
     # A ConfigMap put under a claim's reserved input name, with other content, just
     # before the claim creates it: its own stream, and when each one is taken away.
     squatted: random.Random = field(default_factory=random.Random)
-    squatters: dict[str, datetime] = field(default_factory=dict)
+    squatters: dict[tuple[str, str], datetime] = field(default_factory=dict)
 
     @classmethod
     def build(cls, seed: int) -> World:
@@ -239,7 +244,8 @@ class World:
 
     def _populate(self) -> None:
         api = self.cluster.system
-        if self.rng.random() < 0.5:
+        policy = self.rng.random() < 0.5
+        if policy:
             api.create(CONFIGMAP, _policy_cm({"allowDestructive": "true"}))
         spellings = ["sim://u:{pw}@db1/app", "sim://u:{pw}@DB1:5432/app/"]
         count = self.rng.choice([1, 2, 2, 3])
@@ -250,7 +256,16 @@ class World:
                 "/app", ""
             )
             db = "db1" if shared or i == 0 else "db2"
-            self._add_resource(family, f"r{i}", url, db)
+            # Platform teams keep their resources in namespaces of their own, and two of
+            # them may address one database: its realm (one Lease, in the lock namespace)
+            # is shared across namespaces, while each holder's Jobs and Pods live in its
+            # own. Drawn from its own stream, so every other draw stays as it was.
+            namespace = random.Random(f"{self.seed}/r{i}/namespace").choice(NAMESPACES)
+            self._add_resource(family, f"r{i}", url, db, namespace)
+        if policy:
+            # The verification policy is read from each resource's namespace.
+            for namespace in sorted({r.namespace for r in self.resources} - {NS}):
+                api.create(CONFIGMAP, _policy_cm({"allowDestructive": "true"}, namespace))
         far = self.rng.random() < 0.2  # one replica's clock is off by minutes
         for i in range(2 if far else self.rng.choice([1, 2])):
             skew = self.rng.uniform(-30, 30) if i else 0.0
@@ -300,7 +315,9 @@ class World:
                 },
             )
 
-    def _add_resource(self, family: AnyFamily, name: str, url_template: str, db: str) -> None:
+    def _add_resource(
+        self, family: AnyFamily, name: str, url_template: str, db: str, namespace: str = NS
+    ) -> None:
         api = self.cluster.system
         password = f"pw-{self.seed}-{name}-secret"
         self.secrets[name] = password
@@ -309,7 +326,7 @@ class World:
             {
                 "apiVersion": "v1",
                 "kind": "Secret",
-                "metadata": {"name": f"{name}-db", "namespace": NS},
+                "metadata": {"name": f"{name}-db", "namespace": namespace},
                 "stringData": {"url": url_template.format(pw=password)},
             },
         )
@@ -332,7 +349,7 @@ class World:
             }
             kind = SCHEMA
         else:
-            directory = _migrations_cm(f"{name}-dir", self.rng.randint(1, 3))
+            directory = _migrations_cm(f"{name}-dir", self.rng.randint(1, 3), namespace)
             if random.Random(f"{self.seed}/{name}/repeatable").random() < 0.5:
                 # A repeatable file beside the versions (its own stream).
                 directory["data"]["R__views.sql"] = "CREATE OR REPLACE VIEW v AS SELECT 1;"
@@ -350,11 +367,11 @@ class World:
             {
                 "apiVersion": "ptah.io/v1alpha1",
                 "kind": kind.kind,
-                "metadata": {"name": name, "namespace": NS},
+                "metadata": {"name": name, "namespace": namespace},
                 "spec": spec,
             },
         )
-        self.resources.append(SimResource(family, name, f"{name}-db", db))
+        self.resources.append(SimResource(family, name, f"{name}-db", db, namespace))
 
     def _replica(self, name: str, skew: float) -> Replica:
         view = SkewedView(self.cluster, skew)
@@ -517,7 +534,7 @@ class World:
     def squat_inputs(self, req: WriteRequest, stays: timedelta) -> None:
         """Put another content under the input ConfigMap ``req`` creates, for ``stays``."""
         api = self.cluster.system
-        if api.peek(CONFIGMAP, NS, req.name) is not None:
+        if api.peek(CONFIGMAP, req.namespace, req.name) is not None:
             return
         data: dict[str, str] = {}
         for key, text in dict((req.body or {}).get("data") or {}).items():
@@ -535,7 +552,7 @@ class World:
                 "kind": "ConfigMap",
                 "metadata": {
                     "name": req.name,
-                    "namespace": NS,
+                    "namespace": req.namespace,
                     "ownerReferences": list(
                         ((req.body or {}).get("metadata") or {}).get("ownerReferences") or []
                     ),
@@ -543,16 +560,16 @@ class World:
                 "data": data,
             },
         )
-        self.squatters[req.name] = self.clock.now() + stays
+        self.squatters[(req.namespace, req.name)] = self.clock.now() + stays
 
     def squatters_leave(self) -> None:
         """The squatting input ConfigMaps whose time has come are taken away."""
         now = self.clock.now()
-        for name, until in sorted(self.squatters.items()):
+        for (namespace, name), until in sorted(self.squatters.items()):
             if until <= now:
-                del self.squatters[name]
+                del self.squatters[(namespace, name)]
                 with contextlib.suppress(errors.NotFound):
-                    self.cluster.system.delete(CONFIGMAP, NS, name)
+                    self.cluster.system.delete(CONFIGMAP, namespace, name)
 
     def _acquirers_race(self, req: WriteRequest) -> None:
         """Two acquirers race for one Lease: a controller has read it free, expired or
@@ -623,7 +640,7 @@ class World:
         current = self._lease_patch_in_pass(req)
         if current is None or "renewTime" not in spec or "holderIdentity" in spec:
             return
-        obj = self.cluster.system.peek(current.family.kind, NS, current.name) or {}
+        obj = self.cluster.system.peek(current.family.kind, current.namespace, current.name) or {}
         claim = (obj.get("status") or {}).get("activeOperation") or {}
         if claim.get("dispatchStarted"):
             return  # a dispatched holder's Lease is not taken while its run may write
@@ -662,7 +679,7 @@ class World:
 
     def _mutating_now(self) -> bool:
         res = self._current
-        obj = self.cluster.system.peek(res.family.kind, NS, res.name) if res else None
+        obj = self.cluster.system.peek(res.family.kind, res.namespace, res.name) if res else None
         status = (obj or {}).get("status") or {}
         claim = status.get("activeOperation") or {}
         return bool(claim.get("mutating") or status.get("pendingLockRelease"))
@@ -704,7 +721,7 @@ class World:
             quiet_until = self.starved_until.get(res.name)
             if quiet_until is not None and quiet_until > self.clock.now():
                 continue  # one failure at a time: its first quiet spell plays out
-            obj = self.cluster.system.peek(res.family.kind, NS, res.name)
+            obj = self.cluster.system.peek(res.family.kind, res.namespace, res.name)
             status = (obj or {}).get("status") or {}
             claim = status.get("activeOperation") or {}
             staged = status.get("pendingLockRelease") or {}
@@ -739,7 +756,7 @@ class World:
             # node can confirm they stopped, left Terminating), or with its Pods orphaned
             # (still shown running).
             for job in sorted(jobs):
-                if self.cluster.system.peek(JOB, NS, job) is not None:
+                if self.cluster.system.peek(JOB, res.namespace, job) is not None:
                     self._delete_quiet_job(res, job, draw)
         elif draw < 0.9:
             self._force_delete_quiet_pods(res, op)
@@ -767,9 +784,13 @@ class World:
         confirm they stopped). Nothing of the holder says it holds the Lease any more; its
         Pods, shown not stopped, still do."""
         api = self.cluster.system
-        obj = api.peek(res.family.kind, NS, res.name)
+        obj = api.peek(res.family.kind, res.namespace, res.name)
         runs = [run for run in self.kubelet.runs.values() if run.job in jobs]
-        if obj is None or not runs or any(api.peek(POD, NS, r.pod) is None for r in runs):
+        if (
+            obj is None
+            or not runs
+            or any(api.peek(POD, res.namespace, r.pod) is None for r in runs)
+        ):
             # A Pod already gone unseen: with its resource gone too, nothing in the API
             # could show that its process lives (beyond what Ptah can know).
             return
@@ -791,11 +812,13 @@ class World:
             # this world takes it without the node's word (a person who does that after
             # removing the finalizer leaves nothing any controller could go by).
             self.kubelet.last_traces.add(run.pod)
-            fins = (api.peek(POD, NS, run.pod) or {})["metadata"].get("finalizers") or []
-            api.patch(POD, NS, run.pod, {"metadata": {"finalizers": [*fins, NODE_CONFIRMS]}})
+            fins = (api.peek(POD, res.namespace, run.pod) or {})["metadata"].get("finalizers") or []
+            api.patch(
+                POD, res.namespace, run.pod, {"metadata": {"finalizers": [*fins, NODE_CONFIRMS]}}
+            )
         with contextlib.suppress(errors.NotFound):
-            api.delete(res.family.kind, NS, res.name)
-            api.patch(res.family.kind, NS, res.name, {"metadata": {"finalizers": None}})
+            api.delete(res.family.kind, res.namespace, res.name)
+            api.patch(res.family.kind, res.namespace, res.name, {"metadata": {"finalizers": None}})
 
     def orphan_waiting_pod(self) -> None:
         """Now and then a Job whose Pod waits for a node (left unscheduled) is deleted
@@ -808,20 +831,20 @@ class World:
         now = self.clock.now()
         waiting = sorted(
             {
-                run.job
+                (run.job, run.namespace)
                 for run in self.kubelet.runs.values()
                 if run.mutating and not run.started and run.start_after and run.start_after > now
             }
         )
         if not waiting or self.orphaning.random() >= 0.1:
             return
-        job = self.orphaning.choice(waiting)
-        obj = self.cluster.system.peek(JOB, NS, job)
+        job, namespace = self.orphaning.choice(waiting)
+        obj = self.cluster.system.peek(JOB, namespace, job)
         if obj is None:
             return
         owner = self._owner_of(obj)
         self.watcher.fault("job-orphaned-while-waiting", owner)
-        self.cluster.system.delete(JOB, NS, job, propagation="Orphan")
+        self.cluster.system.delete(JOB, namespace, job, propagation="Orphan")
         if owner is not None and self.orphaning.random() < 0.6:
             self._orphan_starts_unseen(owner, job)
 
@@ -836,7 +859,7 @@ class World:
         for run in self.kubelet.runs.values():
             if run.job != job or run.started:
                 continue
-            pod = self.cluster.system.peek(POD, NS, run.pod) or {}
+            pod = self.cluster.system.peek(POD, run.namespace, run.pod) or {}
             deadline = int((pod.get("spec") or {}).get("activeDeadlineSeconds") or 300)
             # Past a hold counted from now (the Job's deadline + its own + 60 s) by the
             # time it runs to its own deadline.
@@ -869,17 +892,22 @@ class World:
         for run in sorted(self.kubelet.runs.values(), key=lambda r: r.pod):
             if run.pod in self.unread_drawn or run.started or not run.mutating:
                 continue
-            if self.cluster.system.peek(JOB, NS, run.job) is not None:
+            if self.cluster.system.peek(JOB, run.namespace, run.job) is not None:
                 continue  # only an orphan escapes the Job's deadline
             owner = next(
-                (r for r in self.resources if run_key(NS, r.name, run.operation_id) in seen), None
+                (
+                    r
+                    for r in self.resources
+                    if run_key(r.namespace, r.name, run.operation_id) in seen
+                ),
+                None,
             )
             if owner is None:
                 continue
             self.unread_drawn.add(run.pod)
             if self.unreadable.random() >= 0.5:
                 continue
-            pod = self.cluster.system.peek(POD, NS, run.pod) or {}
+            pod = self.cluster.system.peek(POD, run.namespace, run.pod) or {}
             deadline = int((pod.get("spec") or {}).get("activeDeadlineSeconds") or 300)
             # It starts past a hold counted from the look that saw it wait.
             later = self.unreadable.uniform(1.05, 1.5) * min(deadline, 300) + 60
@@ -893,7 +921,7 @@ class World:
                 # Its controller restarts as the reads start failing: the fresh process
                 # never has a look that reads, only its first sighting of the release,
                 # for longer than a hold counted from that sighting.
-                key = run_key(NS, owner.name, run.operation_id)
+                key = run_key(owner.namespace, owner.name, run.operation_id)
                 for replica in self.replicas:
                     if key in replica.env.sightings.waiting:
                         self.restart(replica)
@@ -932,17 +960,17 @@ class World:
 
     def _delete_quiet_job(self, res: SimResource, job: str, draw: float) -> None:
         api = self.cluster.system
-        saved = api.peek(JOB, NS, job)
+        saved = api.peek(JOB, res.namespace, job)
         if draw < 0.5:
             self.watcher.fault("holder-quiet-job-deleted", res)
-            obj = api.peek(JOB, NS, job)
+            obj = api.peek(JOB, res.namespace, job)
             if obj is not None:
                 self._deleted_with_a_replacement(obj)
-            api.delete(JOB, NS, job, propagation="Background")
+            api.delete(JOB, res.namespace, job, propagation="Background")
             self._job_put_back(res, saved)
         elif draw < 0.6:
             self.watcher.fault("holder-quiet-job-orphaned", res)
-            api.delete(JOB, NS, job, propagation="Orphan")
+            api.delete(JOB, res.namespace, job, propagation="Orphan")
         elif draw < 0.7:
             self._lose_quiet_pods(res, job)
             self._job_put_back(res, saved)
@@ -950,14 +978,19 @@ class World:
             self.watcher.fault("holder-quiet-pods-terminating", res)
             pods = [run.pod for run in self.kubelet.runs.values() if run.job == job]
             for name in pods:
-                pod = api.peek(POD, NS, name)
+                pod = api.peek(POD, res.namespace, name)
                 if pod is not None:
                     fins = pod["metadata"].get("finalizers") or []
-                    api.patch(POD, NS, name, {"metadata": {"finalizers": [*fins, NODE_CONFIRMS]}})
-            api.delete(JOB, NS, job, propagation="Background")
+                    api.patch(
+                        POD,
+                        res.namespace,
+                        name,
+                        {"metadata": {"finalizers": [*fins, NODE_CONFIRMS]}},
+                    )
+            api.delete(JOB, res.namespace, job, propagation="Background")
             for name in pods:
-                if api.peek(POD, NS, name) is not None:
-                    api.delete(POD, NS, name)
+                if api.peek(POD, res.namespace, name) is not None:
+                    api.delete(POD, res.namespace, name)
 
     def _job_put_back(self, res: SimResource, saved: dict[str, Any] | None) -> None:
         """Now and then the quiet holder's deleted Job is put back under its reserved name
@@ -969,7 +1002,8 @@ class World:
         first run: only the UID its claim adopted does."""
         if saved is None or self.restored.random() >= 0.5:
             return
-        if self.cluster.system.peek(JOB, NS, saved["metadata"]["name"]) is not None:
+        meta = saved["metadata"]
+        if self.cluster.system.peek(JOB, meta["namespace"], meta["name"]) is not None:
             return
         self.watcher.fault("holder-quiet-job-put-back", res)
         self.put_back_job(saved)
@@ -977,6 +1011,7 @@ class World:
     def put_back_job(self, saved: dict[str, Any]) -> None:
         """Create the Job ``saved`` again from its manifest: a new UID under its name."""
         meta = saved["metadata"]
+        namespace = str(meta["namespace"])
         self.cluster.system.create(
             JOB,
             {
@@ -984,7 +1019,7 @@ class World:
                 "kind": "Job",
                 "metadata": {
                     "name": meta["name"],
-                    "namespace": NS,
+                    "namespace": namespace,
                     "labels": dict(meta.get("labels") or {}),
                     "annotations": dict(meta.get("annotations") or {}),
                     "ownerReferences": list(meta.get("ownerReferences") or []),
@@ -1000,15 +1035,15 @@ class World:
         finalizer: the API lists only a Pod that provably never started. A listing is no
         count of the Pods that ran."""
         api = self.cluster.system
-        obj = api.peek(JOB, NS, job)
+        obj = api.peek(JOB, res.namespace, job)
         if obj is None or (obj.get("status") or {}).get("conditions"):
             return  # a terminal Job makes no Pod
         self.watcher.fault("holder-quiet-pods-lost", res)
         self._unscheduled_replacement(obj)
-        api.delete(JOB, NS, job, propagation="Background")
+        api.delete(JOB, res.namespace, job, propagation="Background")
         for run in list(self.kubelet.runs.values()):
-            if run.job == job and api.peek(POD, NS, run.pod) is not None:
-                api.delete(POD, NS, run.pod)
+            if run.job == job and api.peek(POD, res.namespace, run.pod) is not None:
+                api.delete(POD, res.namespace, run.pod)
 
     def _deleted_with_a_replacement(self, job: dict[str, Any]) -> None:
         """Now and then a mutating Job deleted while it runs had just made a Pod that no
@@ -1032,13 +1067,14 @@ class World:
         it stays Terminating until someone removes the finalizer, nobody here."""
         api = self.cluster.system
         job = obj["metadata"]["name"]
+        namespace = str(obj["metadata"]["namespace"])
         template = obj["spec"]["template"]
         api.create(
             POD,
             {
                 "metadata": {
                     "name": f"{job}-replacement",
-                    "namespace": NS,
+                    "namespace": namespace,
                     "labels": dict(template["metadata"].get("labels") or {}),
                     "finalizers": [JOB_TRACKING],
                     "ownerReferences": [
@@ -1068,7 +1104,7 @@ class World:
         if not cut_off:
             return
         for res in self.resources:
-            obj = self.cluster.system.peek(res.family.kind, NS, res.name)
+            obj = self.cluster.system.peek(res.family.kind, res.namespace, res.name)
             status = (obj or {}).get("status") or {}
             staged = status.get("pendingLockRelease") or {}
             claim = status.get("activeOperation") or {}
@@ -1115,8 +1151,8 @@ class World:
         process writes on for at least that long."""
         self.kubelet.partition(max(self.kubelet.partitioned, steps))
         run.steps_left = max(run.steps_left, steps)
-        if self.cluster.system.peek(POD, NS, run.pod) is not None:
-            self.cluster.system.delete(POD, NS, run.pod)
+        if self.cluster.system.peek(POD, run.namespace, run.pod) is not None:
+            self.cluster.system.delete(POD, run.namespace, run.pod)
             self.watcher.fault("outage", None)
 
     def outage(self) -> None:
@@ -1164,7 +1200,7 @@ class World:
         self.watcher.pass_started(res, self.depth)
         ok = False
         try:
-            reconcile(replica.env, res.family, NS, res.name)
+            reconcile(replica.env, res.family, res.namespace, res.name)
             ok = True
         except ControllerStopped:
             self.restart(replica)
@@ -1184,7 +1220,7 @@ class World:
         """People: approve, edit, suspend, delete, rotate, abandon a proof."""
         api = self.cluster.system
         res = self.rng.choice(self.resources)
-        obj = api.peek(res.family.kind, NS, res.name)
+        obj = api.peek(res.family.kind, res.namespace, res.name)
         if obj is None:
             return
         status = obj.get("status") or {}
@@ -1226,19 +1262,22 @@ class World:
             return
         if quiet:
             if obj["spec"].get("suspend"):
-                api.patch(res.family.kind, NS, res.name, {"spec": {"suspend": False}})
+                api.patch(res.family.kind, res.namespace, res.name, {"spec": {"suspend": False}})
             return
         if roll < 0.08 and res.family is SCHEMA_FAMILY:
             text = self._source(self.rng.randint(2, 4))
-            api.patch(SCHEMA, NS, res.name, {"spec": {"source": {"inline": text}}})
+            api.patch(SCHEMA, res.namespace, res.name, {"spec": {"source": {"inline": text}}})
         elif roll < 0.12:
             api.patch(
-                res.family.kind, NS, res.name, {"spec": {"suspend": not obj["spec"].get("suspend")}}
+                res.family.kind,
+                res.namespace,
+                res.name,
+                {"spec": {"suspend": not obj["spec"].get("suspend")}},
             )
         elif roll < 0.14:
             self._rotate(res)
         elif roll < 0.16:
-            for job in api.list(JOB, NS):
+            for job in api.list(JOB, ""):
                 draw = self.rng.random()
                 if draw < 0.5:
                     # Now and then with its Pods orphaned: no Job, and a Pod still
@@ -1251,29 +1290,30 @@ class World:
                         self._deleted_with_a_replacement(job)
                     api.delete(
                         JOB,
-                        NS,
+                        job["metadata"]["namespace"],
                         job["metadata"]["name"],
                         propagation="Orphan" if orphan else "Background",
                     )
         elif roll < 0.19:
-            self._edit_policy()
+            self._edit_policy(res.namespace)
         elif roll < 0.21 and res.family is MIGRATION_FAMILY:
             # The directory edited in place (no generation change): a later migration.
             version = self.rng.randint(9, 40)
             self.watcher.fault("directory-edited", res)
             api.patch(
                 CONFIGMAP,
-                NS,
+                res.namespace,
                 f"{res.name}-dir",
                 {"data": {f"{version}_later.sql": f"SELECT {version};"}},
             )
         elif roll < 0.23:
             self.watcher.fault("deleted", res)
             with contextlib.suppress(errors.NotFound):
-                api.delete(res.family.kind, NS, res.name)
+                api.delete(res.family.kind, res.namespace, res.name)
         elif roll < 0.24:
-            for approval in api.list(APPROVAL, NS):
-                api.delete(APPROVAL, NS, approval["metadata"]["name"])
+            for approval in api.list(APPROVAL, ""):
+                meta = approval["metadata"]
+                api.delete(APPROVAL, meta["namespace"], meta["name"])
         elif roll < 0.27:
             self._tamper_job()
         elif roll < 0.29:
@@ -1281,13 +1321,13 @@ class World:
         elif roll < 0.31:
             self._approve_for_another(res, status)
         elif roll < 0.33:
-            pods = api.list(POD, NS)
+            pods = api.list(POD, "")
             if pods:
                 pod = self.rng.choice(pods)
                 if pod["metadata"]["name"] in self.kubelet.last_traces:
                     return  # the only trace of a live process: see _strip_quiet_holder
                 self.watcher.fault("pod-deleted", None)
-                api.delete(POD, NS, pod["metadata"]["name"])
+                api.delete(POD, pod["metadata"]["namespace"], pod["metadata"]["name"])
         elif roll < 0.35:
             self._upgrade_operator(res)
 
@@ -1301,14 +1341,14 @@ class World:
     def _owner_of(self, job: dict[str, Any]) -> SimResource | None:
         owners = {r.get("uid") for r in job["metadata"].get("ownerReferences", [])}
         for res in self.resources:
-            obj = self.cluster.system.peek(res.family.kind, NS, res.name)
+            obj = self.cluster.system.peek(res.family.kind, res.namespace, res.name)
             if obj is not None and obj["metadata"]["uid"] in owners:
                 return res
         return None
 
-    def _edit_policy(self) -> None:
-        """The verification policy changes in a way that matters: destructive plans
-        allowed or not, this engine allowed or not."""
+    def _edit_policy(self, namespace: str) -> None:
+        """The verification policy of ``namespace`` changes in a way that matters:
+        destructive plans allowed or not, this engine allowed or not."""
         api = self.cluster.system
         data = {
             "allowDestructive": self.rng.choice(["true", "false"]),
@@ -1317,33 +1357,39 @@ class World:
             ),
         }
         self.watcher.fault("policy-edited", None)
-        cm = api.get(CONFIGMAP, NS, "ptah-verification-policy")
+        cm = api.get(CONFIGMAP, namespace, "ptah-verification-policy")
         if cm is None:
-            api.create(CONFIGMAP, _policy_cm(data))
+            api.create(CONFIGMAP, _policy_cm(data, namespace))
         elif self.rng.random() < 0.15:
-            api.delete(CONFIGMAP, NS, "ptah-verification-policy")
+            api.delete(CONFIGMAP, namespace, "ptah-verification-policy")
         else:
-            api.patch(CONFIGMAP, NS, "ptah-verification-policy", {"data": data})
+            api.patch(CONFIGMAP, namespace, "ptah-verification-policy", {"data": data})
 
     def _edit_applied_migration(self, res: SimResource) -> None:
         """While proof of an uncertain migration is owed, a person edits a migration the
         database already ran, in place (a fix "for next time"): the History reading shows
         it mismatched, which settles nothing, however little is pending."""
         ran = [v for v in self.dbs.by_name[res.db].history if v.isdigit()]
-        cm = self.cluster.system.peek(CONFIGMAP, NS, f"{res.name}-dir")
+        cm = self.cluster.system.peek(CONFIGMAP, res.namespace, f"{res.name}-dir")
         files = [n for n in ((cm or {}).get("data") or {}) if n.split("_", 1)[0] in ran]
         if not files:
             return
         name = self.mended.choice(sorted(files))
         self.watcher.fault("applied-migration-edited", res)
         text = f"CREATE TABLE m{name.split('_', 1)[0]} (id bigint);"
-        self.cluster.system.patch(CONFIGMAP, NS, f"{res.name}-dir", {"data": {name: text}})
+        self.cluster.system.patch(
+            CONFIGMAP, res.namespace, f"{res.name}-dir", {"data": {name: text}}
+        )
 
     def _claimed_job(self) -> dict[str, Any] | None:
         res = self._current
-        obj = self.cluster.system.peek(res.family.kind, NS, res.name) if res else None
+        if res is None:
+            return None
+        obj = self.cluster.system.peek(res.family.kind, res.namespace, res.name)
         claim = ((obj or {}).get("status") or {}).get("activeOperation") or {}
-        return self.cluster.system.get(JOB, NS, claim.get("jobName", "")) if claim else None
+        return (
+            self.cluster.system.get(JOB, res.namespace, claim.get("jobName", "")) if claim else None
+        )
 
     def _job_vanishes_unseen(self) -> None:
         """The create landed; before the controller records the Job's UID, the Job's Pod
@@ -1355,12 +1401,13 @@ class World:
         if job is None:
             return
         name = job["metadata"]["name"]
-        runs = self.kubelet.start_now(name)
+        namespace = str(job["metadata"]["namespace"])
+        runs = self.kubelet.start_now(name, namespace)
         if not any(run.started for run in runs):
             return
         self.watcher.fault("job-vanished-unseen", self._current)
         self.kubelet.partition(self.rng.randint(5, 30))
-        self.cluster.system.delete(JOB, NS, name, propagation="Background")
+        self.cluster.system.delete(JOB, namespace, name, propagation="Background")
         self.crashes.append("after:create_job")
         self.watcher.fault("stop", self._current)
         raise ControllerStopped("after create_job, the Job vanished unseen")
@@ -1375,6 +1422,7 @@ class World:
         from the Job the claim created; once its UID is adopted, the UID does."""
         api = self.cluster.system
         name = job["metadata"]["name"]
+        namespace = str(job["metadata"]["namespace"])
         spec = json.loads(json.dumps(job["spec"]))
         container = spec["template"]["spec"]["containers"][0]
         if edited and self.replaced.random() < 0.5:
@@ -1383,7 +1431,7 @@ class World:
             container["args"] = [*container.get("args", []), "--verbose"]
         meta = job["metadata"]
         self.watcher.fault("job-replaced" if edited else "job-recreated", self._owner_of(job))
-        api.delete(JOB, NS, name, propagation="Background")
+        api.delete(JOB, namespace, name, propagation="Background")
         api.create(
             JOB,
             {
@@ -1391,7 +1439,7 @@ class World:
                 "kind": "Job",
                 "metadata": {
                     "name": name,
-                    "namespace": NS,
+                    "namespace": namespace,
                     "labels": dict(meta.get("labels") or {}),
                     "annotations": dict(meta.get("annotations") or {}),
                     "ownerReferences": list(meta.get("ownerReferences") or []),
@@ -1418,7 +1466,9 @@ class World:
         else:
             runner = {"image": self.edits.choice(["ptah/ptah:dev", "ptah/ptah:next"])}
         self.watcher.fault("runner-edited-in-flight", res)
-        self.cluster.system.patch(res.family.kind, NS, res.name, {"spec": {"runner": runner}})
+        self.cluster.system.patch(
+            res.family.kind, res.namespace, res.name, {"spec": {"runner": runner}}
+        )
 
     def _shorten_deadline(self) -> None:
         """A person shortens spec.runner's deadline right after a mutating run's Job was
@@ -1427,27 +1477,29 @@ class World:
         res = self._current
         if res is None:
             return
-        obj = self.cluster.system.get(res.family.kind, NS, res.name)
+        obj = self.cluster.system.get(res.family.kind, res.namespace, res.name)
         runner = ((obj or {}).get("spec") or {}).get("runner") or {}
         if int(runner.get("activeDeadlineSeconds") or 900) <= SHORTENED_DEADLINE:
             return
         self.watcher.fault("deadline-shortened-after-dispatch", res)
         shorter = {"spec": {"runner": {"activeDeadlineSeconds": SHORTENED_DEADLINE}}}
-        self.cluster.system.patch(res.family.kind, NS, res.name, shorter)
+        self.cluster.system.patch(res.family.kind, res.namespace, res.name, shorter)
 
     def _revoke_approval(self) -> None:
         """A reviewer takes back the approval a claim in flight names, between its claim
         and its dispatch: the approval is gone, or re-issued under its name for another plan
         or another resource, when the dispatch boundary re-reads it."""
         res = self._current
-        obj = self.cluster.system.peek(res.family.kind, NS, res.name) if res else None
+        if res is None:
+            return
+        obj = self.cluster.system.peek(res.family.kind, res.namespace, res.name)
         claim = ((obj or {}).get("status") or {}).get("activeOperation") or {}
         name = str(claim.get("approvalName") or "")
-        old = self.cluster.system.peek(APPROVAL, NS, name) if name else None
+        old = self.cluster.system.peek(APPROVAL, res.namespace, name) if name else None
         if old is None:
             return
         self.watcher.fault("approval-revoked", res)
-        self.cluster.system.delete(APPROVAL, NS, name)
+        self.cluster.system.delete(APPROVAL, res.namespace, name)
         # A spec is immutable, so a reviewer who changes their mind deletes the approval
         # and may create one under the same name: for another plan, or another resource.
         again = self.rng.random()
@@ -1469,7 +1521,7 @@ class World:
             {
                 "apiVersion": old["apiVersion"],
                 "kind": old["kind"],
-                "metadata": {"name": name, "namespace": NS},
+                "metadata": {"name": name, "namespace": res.namespace},
                 "spec": spec,
             },
         )
@@ -1479,7 +1531,7 @@ class World:
         reacting to a Job's creation (then it lands between the create and the read-back)
         or at any time."""
         api = self.cluster.system
-        jobs = api.list(JOB, NS)
+        jobs = api.list(JOB, "")
         if job is None and not jobs:
             return
         job = job or self.rng.choice(jobs)
@@ -1489,22 +1541,23 @@ class World:
         if self.rng.random() < 0.5 and refs:
             others = [r for r in self.resources if r is not owner]
             other = self.rng.choice(others) if others else None
-            obj = api.get(other.family.kind, NS, other.name) if other else None
+            obj = api.get(other.family.kind, other.namespace, other.name) if other else None
             uid = obj["metadata"]["uid"] if obj else "0000-foreign"
             refs = [dict(refs[0], uid=uid, name=other.name if other else "foreign")]
             patch: dict[str, Any] = {"metadata": {"ownerReferences": refs}}
         else:
             patch = {"metadata": {"labels": {"ptah.io/operation-id": "tampered"}}}
-        api.patch(JOB, NS, job["metadata"]["name"], patch)
+        api.patch(JOB, job["metadata"]["namespace"], job["metadata"]["name"], patch)
 
     def _tamper_plan(self) -> None:
         """Someone replaces a PtahPlan: a plan is immutable, so it is deleted and created
         again under its name with other statements."""
         api = self.cluster.system
-        plans = api.list(PLAN, NS)
+        plans = api.list(PLAN, "")
         if not plans:
             return
         plan = self.rng.choice(plans)
+        namespace = str(plan["metadata"]["namespace"])
         self.watcher.fault("plan-replaced", None)
         statements = list(plan["spec"].get("statements", []))
         statements.append({"sql": "DROP TABLE t0", "hazards": []})
@@ -1513,12 +1566,12 @@ class World:
             "kind": plan["kind"],
             "metadata": {
                 "name": plan["metadata"]["name"],
-                "namespace": NS,
+                "namespace": namespace,
                 "annotations": dict(plan["metadata"].get("annotations") or {}),
             },
             "spec": dict(plan["spec"], statements=statements),
         }
-        api.delete(PLAN, NS, plan["metadata"]["name"])
+        api.delete(PLAN, namespace, plan["metadata"]["name"])
         api.create(PLAN, forged)
 
     def _approve_for_another(self, res: SimResource, status: dict[str, Any]) -> None:
@@ -1551,12 +1604,12 @@ class World:
             image = self.rng.choice(["ptah/ptah:dev", "ptah/ptah:next"])
             self.watcher.fault("runner-edited", res)
             self.cluster.system.patch(
-                res.family.kind, NS, res.name, {"spec": {"runner": {"image": image}}}
+                res.family.kind, res.namespace, res.name, {"spec": {"runner": {"image": image}}}
             )
 
     def _approve(self, res: SimResource, digest: str, kind: str | None = None) -> None:
         name = f"{res.name}-approval-{self.rng.randint(0, 10**6)}"
-        while self.cluster.system.peek(APPROVAL, NS, name) is not None:
+        while self.cluster.system.peek(APPROVAL, res.namespace, name) is not None:
             # A long schedule draws the same number twice; a person picks another name
             # (without another draw, so every other schedule stays as it was).
             name += "-again"
@@ -1565,7 +1618,7 @@ class World:
             {
                 "apiVersion": "ptah.io/v1alpha1",
                 "kind": "PtahApproval",
-                "metadata": {"name": name, "namespace": NS},
+                "metadata": {"name": name, "namespace": res.namespace},
                 "spec": {
                     "resourceRef": {"kind": kind or res.family.kind.kind, "name": res.name},
                     "planDigest": digest,
@@ -1576,7 +1629,7 @@ class World:
     def _annotate(self, res: SimResource, operation_id: str) -> None:
         self.cluster.system.patch(
             res.family.kind,
-            NS,
+            res.namespace,
             res.name,
             {"metadata": {"annotations": {ABANDON_ANNOTATION: operation_id}}},
         )
@@ -1584,27 +1637,27 @@ class World:
     def _rotate(self, res: SimResource) -> None:
         """A rotated Secret: a new execution-binding epoch; sometimes a new spelling."""
         api = self.cluster.system
-        secret = api.get(SECRET, NS, res.secret)
+        secret = api.get(SECRET, res.namespace, res.secret)
         if secret is None:
             return
         url = secret["stringData"]["url"]
         url = url.replace("@db1", "@Db1") if "@db1" in url else url.replace("@Db1", "@db1")
-        api.patch(SECRET, NS, res.secret, {"stringData": {"url": url}})
+        api.patch(SECRET, res.namespace, res.secret, {"stringData": {"url": url}})
 
 
-def _policy_cm(data: dict[str, str]) -> dict[str, Any]:
+def _policy_cm(data: dict[str, str], namespace: str = NS) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": "ptah-verification-policy", "namespace": NS},
+        "metadata": {"name": "ptah-verification-policy", "namespace": namespace},
         "data": data,
     }
 
 
-def _migrations_cm(name: str, count: int) -> dict[str, Any]:
+def _migrations_cm(name: str, count: int, namespace: str = NS) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": NS},
+        "metadata": {"name": name, "namespace": namespace},
         "data": {f"{i}_step{i}.sql": f"CREATE TABLE m{i} (id int);" for i in range(1, count + 1)},
     }
