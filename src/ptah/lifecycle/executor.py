@@ -10,6 +10,11 @@ reported. So "stopped" needs evidence, and absence is not evidence:
   terminal with no container ever having run;
 * a Pod deleted (or gone) without such an observation **may still be writing**: a
   force delete removes an object, not the process on a node that cannot report;
+* every Pod labelled with the run's operation counts, whichever Job made it: a Job put
+  back under the reserved name (a GitOps sync, a backup restore: a new UID) runs the same
+  operation, and a Pod of it that has not stopped may write (:func:`pod_running`, asked
+  by the release step, the takeover check and the proof alike), even once the run's own
+  Pods were all seen to stop;
 * a Job's own count of the Pods it ran (``active + succeeded + failed``, read once it
   is terminal) says how many Pods must have been seen to stop; a Job that was never
   seen terminal may have run Pods nobody saw;
@@ -87,6 +92,19 @@ def pod_stopped(pod: dict[str, Any]) -> bool:
     if not status.get("containerStatuses"):
         return False  # the node never reported its containers
     return all("terminated" in (cs.get("state") or {}) or _never_ran(cs) for cs in containers)
+
+
+def pod_running(pods: list[dict[str, Any]]) -> str | None:
+    """Why a run may still write, from ``pods`` (every Pod labelled with its operation, as
+    just listed) alone: one has not stopped by the evidence rule (:func:`pod_stopped`),
+    whichever Job made it (the run's own, a Job put back under the reserved name with
+    another UID, none for an orphan); each of them runs the operation. None when every one
+    stopped. The release step (:func:`judge_in`), the takeover check and the proof ask
+    here."""
+    running = [pod for pod in pods if not pod_stopped(pod)]
+    if running:
+        return f"its Pod {running[0]['metadata']['name']} has not stopped"
+    return None
 
 
 def _started(pod: dict[str, Any]) -> bool:
@@ -176,18 +194,29 @@ def judge_in(
     just listed them, so they are not listed twice; by default they are listed here."""
     if staged.job_name is None:
         return Verdict(False, "nothing was dispatched", staged)
-    if staged.executor_stopped:
-        return Verdict(False, staged.withheld or "the runner was seen to stop", staged)
     try:
-        job = cluster.get(JOB, namespace, staged.job_name)
         pods = (
             listed
             if listed is not None
             else cluster.list(POD, namespace, {LABEL_OPERATION: staged.operation_id})
         )
+        job = None if staged.executor_stopped else cluster.get(JOB, namespace, staged.job_name)
     except errors.ApiError as exc:
         return Verdict(True, f"the API could not say ({exc.reason})", staged, unread=exc)
     waiting = any(not pod_stopped(pod) and not _started(pod) for pod in pods)
+    # Every Pod of the operation counts, not only those of the run's Job: a Job put back
+    # under the reserved name (a new UID) runs the same operation, and its Pod writes.
+    running = pod_running(pods)
+    if staged.executor_stopped:
+        # Every Pod of the run's Job was seen to stop; a Pod of the operation seen since
+        # (a Job put back under the name) is remembered, so one deleted before it was
+        # seen to stop keeps the release withheld too.
+        known = merge(staged.pods, seen(pods))
+        held = still_writing(known, {pod["metadata"]["uid"] for pod in pods}, None) or running
+        evidence = staged.model_copy(update={"pods": known, "withheld": held or staged.withheld})
+        if held is None:
+            return Verdict(False, "the runner was seen to stop", evidence, waiting)
+        return Verdict(True, held, evidence, waiting)
     job_uid = staged.job_uid or (job["metadata"]["uid"] if job is not None else None)
     if job is not None and job["metadata"]["uid"] != job_uid:
         job = None  # another Job under the name says nothing about ours
@@ -215,6 +244,7 @@ def judge_in(
     elif job_pods is None:
         why = f"the Job {staged.job_name} was deleted before it was seen to end"
     why = still_writing(known, {pod["metadata"]["uid"] for pod in pods}, job_pods) or why
+    why = why or running
     if why is not None and waiting and job is None:
         why += (
             "; a Pod of the run waits to start, so the hold starts again (without its Job, "

@@ -18,10 +18,11 @@ from ptah.workload.job import LABEL_OPERATION
 
 def may_still_write(p: Pass, staged: LockRelease) -> executor.Verdict:
     """Whether the executor may still write, and why: stopped only on evidence
-    (:mod:`ptah.lifecycle.executor`). A Job that is not terminal, a Pod that has not
-    stopped, a Pod deleted before it was seen to stop, a Job that vanished before anyone
-    saw it end, a reserved name never seen as a Job (absence is not evidence), and a read
-    that could not say are all "may still be writing"."""
+    (:mod:`ptah.lifecycle.executor`). A Job that is not terminal, a Pod of the operation
+    that has not stopped (whichever Job made it: one put back under the reserved name has
+    another UID than the adopted one), a Pod deleted before it was seen to stop, a Job
+    that vanished before anyone saw it end, a reserved name never seen as a Job (absence
+    is not evidence), and a read that could not say are all "may still be writing"."""
     return executor.judge(p, staged)
 
 
@@ -59,7 +60,7 @@ def operation_running(p: Pass, operation_id: str) -> bool:
     (:func:`executor.pod_stopped`); a read that fails raises. A Pod never bound to a
     node and being deleted provably never ran, however long a finalizer keeps it."""
     pods = p.cluster.list(POD, p.namespace, {LABEL_OPERATION: operation_id})
-    return not all(executor.pod_stopped(pod) for pod in pods)
+    return executor.pod_running(pods) is not None
 
 
 def release_step(p: Pass) -> Result | None:

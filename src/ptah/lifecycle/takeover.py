@@ -20,6 +20,11 @@ the Lease is taken only when that executor is known stopped or never started:
   many Pods ran;
 - never started: the holder's claim has no dispatch marker and no Pod of it exists.
 
+A Pod of the operation that has not stopped keeps the taker waiting in every case,
+whichever Job made it (:func:`executor.pod_running`, the rule the release step asks too).
+The holder's resource, its Job and its Pods are read in the holder's namespace, which
+the Lease names: the realm is shared across namespaces, the taker's own says nothing.
+
 Anything else (a Job running, a Pod not stopped, a dispatched claim whose Job
 vanished unseen, a Job gone with its Pods uncounted, a read that failed, a Lease or a
 status that does not say) is "may still be running", and the taker waits, saying who
@@ -38,7 +43,6 @@ from ptah.kube import errors
 from ptah.kube.kinds import MIGRATION, POD, SCHEMA, Kind
 from ptah.lifecycle import executor
 from ptah.lifecycle.context import Pass
-from ptah.lifecycle.executor import pod_stopped
 from ptah.targetlock import (
     HOLDER_JOB,
     HOLDER_KIND,
@@ -95,10 +99,11 @@ def _still_running(
     owner = p.cluster.get(kind, namespace, name)
     # The release's evidence rule: a terminal phase is not enough (the Pod garbage
     # collector marks a Pod of a cut-off node Failed while its container still runs).
-    # Any Pod of the operation counts here, whoever owns it now (an orphaned one too).
-    running = [pod for pod in pods if not pod_stopped(pod)]
+    # Any Pod of the operation counts here, whoever owns it now (an orphaned one too),
+    # also once the holder no longer holds the operation.
+    running = executor.pod_running(pods)
     if running:
-        return f"its Pod {running[0]['metadata']['name']} has not stopped"
+        return running
     run = None if owner is None else _holders_run(owner, operation, job_name, bool(pods))
     if run is None:
         return None

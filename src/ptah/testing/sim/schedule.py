@@ -81,6 +81,7 @@ def run_schedule(seed: int) -> ScheduleResult:
     reads = random.Random(f"{seed}/reads")
 
     def read_faults(req: ReadRequest) -> errors.ApiError | None:
+        world.job_put_back_at_release(req.kind, req.labels)
         if world.unread(req.kind, req.name, req.labels):
             return errors.Unavailable("injected: the read timed out")
         if api_faults["on"] and req.kind in (JOB, POD) and reads.random() < 0.02:
@@ -105,6 +106,7 @@ def run_schedule(seed: int) -> ScheduleResult:
         world.orphan_waiting_pod()
         world.orphan_starts_while_unread()
         world.lose_started_orphans()
+        world.put_back_copies_end()
         _stuck_while_proof_unread(world, aim)
     api_faults["on"] = False
     world.faults_on = False
@@ -112,6 +114,7 @@ def run_schedule(seed: int) -> ScheduleResult:
     for i in range(QUIET_STEPS):
         _step(world, quiet=True)
         world.lose_started_orphans()
+        world.put_back_copies_end()
         inv.after_step(check_secrets=i % 50 == 0)
         steps += 1
     world.crash = None

@@ -204,6 +204,13 @@ class World:
     # before the claim creates it: its own stream, and when each one is taken away.
     squatted: random.Random = field(default_factory=random.Random)
     squatters: dict[tuple[str, str], datetime] = field(default_factory=dict)
+    # An accounted run's Job put back under its reserved name before its release: its own
+    # stream, and the operations that had their chance of it.
+    reapplied: random.Random = field(default_factory=random.Random)
+    reapplied_for: set[str] = field(default_factory=set)
+    # The copies' Pods, by name, with their resource and operation: each runs until its
+    # resource's release has seen it (or no longer waits for the operation).
+    reapplied_runs: dict[str, tuple[SimResource, str]] = field(default_factory=dict)
 
     @classmethod
     def build(cls, seed: int) -> World:
@@ -235,6 +242,7 @@ class World:
         world.restored = random.Random(f"{seed}/restored")
         world.mended = random.Random(f"{seed}/mended")
         world.squatted = random.Random(f"{seed}/squatted")
+        world.reapplied = random.Random(f"{seed}/reapplied")
         world.kubelet.on_partition = world._partition_spreads
         world._populate()
         world._leases_left_behind()
@@ -1007,6 +1015,68 @@ class World:
             return
         self.watcher.fault("holder-quiet-job-put-back", res)
         self.put_back_job(saved)
+
+    def job_put_back_at_release(self, kind: Kind, labels: Mapping[str, str] | None) -> None:
+        """Now and then, once a mutating run has been accounted (every Pod of its Job seen
+        to stop, its release staged with the outcome as owed), its Job is deleted and put
+        back under its reserved name from a saved manifest (a GitOps sync of what ``kubectl
+        get -o yaml`` printed, a backup restore) just as the release step looks at the
+        run's Pods: a new UID, and its Pod, made at once, runs the same operation (on a
+        connected node). The release is owed only once no Pod of the operation may still
+        write, whichever Job made it: the adopted Job's Pods are not all of them. Called
+        on every read (a list of Pods by ``labels``); each accounted run has one chance of
+        it, drawn from its own stream, so every other draw of a schedule stays as it was."""
+        res = self._current
+        op = str((labels or {}).get(LABEL_OPERATION) or "")
+        if not self.faults_on or kind != POD or res is None or not op:
+            return
+        if op in self.reapplied_for:
+            return
+        api = self.cluster.system
+        obj = api.peek(res.family.kind, res.namespace, res.name)
+        status = (obj or {}).get("status") or {}
+        staged = status.get("pendingLockRelease") or {}
+        last = status.get("lastMutation") or {}
+        name = str(staged.get("jobName") or "")
+        if (
+            staged.get("operationId") != op
+            or not name
+            or not staged.get("executorStopped")
+            # A run that succeeded: the copy finds the work done (a failed run's copy
+            # would do it, a person's run, not Ptah's).
+            or last.get("operationId") != op
+            or last.get("outcome") != "Succeeded"
+        ):
+            return
+        job = api.peek(JOB, res.namespace, name)
+        if job is None:
+            return
+        self.reapplied_for.add(op)
+        if self.reapplied.random() >= 0.9:
+            return
+        self.watcher.fault("job-put-back-after-account", res)
+        api.delete(JOB, res.namespace, name, propagation="Background")
+        self.put_back_job(job)
+        for run in self.kubelet.start_now(name, res.namespace):
+            run.steps_left = 10**6  # until the release has seen it (put_back_copies_end)
+            self.reapplied_runs[run.pod] = (res, op)
+
+    def put_back_copies_end(self) -> None:
+        """The Pod of a Job put back at a release's look (:meth:`job_put_back_at_release`)
+        runs on until the release has recorded it (its name in the release's evidence),
+        or the release no longer waits for the operation: a Pod that comes and goes
+        between two looks is beyond what any controller can know (like a Job deleted with
+        its Pods before anyone saw it). Called after every step, the quiet ones too."""
+        api = self.cluster.system
+        for pod, (res, op) in sorted(self.reapplied_runs.items()):
+            obj = api.peek(res.family.kind, res.namespace, res.name)
+            staged = ((obj or {}).get("status") or {}).get("pendingLockRelease") or {}
+            seen = {str(p.get("name")) for p in staged.get("pods") or []}
+            run = self.kubelet.runs.get(pod)
+            if run is None or staged.get("operationId") != op or pod in seen:
+                del self.reapplied_runs[pod]
+                if run is not None:
+                    run.steps_left = min(run.steps_left, self.reapplied.randint(1, 3))
 
     def put_back_job(self, saved: dict[str, Any]) -> None:
         """Create the Job ``saved`` again from its manifest: a new UID under its name."""
