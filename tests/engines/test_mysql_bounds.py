@@ -194,19 +194,26 @@ def test_the_load_rewrites_and_the_check_are_linear(text: str) -> None:
     assert time.monotonic() - started < 20  # on HEAD: minutes
 
 
+def _session(url: Any, database: str | None = None) -> Any:
+    """A plain autocommit session of the test's own on ``url``'s server."""
+    import pymysql
+
+    return pymysql.connect(
+        host=url.host or "localhost",
+        port=url.port or 3306,
+        user=url.user,
+        password=url.password or "",
+        database=database,
+        autocommit=True,
+    )
+
+
 def _wait_until_running(url: Any, session: int, statement: str) -> None:
     """Evidence, not a pause: the server's process list shows ``session`` running
     ``statement`` (so its table's metadata lock is held), within 20 s."""
-    import pymysql
 
     with (
-        pymysql.connect(
-            host=url.host or "localhost",
-            port=url.port or 3306,
-            user=url.user,
-            password=url.password or "",
-            autocommit=True,
-        ) as conn,
+        _session(url) as conn,
         conn.cursor() as cur,
     ):
         ends = time.monotonic() + 20
@@ -240,22 +247,13 @@ def test_reading_the_target_waits_a_bounded_time_for_a_lock(
     LockBusy, and the holder is not touched."""
     import threading
 
-    import pymysql
-
     from ptah.engines.base import EngineError
     from ptah.engines.mysql import ops as myops
     from ptah.engines.urls import parse_url
 
     monkeypatch.setattr(myops, "READ_LOCK_SECONDS", 1.0, raising=False)
     url = parse_url(mysql_db)
-    other = pymysql.connect(
-        host=url.host or "localhost",
-        port=url.port or 3306,
-        user=url.user,
-        password=url.password or "",
-        database=url.database,
-        autocommit=True,
-    )
+    other = _session(url, url.database)
     held: list[object] = []
 
     def hold() -> None:
@@ -300,14 +298,7 @@ def test_reading_the_target_does_not_wait_on_another_databases_lock(
 
     monkeypatch.setattr(myops, "READ_LOCK_SECONDS", 1.0, raising=False)
     elsewhere = parse_url(mysql_db2)
-    other = pymysql.connect(
-        host=elsewhere.host or "localhost",
-        port=elsewhere.port or 3306,
-        user=elsewhere.user,
-        password=elsewhere.password or "",
-        database=elsewhere.database,
-        autocommit=True,
-    )
+    other = _session(elsewhere, elsewhere.database)
     holder_id = other.thread_id()
     ended: list[str] = []
 
@@ -329,13 +320,7 @@ def test_reading_the_target_does_not_wait_on_another_databases_lock(
         _wait_until_running(elsewhere, holder_id, "CREATE TABLE being_made")
     finally:
         with (
-            pymysql.connect(
-                host=elsewhere.host or "localhost",
-                port=elsewhere.port or 3306,
-                user=elsewhere.user,
-                password=elsewhere.password or "",
-                autocommit=True,
-            ) as admin,
+            _session(elsewhere) as admin,
             admin.cursor() as cur,
         ):
             cur.execute(f"KILL QUERY {int(holder_id)}")
