@@ -16,6 +16,7 @@ import pytest
 from ptah.engines import planner
 from ptah.engines.base import DesiredSchemaInvalid
 from ptah.engines.connect import open_target
+from ptah.engines.mysql import datacheck
 from ptah.engines.model import PlanError, SchemaPolicy
 from ptah.engines.urls import parse_url
 
@@ -119,7 +120,9 @@ def test_procedures_with_delimiter_load_as_with_the_client(mysql_db: str, mysql_
     assert [s.sql.split("`")[1] for s in plan.statements] == ["t"]
 
 
-def test_apply_orders_new_tables_for_foreign_keys_and_keeps_the_checks(mysql_db: str) -> None:
+def test_apply_orders_new_tables_for_foreign_keys_and_keeps_the_checks(
+    mysql_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # Name order would create the child first; the server's checks are on in apply.
     sql = (
         "CREATE TABLE z_parent (id INT PRIMARY KEY);\n"
@@ -145,7 +148,14 @@ def test_apply_orders_new_tables_for_foreign_keys_and_keeps_the_checks(mysql_db:
         plan = planner.plan(t, added)
         assert len(plan.statements) == 1 and "ADD CONSTRAINT `fk_o`" in plan.statements[0].sql
         result = planner.apply(t, plan.statements, plan.fingerprint_before, True)
-    # With foreign_key_checks=0 the orphan row would have been accepted silently.
+    # The data check names the orphan row before the first statement runs ...
+    assert result.outcome == "failed" and result.reason == "DataViolatesConstraint"
+    assert "fk_o" in result.message and "nothing was changed" in result.message
+    # ... and without it the server's own check refuses it: with foreign_key_checks=0
+    # the orphan row would have been accepted silently.
+    monkeypatch.setattr(datacheck, "refuse_data_failures", lambda *a, **k: None)
+    with open_target(mysql_db) as t:
+        result = planner.apply(t, plan.statements, plan.fingerprint_before, True)
     assert result.outcome == "failed" and "1452" in result.message, result.message
 
 
