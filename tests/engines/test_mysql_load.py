@@ -16,8 +16,8 @@ import pytest
 from ptah.engines import planner
 from ptah.engines.base import DesiredSchemaInvalid
 from ptah.engines.connect import open_target
-from ptah.engines.mysql import datacheck
 from ptah.engines.model import PlanError, SchemaPolicy
+from ptah.engines.mysql import datacheck
 from ptah.engines.urls import parse_url
 
 pytestmark = pytest.mark.integration
