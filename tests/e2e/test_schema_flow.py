@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from e2esupport import (
     Operator,
@@ -115,6 +116,28 @@ def _no_password(password: str, *blobs: Any) -> None:
     for blob in blobs:
         text = blob if isinstance(blob, str) else json.dumps(blob)
         assert password not in text
+
+
+def test_postgres_plan_warnings_reach_the_plan_its_status_and_an_event(
+    kube: RealCluster, namespace: str, operator: Operator, pg_database: str
+) -> None:
+    """What the plan reading says beside its statements (here: a table left alone under
+    spec.policy.ignore) is kept on the PtahPlan, counted in status and named by an Event,
+    instead of ending with the runner's frame."""
+    with psycopg.connect(pg_database, autocommit=True) as conn:
+        conn.execute("CREATE TABLE legacy (id int)")
+    secret(kube, namespace, "pg", pg_database)
+    operator.start()
+    schema(kube, namespace, "pg", PG_V1, "pg", "postgres", policy={"ignore": ["table legacy"]})
+    s = wait_status(kube, namespace, "pg", "Ready", ready, log=operator.log_path)
+    plan = kube.get(PLAN, namespace, s["currentPlan"]["name"])
+    assert plan is not None
+    said = plan["spec"]["warnings"]
+    assert [w for w in said if "spec.policy.ignore" in w and "legacy" in w], said
+    assert s["currentPlan"]["warnings"] == len(said)
+    wait_event(kube, namespace, "pg", "PlanWarnings", f"{len(said)} warning(s)")
+    assert pg_columns(pg_database, "legacy") == ["id"]
+    assert pg_columns(pg_database, "users") == ["id", "name"]
 
 
 def test_postgres_destructive_change_waits_for_approval(

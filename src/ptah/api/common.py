@@ -448,6 +448,10 @@ class PlanSummary(Model):
     source: str = Field(
         default="", description="Digest of the desired source it was computed from."
     )
+    warnings: int | None = Field(
+        default=None,
+        description="How many warnings the PtahPlan carries (spec.warnings); absent: none.",
+    )
 
 
 class ReadingFailure(Model):

@@ -166,6 +166,26 @@ class PtahMigration(Model):
 # ------------------------------------------------------------------ PtahPlan
 
 
+# Bounds on the warnings a PtahPlan keeps: a reading's frame may say more than an object
+# should carry; the count of what was cut is kept as the last warning.
+PLAN_WARNINGS = 50
+PLAN_WARNING_CHARS = 500
+
+
+def plan_warnings(said: list[str]) -> list[str] | None:
+    """The warnings a PtahPlan keeps of what a reading said: None when it said nothing,
+    else at most :data:`PLAN_WARNINGS`, each cut to :data:`PLAN_WARNING_CHARS`."""
+    if not said:
+        return None
+    kept = [
+        w if len(w) <= PLAN_WARNING_CHARS else w[: PLAN_WARNING_CHARS - 3] + "..." for w in said
+    ]
+    if len(kept) > PLAN_WARNINGS:
+        cut = len(kept) - (PLAN_WARNINGS - 1)
+        kept = [*kept[: PLAN_WARNINGS - 1], f"... and {cut} more warnings"]
+    return kept
+
+
 class PlannedStatement(Model):
     sql: str
     hazards: list[str] = Field(default_factory=list)
@@ -209,6 +229,13 @@ class PlanSpec(Model):
     destructive: bool = False
     changes: bool = False
     computed_under: PlanFingerprints
+    warnings: list[str] | None = Field(
+        default=None,
+        description="What the plan reading said beside its statements: objects left alone"
+        " under spec.policy.ignore, lines of the desired file left out (psql"
+        " meta-commands), online caveats. Absent when it said nothing (at most"
+        f" {PLAN_WARNINGS} are kept, each cut to {PLAN_WARNING_CHARS} characters).",
+    )
 
     def lock_heavy(self) -> list[str]:
         """The statements (``[n]``, from 1) that block their table's writers while they

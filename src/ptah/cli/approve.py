@@ -136,6 +136,8 @@ def render_plan(kind: Kind, name: str, digest: str, spec: PlanSpec, color: bool)
         head = f"-- [{i}] {marks}" if marks else f"-- [{i}]"
         code = "1;31" if "destructive" in stmt.hazards else "33"
         lines += ["", hi(head, code) if marks else head, stmt.sql.rstrip().rstrip(";") + ";"]
+    if spec.warnings:  # what the reading said beside the statements: part of the decision
+        lines += ["", *(hi(f"-- warning: {w}", "33") for w in spec.warnings)]
     return "\n".join(lines) + "\n"
 
 

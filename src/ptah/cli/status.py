@@ -140,6 +140,7 @@ def _plan(kind: Kind, status: dict[str, Any]) -> str:
     if not plan.get("changes"):
         return f"{str(plan.get('digest', ''))[:12]} (no changes)"
     marks = ", destructive" if plan.get("destructive") else ""
+    marks += f", {plan['warnings']} warning(s)" if plan.get("warnings") else ""
     return f"{str(plan.get('digest', ''))[:12]} ({plan.get('statements', 0)} stmts{marks})"
 
 

@@ -184,6 +184,7 @@ class SchemaFamily:
             destructive=bool(data.get("destructive", False)),
             target_schema=str(data.get("fingerprintBefore", "")),
             expected_after=str(data.get("fingerprintAfter", "")),
+            warnings=_warnings(data.get("warnings")),
         )
 
     def reading_status(self, p: Pass, frame: ResultFrame) -> dict[str, Any]:
@@ -202,3 +203,9 @@ class SchemaFamily:
         if plan is None:
             return "no reading yet"
         return f"the target still differs from the desired schema ({plan.statements} statements)"
+
+
+def _warnings(said: Any) -> tuple[str, ...]:
+    """A reading frame's warnings: a list of strings; anything else in a (forged or
+    older) frame is no warning rather than a failed reading."""
+    return tuple(str(w) for w in said) if isinstance(said, list) else ()

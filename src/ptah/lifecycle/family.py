@@ -95,6 +95,7 @@ class PlanDraft:
     destructive: bool
     target_schema: str
     expected_after: str
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Any
 from ptah.api.common import (
     ActiveOperation,
     LastMutation,
+    PlanSummary,
     PodEvidence,
     ReadingFailure,
     TargetIdentityStatus,
@@ -296,6 +297,8 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
         "Succeeded", record=read, clears_record=settle, last_mutation=converged, fields=extra
     )
     writes.write_outcome(p, op, outcome)
+    if draft.warnings:
+        writes.emit_event(p, "PlanWarnings", _warnings_text(summary, draft.warnings), warning=True)
     if settle:
         assert record is not None
         writes.emit_event(
@@ -304,6 +307,12 @@ def _finish_reading(p: Pass, op: ActiveOperation, frame: ResultFrame) -> Result:
             f"a fresh reading settled {record.operation_id}: converged, no Apply attributed",
         )
     return AGAIN
+
+
+def _warnings_text(summary: PlanSummary, said: tuple[str, ...]) -> str:
+    """The Event naming a new plan's warnings: how many, and the first of them (the
+    PtahPlan's spec.warnings keeps them all)."""
+    return one_line(f"plan {summary.name} has {len(said)} warning(s); the first: {said[0]}")
 
 
 def _identity_summary(frame: ResultFrame) -> str:

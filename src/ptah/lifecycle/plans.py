@@ -4,7 +4,7 @@ digest, and the summary the resource acts on."""
 from __future__ import annotations
 
 from ptah.api.common import ActiveOperation, PlanSummary
-from ptah.api.resources import PlanFingerprints, PlanSpec, PtahPlan
+from ptah.api.resources import PlanFingerprints, PlanSpec, PtahPlan, plan_warnings
 from ptah.lifecycle import writes
 from ptah.lifecycle.authorize import plan_digest, policy_name, verification_policy
 from ptah.lifecycle.context import Pass
@@ -41,6 +41,7 @@ def publish_plan(p: Pass, op: ActiveOperation, frame: ResultFrame, draft: PlanDr
             generation=op.generation,
             after_abandoned=p.status.abandoned_proofs[-1] if p.status.abandoned_proofs else None,
         ),
+        warnings=plan_warnings(list(draft.warnings)),
     )
     digest_ = plan_digest(spec)
     plan_name = names.plan_name(p.name, digest_)
@@ -63,4 +64,5 @@ def publish_plan(p: Pass, op: ActiveOperation, frame: ResultFrame, draft: PlanDr
         database=frame.database.digest,
         expected_after=draft.expected_after,
         source=op.source or "",
+        warnings=len(spec.warnings) if spec.warnings else None,
     )
