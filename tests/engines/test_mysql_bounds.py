@@ -19,6 +19,7 @@ from ptah.engines.base import DesiredSchemaInvalid
 from ptah.engines.connect import open_target
 from ptah.engines.model import SchemaPolicy
 from ptah.engines.mysql import bounds
+from support.databases import mysql_session
 
 pytestmark = pytest.mark.integration
 
@@ -194,26 +195,12 @@ def test_the_load_rewrites_and_the_check_are_linear(text: str) -> None:
     assert time.monotonic() - started < 20  # on HEAD: minutes
 
 
-def _session(url: Any, database: str | None = None) -> Any:
-    """A plain autocommit session of the test's own on ``url``'s server."""
-    import pymysql
-
-    return pymysql.connect(
-        host=url.host or "localhost",
-        port=url.port or 3306,
-        user=url.user,
-        password=url.password or "",
-        database=database,
-        autocommit=True,
-    )
-
-
 def _wait_until_running(url: Any, session: int, statement: str) -> None:
     """Evidence, not a pause: the server's process list shows ``session`` running
     ``statement`` (so its table's metadata lock is held), within 20 s."""
 
     with (
-        _session(url) as conn,
+        mysql_session(url) as conn,
         conn.cursor() as cur,
     ):
         ends = time.monotonic() + 20
@@ -253,7 +240,7 @@ def test_reading_the_target_waits_a_bounded_time_for_a_lock(
 
     monkeypatch.setattr(myops, "READ_LOCK_SECONDS", 1.0, raising=False)
     url = parse_url(mysql_db)
-    other = _session(url, url.database)
+    other = mysql_session(url, url.database)
     held: list[object] = []
 
     def hold() -> None:
@@ -298,7 +285,7 @@ def test_reading_the_target_does_not_wait_on_another_databases_lock(
 
     monkeypatch.setattr(myops, "READ_LOCK_SECONDS", 1.0, raising=False)
     elsewhere = parse_url(mysql_db2)
-    other = _session(elsewhere, elsewhere.database)
+    other = mysql_session(elsewhere, elsewhere.database)
     holder_id = other.thread_id()
     ended: list[str] = []
 
@@ -320,7 +307,7 @@ def test_reading_the_target_does_not_wait_on_another_databases_lock(
         _wait_until_running(elsewhere, holder_id, "CREATE TABLE being_made")
     finally:
         with (
-            _session(elsewhere) as admin,
+            mysql_session(elsewhere) as admin,
             admin.cursor() as cur,
         ):
             cur.execute(f"KILL QUERY {int(holder_id)}")

@@ -23,7 +23,6 @@ import time
 import uuid
 from typing import Any
 
-import pymysql
 import pytest
 
 from ptah.engines import deadline, planner
@@ -32,7 +31,7 @@ from ptah.engines.connect import open_target
 from ptah.engines.model import SchemaPolicy
 from ptah.engines.mysql import bounds
 from ptah.engines.mysql import ops as myops
-from ptah.engines.urls import parse_url
+from support.databases import mysql_session
 
 pytestmark = pytest.mark.integration
 
@@ -77,19 +76,8 @@ HOSTILE = {
 }
 
 
-def _session(url: str) -> Any:
-    u = parse_url(url)
-    return pymysql.connect(
-        host=u.host or "localhost",
-        port=u.port or 3306,
-        user=u.user,
-        password=u.password or "",
-        autocommit=True,
-    )
-
-
 def _running(url: str, marker: str) -> list[int]:
-    conn = _session(url)
+    conn = mysql_session(url)
     try:
         with conn.cursor() as cur:
             cur.execute(
@@ -103,7 +91,7 @@ def _running(url: str, marker: str) -> list[int]:
 
 
 def _schemas(url: str, names: list[str]) -> list[str]:
-    conn = _session(url)
+    conn = mysql_session(url)
     try:
         with conn.cursor() as cur:
             cur.execute("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA")

@@ -8,7 +8,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -98,3 +98,21 @@ def fresh_database(admin_url: str, prefix: str = "ptah_t_") -> Iterator[str]:
         yield with_database(admin_url, name)
     finally:
         admin(f"DROP DATABASE IF EXISTS {quoted}" + (" WITH (FORCE)" if postgres else ""))
+
+
+def mysql_session(url: Any, database: str | None = None) -> Any:
+    """A plain autocommit session of the test's own on MariaDB ``url``'s server (in
+    ``database``, else in none): a second client beside the code under test."""
+    import pymysql
+
+    from ptah.engines.urls import parse_url
+
+    u = parse_url(url) if isinstance(url, str) else url  # a URL, or one parsed already
+    return pymysql.connect(
+        host=u.host or "localhost",
+        port=u.port or 3306,
+        user=u.user,
+        password=u.password or "",
+        database=database,
+        autocommit=True,
+    )
