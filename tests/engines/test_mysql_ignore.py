@@ -105,3 +105,23 @@ def test_a_table_an_ignored_table_references_is_not_dropped(mysql_db: str) -> No
     assert "table t would be dropped" in said and "flyway_schema_history (ignored)" in said
     # u is referenced by nothing ignored: dropped as ever.
     assert _converge(mysql_db, BASE) == ["DROP TABLE `u`"]
+
+
+@pytest.mark.parametrize("reads", ["t", "v_inner"])
+def test_a_table_or_view_an_ignored_view_reads_is_not_dropped(mysql_db: str, reads: str) -> None:
+    """MariaDB drops a table or view another view reads without a word and leaves that
+    view failing every query; the plan refuses instead when the view is ignored."""
+    inner = "CREATE VIEW v_inner AS SELECT id, n FROM t;\n"
+    _converge(mysql_db, BASE + inner + "CREATE TABLE u (id INT PRIMARY KEY);")
+    _run(mysql_db, f"CREATE VIEW other_team_v AS SELECT id FROM {reads}")
+    policy = SchemaPolicy(ignore=("view other_team_*",))
+    dropping = {"t": "CREATE TABLE u (id INT PRIMARY KEY);", "v_inner": BASE}[reads]
+    kind = "table" if reads == "t" else "view"
+    with open_target(mysql_db) as t, pytest.raises(PlanError) as refused:
+        planner.plan(t, dropping, policy=policy)
+    said = str(refused.value)
+    assert f"{kind} {reads} would be dropped" in said and "view other_team_v (ignored)" in said
+    assert refused.value.reason == "Unmanaged"
+    # What no ignored view reads is dropped as ever, and the ignored view still answers.
+    assert _converge(mysql_db, BASE + inner, policy) == ["DROP TABLE `u`"]
+    assert _run(mysql_db, "SELECT count(*) FROM other_team_v") == [(0,)]
