@@ -24,6 +24,9 @@ from ptah.engines.base import EngineError
 
 if TYPE_CHECKING:
     from ptah.engines.model import Statement
+    from ptah.engines.versioned.dialects import Session
+    from ptah.engines.versioned.directory import Directory
+    from ptah.engines.versioned.history import Reading
     from ptah.runner.emit import Run
     from ptah.runner.wire import Payload
 
@@ -170,6 +173,31 @@ def _unusable_directory(run: Run, exc: Exception) -> Payload:
     return run.frame("refused", reason, {"message": message})
 
 
+def _confined(session: Session, directory: Directory, reading: Reading) -> tuple[str, str] | None:
+    """(reason, message) when a file this reading has pending cannot be split or reaches
+    outside the target database (:mod:`ptah.engines.versioned.confine`): the plan of such
+    a directory is refused before anything runs."""
+    from ptah.engines.splitter import SplitError, split_statements
+    from ptah.engines.versioned import confine
+    from ptah.engines.versioned.directory import SqlFile, Version
+
+    by_version = directory.by_version()
+    by_name = {f.name: f for f in directory.repeatables}
+    pending: list[SqlFile] = [by_version[Version.parse(v)] for v in reading.pending]
+    pending += [by_name[n] for n in reading.repeatables_pending if n in by_name]
+    files = []
+    for f in pending:
+        try:
+            files.append((f.name, split_statements(f.text, session.dialect)))
+        except SplitError as exc:
+            return "InvalidMigration", f"{f.name}: {exc}"
+    try:
+        confine.check(session, files)
+    except confine.MigrationRefused as exc:
+        return exc.reason, str(exc)
+    return None
+
+
 def history(run: Run, dirs: Sequence[Path]) -> Payload:
     """Read the history table in a read-only transaction and compare it with the directory."""
     from ptah.engines.versioned import sumfile
@@ -189,6 +217,10 @@ def history(run: Run, dirs: Sequence[Path]) -> Payload:
     finally:
         session.rollback()
     reading = compare(directory, rows, history_exists=exists, database_digest=run.identity.digest)
+    refused = _confined(session, directory, reading)
+    if refused is not None:
+        run.log(f"history refused: {refused[0]}: {refused[1]}")
+        return run.frame("refused", refused[0], {"message": refused[1]})
     data = reading.to_data()
     problems = sumfile.problems(directory)
     data.update(

@@ -11,7 +11,8 @@ another database (the target's own name included: the scratch is not it).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
@@ -36,6 +37,28 @@ from ptah.engines.confine import (
 from ptah.engines.mysql import bounds
 from ptah.engines.mysql.modes import SAFE_MODES
 from ptah.engines.mysql.udf import calls
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Whose rules judge a statement: a desired file's (loaded into a scratch, where no
+    qualifier is the file's own: the scratch is no database the file names) or a
+    versioned migration's (run on the target itself, whose own name ``database`` a file
+    may use: ``USE app``, ``app.t``). A migration may do what DDL and DML do in its
+    database, and what a session does for itself (a statement's time, a named lock);
+    never what reaches past the database: another database, the server's accounts,
+    privileges (the server's ``mysql`` schema), variables, files or replication."""
+
+    migration: bool = False
+    database: str = ""  # a migration's target ("" when its session has none)
+
+    def own(self, qualifier: str) -> bool:
+        """Whether ``qualifier`` (a name's database part) is the database judged: the
+        exact name (a case-sensitive server reads App.t and app.t as two databases)."""
+        return self.migration and bool(self.database) and qualifier == self.database
+
+
+DESIRED = Scope()
 
 _OBJECT_WHY = {
     "DATABASE": "acts on a whole database",
@@ -101,11 +124,37 @@ _TABLE_LISTS = {
 }
 
 
-def _head(words: list[Word], i: int) -> str | None:
+# Words that may follow ALTER DATABASE where it names no database (the current one's).
+_DATABASE_OPTIONS = {"DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "COMMENT", "READ"}
+# SHOW statements whose FROM/IN names a table first, then (a second FROM/IN) a database.
+_SHOW_OF_TABLE = {"COLUMNS", "FIELDS", "INDEX", "INDEXES", "KEYS"}
+
+
+def _show(words: list[Word], i: int, scope: Scope) -> str | None:
+    """``SHOW TABLES FROM x``, ``SHOW COLUMNS FROM t IN x``, ``SHOW TRIGGERS IN x``...: a
+    database named where SHOW reads (a qualified ``x.t`` is judged as any other name)."""
+    end = _statement_end(words, i)
+    of_table = any(words[j].upper in _SHOW_OF_TABLE for j in range(i + 1, min(i + 4, end)))
+    seen = 0
+    for j in range(i + 1, end - 1):
+        w = words[j]
+        if w.is_("LIKE", "WHERE"):
+            return None
+        if w.is_("FROM", "IN"):
+            seen += 1
+            name = words[j + 1]
+            if (seen == 2 or not of_table) and name.is_name and not scope.own(name.text):
+                return f"names another database ({name.text})"
+    return None
+
+
+def _head(words: list[Word], i: int, scope: Scope = DESIRED) -> str | None:
     w = words[i]
     nxt = words[i + 1] if i + 1 < len(words) else None
-    if w.is_("USE") and nxt is not None and nxt.is_name:
+    if w.is_("USE") and nxt is not None and nxt.is_name and not scope.own(nxt.text):
         return "switches the session to another database"
+    if w.is_("SHOW"):
+        return _show(words, i, scope)
     if w.is_("CREATE") and any(
         words[k].is_("SONAME") and words[k + 1].kind == "string"
         for k in range(i, min(_statement_end(words, i), len(words) - 1))
@@ -114,7 +163,15 @@ def _head(words: list[Word], i: int) -> str | None:
         # its library loaded into the server (mysql.func), not the database's.
         return "loads a server library (a loadable function, SONAME)"
     if w.is_("CREATE", "DROP", "ALTER"):
-        return _OBJECT_WHY.get(object_kind(words, i))
+        kind = object_kind(words, i)
+        if kind in ("DATABASE", "SCHEMA") and w.is_("ALTER") and scope.migration:
+            # ALTER DATABASE [name] options: the target's own options, when it names none
+            # or names the target (never another, never CREATE or DROP of one).
+            at = i + 2
+            name = words[at] if at < len(words) else None
+            if name is None or scope.own(name.text) or name.upper in _DATABASE_OPTIONS:
+                return None
+        return _OBJECT_WHY.get(kind)
     if w.is_("RENAME") and nxt is not None and nxt.is_("USER"):
         return "changes server accounts"
     if w.is_("GRANT", "REVOKE"):
@@ -126,7 +183,7 @@ def _head(words: list[Word], i: int) -> str | None:
             if words[j].punct(";"):
                 break
             if words[j].is_("FOR"):
-                why = _head(words, j + 1)
+                why = _head(words, j + 1, scope)
                 if why:
                     return why
         return None
@@ -185,7 +242,7 @@ def _set_scope(words: list[Word]) -> str | None:
 _OUTSIDE_ENGINES = {"FEDERATED", "FEDERATEDX", "CONNECT", "SPIDER", "S3", "OQGRAPH", "SPHINX"}
 
 
-def _server_files(words: list[Word]) -> str | None:
+def _server_files(words: list[Word], scope: Scope = DESIRED) -> str | None:
     """Files on the server and other servers: OUTFILE/DUMPFILE, table
     files placed by DATA/INDEX DIRECTORY, engines and CONNECTION options that read
     files or reach another server."""
@@ -209,7 +266,7 @@ def _server_files(words: list[Word]) -> str | None:
             for j in range(i + 1, len(words) - 1):
                 if words[j].punct(")"):
                     break
-                if words[j].is_name and words[j + 1].punct("."):
+                if words[j].is_name and words[j + 1].punct(".") and not scope.own(words[j].text):
                     return "names another database's table in a MERGE table"
         if w.is_("INTO") and nxt is not None and nxt.is_("OUTFILE", "DUMPFILE"):
             return "writes a file on the server"
@@ -221,7 +278,7 @@ def _server_files(words: list[Word]) -> str | None:
 _SEQUENCE_FUNCTIONS = {"NEXTVAL", "LASTVAL", "SETVAL"}
 
 
-def _table_list(words: list[Word]) -> str | None:
+def _table_list(words: list[Word], scope: Scope = DESIRED) -> str | None:
     for start in statement_starts(words):
         head = words[start].upper
         if head not in _TABLE_LISTS:
@@ -231,7 +288,9 @@ def _table_list(words: list[Word]) -> str | None:
         if kinds is not None and nxt not in kinds:
             continue
         for name in dotted_names(words[start : _statement_end(words, start)]):
-            if name.before is None or not name.before.punct("@@"):
+            if (name.before is None or not name.before.punct("@@")) and not scope.own(
+                name.parts[0]
+            ):
                 return f"names another database ({'.'.join(name.parts[:-1])})"
     return None
 
@@ -261,7 +320,7 @@ _REFERENCES_END = {
 _SUBQUERY = {"SELECT", "WITH", "VALUES", "TABLE"}
 
 
-def _listed_tables(words: list[Word]) -> str | None:
+def _listed_tables(words: list[Word], scope: Scope = DESIRED) -> str | None:
     """A qualified name after a comma in a list of table references (``FROM t, x.u``,
     ``UPDATE IGNORE t, x.u SET``, ``FROM (t, x.u)``), which the parser-based reading
     misses where sqlglot cannot parse the statement. A comma in a subquery's or a
@@ -304,19 +363,22 @@ def _listed_tables(words: list[Word]) -> str | None:
                 and words[i + 2].punct(".")
                 and words[i + 3].is_name
                 and not (i + 4 < n and words[i + 4].punct("("))
+                and not scope.own(words[i + 1].text)
             ):
                 return f"names another database ({words[i + 1].text})"
             i += 1
     return None
 
 
-def _qualified(words: list[Word], text: str) -> str | None:
-    why = _table_list(words) or _listed_tables(words)
+def _qualified(words: list[Word], text: str, scope: Scope = DESIRED) -> str | None:
+    why = _table_list(words, scope) or _listed_tables(words, scope)
     if why:
         return why
     for name in dotted_names(words):
         if name.before is not None and name.before.punct("@@"):
             continue  # a system variable: @@session.x (SET rules judge global ones)
+        if scope.own(name.parts[0]):
+            continue  # the target's own name (a migration's app.t)
         if names_an_object(name, _TABLE_POSITION) or name.call in _SEQUENCE_FUNCTIONS:
             return f"names another database ({'.'.join(name.parts[:-1])})"
         if (
@@ -327,7 +389,8 @@ def _qualified(words: list[Word], text: str) -> str | None:
         ):
             return f"names another database ({'.'.join(name.parts[:-1])})"
     for db in qualified_tables(text, "mysql"):
-        return f"names another database ({db})"
+        if not scope.own(db):
+            return f"names another database ({db})"
     return None
 
 
@@ -671,13 +734,15 @@ _REFUSED_FUNCTIONS = {
 }
 
 
-def _function_call(words: list[Word]) -> str | None:
+def _function_call(words: list[Word], scope: Scope = DESIRED) -> str | None:
     """A call of a built-in of :data:`_REFUSED_FUNCTIONS` (never a column's prefix in an
     index, ``KEY k (sleep(10))``, nor an object's name: :func:`.udf.calls`)."""
     if not any(w.text.upper() in _REFUSED_FUNCTIONS for w in words if w.is_name):
         return None
     for w in calls(words):
         why = _REFUSED_FUNCTIONS.get(w.text.upper())
+        if scope.migration and (why is _WAITS or w.text.upper() == "GET_LOCK"):
+            continue  # the migration's own session waits or locks: it holds only itself
         if why is _WAITS:
             return f"calls {w.text}, {why}"
         if why:
@@ -685,10 +750,10 @@ def _function_call(words: list[Word]) -> str | None:
     return None
 
 
-def refusal(words: list[Word], text: str) -> str | None:
+def refusal(words: list[Word], text: str, scope: Scope = DESIRED) -> str | None:
     """Why this statement acts outside its database, or None when it stays inside: in
     every reading the server may make of its versioned comments (:func:`_readings`)."""
-    why = _refusal(words, text)
+    why = _refusal(words, text, scope)
     if why or "/*" not in text:
         return why
     markers = sorted(set(_VERSIONED.findall(text)))
@@ -705,7 +770,7 @@ def refusal(words: list[Word], text: str) -> str | None:
             return "the statement cannot be read to be checked"
         if not other:
             continue  # all of it skipped: nothing runs
-        why = _refusal(other, reading) or _hidden_reading_set(other, words)
+        why = _refusal(other, reading, scope) or _hidden_reading_set(other, words)
         if why:
             return why
     return None
@@ -740,19 +805,41 @@ def _hidden_reading_set(other: list[Word], words: list[Word]) -> str | None:
     return None
 
 
-def _refusal(words: list[Word], text: str) -> str | None:
-    """The rules over one reading of the statement."""
+def _refusal(words: list[Word], text: str, scope: Scope = DESIRED) -> str | None:
+    """The rules over one reading of the statement (a migration's: its session's own
+    bounds and waits are its own, :func:`_lifted_bound` and the waiting built-ins)."""
     return (
-        first_reason(words, _head)
+        first_reason(words, lambda w, i: _head(w, i, scope))
+        or (_migration_head(words) if scope.migration else None)
         or _reading_mode(words)
         or _default_engine(words)
         or _set_scope(words)
         or _server_session_variable(words)
-        or _lifted_bound(words)
-        or _function_call(words)
-        or _server_files(words)
-        or _qualified(words, text)
+        or (None if scope.migration else _lifted_bound(words))
+        or _function_call(words, scope)
+        or _server_files(words, scope)
+        or _qualified(words, text, scope)
     )
+
+
+def migration_rule(database: str) -> Callable[[list[Word], str], str | None]:
+    """The rule a versioned migration's statement is judged by on the target ``database``
+    (the session's current database, "" when it has none): :func:`refusal` in that
+    scope."""
+    scope = Scope(migration=True, database=database)
+    return lambda words, text: refusal(words, text, scope)
+
+
+def _migration_head(words: list[Word]) -> str | None:
+    """What a desired file's scratch makes harmless and a migration's target does not:
+    ``SET sql_log_bin = 0`` kept the migration's changes from the replicas (the target's
+    replicas then differ from it). (``DROP FUNCTION f`` without a database, which drops
+    the server's loadable function ``f`` when one has that name, the runner qualifies
+    with the target's name: :func:`qualify_function_drops`.)"""
+    for part, k, _ in _system_assignments(words):
+        if part[k].text.upper() == "SQL_LOG_BIN" and k + 1 < len(part) and _is_assign(part[k + 1]):
+            return "sets sql_log_bin, which keeps the migration from the target's replicas"
+    return None
 
 
 def qualify_function_drops(text: str, database: str) -> str:

@@ -55,7 +55,20 @@ def writes_setting(name: str, has_value: bool) -> bool:
     )
 
 
-def _pragma(words: list[Word], i: int) -> str | None:
+# Pragmas that reach past the database file even on the target itself: the process's
+# directories for temporary and data files, and a schema table the file would write by
+# hand (a forged schema: a table whose SQL is not what it holds). Every other pragma a
+# migration sets is the target's own setting (user_version, journal_mode...).
+OUTSIDE_PRAGMAS = {"temp_store_directory", "data_store_directory", "writable_schema"}
+
+
+def migration_writes(name: str, has_value: bool) -> bool:
+    """Whether a migration's ``PRAGMA name`` reaches past its database: the one rule for
+    the reading here and for the runner's authorizer."""
+    return name.lower() in OUTSIDE_PRAGMAS and (has_value or name.lower() != "writable_schema")
+
+
+def _pragma(words: list[Word], i: int, migration: bool = False) -> str | None:
     j = i + 1
     schema = ""
     if j + 2 < len(words) and words[j].is_name and words[j + 1].punct("."):
@@ -67,12 +80,16 @@ def _pragma(words: list[Word], i: int) -> str | None:
     if schema and schema not in OWN_SCHEMAS:
         return f"names another schema ({schema})"
     has_value = j + 1 < len(words) and (words[j + 1].punct("=") or words[j + 1].punct("("))
+    if migration:
+        if migration_writes(name, has_value):
+            return f"reaches past the database file (PRAGMA {name})"
+        return None
     if writes_setting(name, has_value):
         return f"writes a database setting (PRAGMA {name})"
     return None
 
 
-def _head(words: list[Word], i: int) -> str | None:
+def _head(words: list[Word], i: int, migration: bool = False) -> str | None:
     w = words[i]
     if w.is_("ATTACH"):
         return "attaches another database file"
@@ -81,7 +98,7 @@ def _head(words: list[Word], i: int) -> str | None:
     if w.is_("VACUUM") and _vacuum_into(words, i):
         return "writes another database file (VACUUM INTO)"
     if w.is_("PRAGMA"):
-        return _pragma(words, i)
+        return _pragma(words, i, migration)
     if w.is_("CREATE") and _creates_temporary_trigger(words, i):
         return _TEMPORARY_TRIGGER
     return None
@@ -156,9 +173,16 @@ def _outside_table(words: list[Word], i: int) -> bool:
     )
 
 
-def refusal(words: list[Word], text: str) -> str | None:
+def migration_refusal(words: list[Word], text: str) -> str | None:
+    """Why a versioned migration's statement reaches outside its database, or None: the
+    rules of :func:`refusal`, but a pragma that writes the target's own setting is the
+    migration's to write (:func:`migration_writes`)."""
+    return refusal(words, text, migration=True)
+
+
+def refusal(words: list[Word], text: str, migration: bool = False) -> str | None:
     """Why this statement reaches outside its database, or None."""
-    why = first_reason(words, _head)
+    why = first_reason(words, lambda w, i: _head(w, i, migration))
     if why:
         return why
     for i, w in enumerate(words[:-1]):
@@ -209,6 +233,19 @@ def authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None, 
 # behaviour, not a database's setting, and the apply sets it back after the plan
 # whatever happens; a forged plan setting it gains what its own DDL could do anyway.
 PLAN_PRAGMAS = {"legacy_alter_table"}
+
+
+def migration_authorizer(
+    action: int, arg1: str | None, arg2: str | None, db: str | None, _: object
+) -> int:
+    """SQLite's own check of a migration's statements while they run on the target:
+    :func:`authorizer`, but the target's own settings are the migration's to write."""
+    if action == sqlite3.SQLITE_PRAGMA:
+        if db is not None and db not in OWN_SCHEMAS:
+            return sqlite3.SQLITE_DENY
+        outside = migration_writes(arg1 or "", arg2 is not None)
+        return sqlite3.SQLITE_DENY if outside else sqlite3.SQLITE_OK
+    return authorizer(action, arg1, arg2, db, _)
 
 
 def plan_authorizer(

@@ -36,7 +36,7 @@ from ptah.engines import fence
 from ptah.engines.ops import timeouts_from_env
 from ptah.engines.report import bounded
 from ptah.engines.splitter import SplitError, Statement, split_statements
-from ptah.engines.versioned import sumfile
+from ptah.engines.versioned import confine, sumfile
 from ptah.engines.versioned.dialects import Session
 from ptah.engines.versioned.directory import Directory, MigrationFile, SqlFile, Version
 from ptah.engines.versioned.history import REPEATABLE, Reading, compare, dirty_entry, repeatable_key
@@ -274,6 +274,9 @@ class _Run:
                 self.result.reading = reading
                 _refusal(reading, self.opts.baseline, self.s.database_is_empty)
                 if not created:
+                    # Before anything is written: every file this run would apply stays in
+                    # the target database (:mod:`.confine`), or none runs.
+                    self._confine(reading)
                     self.s.create_history()
                     created = True
                 if not reading.rows and self.opts.baseline is not None:
@@ -293,6 +296,21 @@ class _Run:
             self._apply(nxt, rank)
             if self.result.failure is not None:
                 return
+
+    def _confine(self, reading: Reading) -> None:
+        by_version = self.directory.by_version()
+        by_name = {f.name: f for f in self.directory.repeatables}
+        files: list[SqlFile] = []
+        for text in reading.pending:
+            v = Version.parse(text)
+            if self.opts.to is not None and v > self.opts.to:
+                break
+            files.append(by_version[v])
+        files += [by_name[name] for name in reading.repeatables_pending]
+        try:
+            confine.check(self.s, [(f.name, self.statements[f.name]) for f in files])
+        except confine.MigrationRefused as exc:
+            raise _Refused(exc.reason, str(exc)) from None
 
     def _next(self, reading: Reading) -> SqlFile | None:
         """The next pending version up to ``--to``; after the versions, the next repeatable."""

@@ -67,6 +67,10 @@ def history_ddl(dialect: Dialect) -> str:
 )"""
 
 
+class MigrationLeftDatabase(Exception):
+    """A migration's statement left the session in another database than the target's."""
+
+
 class Session:
     """One migration session over an opened connection, speaking the engine's SQL.
 
@@ -80,6 +84,7 @@ class Session:
         self.conn = connection
         self.dialect: Dialect = dialect
         self.log = log
+        self._target_database: str | None = None
         if dialect == "postgres":
             connection.autocommit = True
             connection.add_notice_handler(self._notice)
@@ -106,10 +111,28 @@ class Session:
         self.query(sql, params)
 
     def run_migration_sql(self, text: str) -> None:
-        """Run one statement of a migration verbatim (no parameter interpolation)."""
+        """Run one statement of a migration verbatim (no parameter interpolation), held
+        to its database a second time, past the check that read it beforehand
+        (:mod:`ptah.engines.versioned.confine`): on SQLite by the library's authorizer,
+        on MariaDB by its session's database, which must still be the target's after
+        the statement (the history row is written there next), and by ``DROP FUNCTION``
+        qualified with it (unqualified, it drops the server's loadable function of that
+        name first)."""
         if self.dialect == "sqlite":
-            self.conn.execute(text).fetchall()
+            from ptah.engines.sqlite.confine import migration_authorizer
+
+            self.conn.set_authorizer(migration_authorizer)
+            try:
+                self.conn.execute(text).fetchall()
+            finally:
+                self.conn.set_authorizer(None)
             return
+        if self.dialect == "mysql":
+            from ptah.engines.mysql.confine import qualify_function_drops
+
+            database = self._database()
+            if database:
+                text = qualify_function_drops(text, database)
         with self.conn.cursor() as cur:
             cur.execute(text)
             if self.dialect == "mysql":
@@ -118,6 +141,22 @@ class Session:
                         cur.fetchall()
                     if not cur.nextset():
                         break
+        if self.dialect == "mysql":
+            now = self.query("SELECT DATABASE()")
+            target = self._database()
+            if (now[0][0] if now else None) != (target or None):
+                if target:  # back, so the history row is written in the target
+                    self.execute(f"USE `{target.replace('`', '``')}`")
+                raise MigrationLeftDatabase(
+                    "the statement switched the session to another database"
+                )
+
+    def _database(self) -> str:
+        """The MariaDB session's database when the session began (the target's)."""
+        if self._target_database is None:
+            rows = self.query("SELECT DATABASE()")
+            self._target_database = str(rows[0][0]) if rows and rows[0][0] is not None else ""
+        return self._target_database
 
     def now(self) -> Any:
         moment = datetime.now(UTC)
