@@ -105,9 +105,12 @@ class MigrationFamily:
                 message="a ConfigMap of spec.directory.configMaps does not exist",
                 waiting_for="the migration directory",
             )
-        return ReadingInputs(
-            source=source, args=["history", *self._dir_args(p)], mounts=self._mounts(p)
-        )
+        args = ["history", *self._dir_args(p)]
+        baseline = (p.spec or {}).get("baselineVersion")
+        if baseline:
+            # The files up to it never run on a database without history: not read.
+            args += ["--baseline", str(baseline)]
+        return ReadingInputs(source=source, args=args, mounts=self._mounts(p))
 
     def _pending(self, spec: MigrationSpec, reading: HistoryReading) -> list[str]:
         if spec.target_version is None:

@@ -152,6 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=run_apply)
     p = sub.add_parser("history", help="read the migration history (read-only)")
     _add_dirs(p)
+    p.add_argument(
+        "--baseline",
+        help="the version Migrate would record on a database without history: the files"
+        " up to it are not read for the refusals a run would meet",
+    )
     p.set_defaults(func=run_history)
     p = sub.add_parser("migrate", help="apply pending migrations")
     _add_dirs(p)
@@ -211,7 +216,9 @@ def run_apply(args: argparse.Namespace) -> int:
 
 def run_history(args: argparse.Namespace) -> int:
     return run_operation(
-        args.operation_id, "history", lambda run: operations.history(run, args.dirs)
+        args.operation_id,
+        "history",
+        lambda run: operations.history(run, args.dirs, args.baseline),
     )
 
 

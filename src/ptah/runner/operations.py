@@ -24,9 +24,6 @@ from ptah.engines.base import EngineError
 
 if TYPE_CHECKING:
     from ptah.engines.model import Statement
-    from ptah.engines.versioned.dialects import Session
-    from ptah.engines.versioned.directory import Directory
-    from ptah.engines.versioned.history import Reading
     from ptah.runner.emit import Run
     from ptah.runner.wire import Payload
 
@@ -173,41 +170,18 @@ def _unusable_directory(run: Run, exc: Exception) -> Payload:
     return run.frame("refused", reason, {"message": message})
 
 
-def _confined(session: Session, directory: Directory, reading: Reading) -> tuple[str, str] | None:
-    """(reason, message) when a file this reading has pending cannot be split or reaches
-    outside the target database (:mod:`ptah.engines.versioned.confine`): the plan of such
-    a directory is refused before anything runs."""
-    from ptah.engines.splitter import SplitError, split_statements
-    from ptah.engines.versioned import confine
-    from ptah.engines.versioned.directory import SqlFile, Version
-
-    by_version = directory.by_version()
-    by_name = {f.name: f for f in directory.repeatables}
-    pending: list[SqlFile] = [by_version[Version.parse(v)] for v in reading.pending]
-    pending += [by_name[n] for n in reading.repeatables_pending if n in by_name]
-    files = []
-    for f in pending:
-        try:
-            files.append((f.name, split_statements(f.text, session.dialect)))
-        except SplitError as exc:
-            return "InvalidMigration", f"{f.name}: {exc}"
-    try:
-        confine.check(session, files)
-    except confine.MigrationRefused as exc:
-        return exc.reason, str(exc)
-    return None
-
-
-def history(run: Run, dirs: Sequence[Path]) -> Payload:
+def history(run: Run, dirs: Sequence[Path], baseline: str | None = None) -> Payload:
     """Read the history table in a read-only transaction and compare it with the directory."""
     from ptah.engines.versioned import sumfile
+    from ptah.engines.versioned.apply import pending_refusal
     from ptah.engines.versioned.dialects import Session
-    from ptah.engines.versioned.directory import DirectoryError, read_directory
+    from ptah.engines.versioned.directory import DirectoryError, Version, read_directory
     from ptah.engines.versioned.history import compare
 
     try:
         directory = read_directory(list(dirs))
-    except (DirectoryError, OSError) as exc:
+        below = Version.parse(baseline) if baseline else None
+    except (DirectoryError, OSError, ValueError) as exc:
         return _unusable_directory(run, exc)
     session = Session(run.target.connection, run.target.engine, run.log)
     session.begin(read_only=True)
@@ -217,7 +191,7 @@ def history(run: Run, dirs: Sequence[Path]) -> Payload:
     finally:
         session.rollback()
     reading = compare(directory, rows, history_exists=exists, database_digest=run.identity.digest)
-    refused = _confined(session, directory, reading)
+    refused = pending_refusal(session, directory, reading, below)
     if refused is not None:
         run.log(f"history refused: {refused[0]}: {refused[1]}")
         return run.frame("refused", refused[0], {"message": refused[1]})

@@ -123,17 +123,62 @@ class _Refused(Exception):
 def split_directory(directory: Directory, dialect: Any) -> dict[str, list[Statement]]:
     """Every runnable file's statements by file name, or _Refused naming the file that
     cannot be split (undo files are never run, so never split)."""
-    out: dict[str, list[Statement]] = {}
-    for f in (*directory.files, *directory.repeatables):
-        try:
-            out[f.name] = split_statements(f.text, dialect)
-        except SplitError as exc:
-            raise _Refused("InvalidMigration", f"{f.name}: {exc}") from None
-        # A -- ptah:no-transaction file on PostgreSQL/SQLite runs in autocommit and may
-        # manage its own transactions; everywhere else the runner owns them.
-        if f.transactional or dialect == "mysql":
-            _refuse_tx_control(f, out[f.name])
-    return out
+    return {f.name: _split(f, dialect) for f in (*directory.files, *directory.repeatables)}
+
+
+def _split(f: SqlFile, dialect: Any) -> list[Statement]:
+    try:
+        stmts = split_statements(f.text, dialect)
+    except SplitError as exc:
+        raise _Refused("InvalidMigration", f"{f.name}: {exc}") from None
+    # A -- ptah:no-transaction file on PostgreSQL/SQLite runs in autocommit and may
+    # manage its own transactions; everywhere else the runner owns them.
+    if f.transactional or dialect == "mysql":
+        _refuse_tx_control(f, stmts)
+    return stmts
+
+
+def _to_run(
+    directory: Directory, reading: Reading, to: Version | None, baseline: Version | None
+) -> list[SqlFile]:
+    """The files a run would apply after ``reading``, in order: the pending versions up
+    to ``to`` (above ``baseline`` where the run would record one: no history yet), then
+    the pending repeatables."""
+    by_version = directory.by_version()
+    by_name = {f.name: f for f in directory.repeatables}
+    below = baseline if not reading.rows else None
+    files: list[SqlFile] = []
+    for text in reading.pending:
+        v = Version.parse(text)
+        if to is not None and v > to:
+            break
+        if below is None or v > below:
+            files.append(by_version[v])
+    return files + [by_name[name] for name in reading.repeatables_pending if name in by_name]
+
+
+def _confine(
+    session: Session, files: list[SqlFile], statements: dict[str, list[Statement]]
+) -> None:
+    try:
+        confine.check(session, [(f.name, statements[f.name]) for f in files])
+    except confine.MigrationRefused as exc:
+        raise _Refused(exc.reason, str(exc)) from None
+
+
+def pending_refusal(
+    session: Session, directory: Directory, reading: Reading, baseline: Version | None = None
+) -> tuple[str, str] | None:
+    """(reason, message) when a file ``reading`` has pending would be refused by a run
+    (it cannot be split, holds transaction control, or reaches outside the target
+    database: :mod:`.confine`), else None: the History reading refuses the plan of such
+    a directory before anything runs, as Apply would."""
+    files = _to_run(directory, reading, None, baseline)
+    try:
+        _confine(session, files, {f.name: _split(f, session.dialect) for f in files})
+    except _Refused as exc:
+        return exc.reason, str(exc)
+    return None
 
 
 def _refuse_tx_control(f: SqlFile, stmts: list[Statement]) -> None:
@@ -276,7 +321,8 @@ class _Run:
                 if not created:
                     # Before anything is written: every file this run would apply stays in
                     # the target database (:mod:`.confine`), or none runs.
-                    self._confine(reading)
+                    files = _to_run(self.directory, reading, self.opts.to, self.opts.baseline)
+                    _confine(self.s, files, self.statements)
                     self.s.create_history()
                     created = True
                 if not reading.rows and self.opts.baseline is not None:
@@ -296,21 +342,6 @@ class _Run:
             self._apply(nxt, rank)
             if self.result.failure is not None:
                 return
-
-    def _confine(self, reading: Reading) -> None:
-        by_version = self.directory.by_version()
-        by_name = {f.name: f for f in self.directory.repeatables}
-        files: list[SqlFile] = []
-        for text in reading.pending:
-            v = Version.parse(text)
-            if self.opts.to is not None and v > self.opts.to:
-                break
-            files.append(by_version[v])
-        files += [by_name[name] for name in reading.repeatables_pending]
-        try:
-            confine.check(self.s, [(f.name, self.statements[f.name]) for f in files])
-        except confine.MigrationRefused as exc:
-            raise _Refused(exc.reason, str(exc)) from None
 
     def _next(self, reading: Reading) -> SqlFile | None:
         """The next pending version up to ``--to``; after the versions, the next repeatable."""

@@ -31,13 +31,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from sqlglot.errors import SqlglotError
-
-from ptah.engines.confine import Rule, Word, excerpt, read_words
-from ptah.engines.splitter import Statement
-from ptah.engines.urls import EngineName
-
 if TYPE_CHECKING:
+    # The check's reader (sqlglot) loads when a file is to be read, not before: a run
+    # with nothing pending pays nothing for it (tests/unit/test_startup_imports.py).
+    from ptah.engines.confine import Rule, Word
+    from ptah.engines.splitter import Statement
+    from ptah.engines.urls import EngineName
     from ptah.engines.versioned.dialects import Session
 
 REASON = "StatementRefused"
@@ -97,6 +96,10 @@ def _read(
     name: str, stmts: Sequence[Statement], engine: EngineName, rule: Rule
 ) -> list[tuple[int, str, list[Word]]]:
     """Each statement's words, after refusing the first its own rule refuses."""
+    from sqlglot.errors import SqlglotError
+
+    from ptah.engines.confine import read_words
+
     out: list[tuple[int, str, list[Word]]] = []
     for stmt in stmts:
         try:
@@ -112,4 +115,6 @@ def _read(
 
 
 def _message(name: str, line: int, text: str, why: str) -> str:
+    from ptah.engines.confine import excerpt
+
     return f"migration refused: {name} line {line}: {why}: {excerpt(text)}"
