@@ -475,3 +475,143 @@ def test_the_mysql_check_is_linear_on_a_body_of_many_creates() -> None:
     assert large < 24 * max(small, 0.01), (small, large)
     soname = "CREATE PROCEDURE p() BEGIN SELECT 1; CREATE FUNCTION f RETURNS INT SONAME 'x'; END"
     assert "SONAME" in (refusal(read_words(soname, "mysql"), soname) or "")
+
+
+# -- SHOW naming a database ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SHOW TABLES FROM other",
+        "SHOW FULL TABLES IN `other`",
+        "show table status from other like 'k%'",
+        "SHOW COLUMNS FROM keep FROM other",
+        "SHOW INDEX FROM keep IN other",
+        "SHOW TRIGGERS FROM other",
+        "SHOW EVENTS IN other",
+        "CREATE PROCEDURE p() SHOW TABLES FROM other",
+    ],
+)
+def test_a_show_of_another_database_is_refused(sql: str) -> None:
+    with pytest.raises(StatementRefused, match="another database"):
+        check(sql, "mysql")
+
+
+@pytest.mark.parametrize(
+    "sql", ["SHOW COLUMNS FROM t", "SHOW INDEX FROM t", "SHOW WARNINGS", "SHOW TABLES LIKE 'x'"]
+)
+def test_a_show_of_the_files_own_tables_passes(sql: str) -> None:
+    check(f"CREATE TABLE t (a int);\n{sql}", "mysql")
+
+
+# -- versioned migrations: their own database may be named, nothing past it -----------
+
+MIGRATION_REFUSED: list[tuple[str, str]] = [
+    ("USE other", "switches the session to another database"),
+    ("use `App`", "switches the session to another database"),  # a case-sensitive server
+    ("DROP TABLE other.t", "another database"),
+    ("INSERT INTO app.t SELECT * FROM other.t", "another database"),
+    ("RENAME TABLE t TO other.t", "another database"),
+    ("ALTER TABLE t RENAME TO other.t", "another database"),
+    ("CREATE TABLE c AS SELECT * FROM information_schema.tables", "another database"),
+    ("UPDATE mysql.user SET plugin = ''", "another database"),
+    ("DROP DATABASE app", "whole database"),
+    ("CREATE DATABASE other", "whole database"),
+    ("ALTER DATABASE other CHARACTER SET latin1", "whole database"),
+    ("DROP/**/SCHEMA -- x\n other", "whole database"),
+    ("/*!50001 DROP DATABASE other */", "whole database"),
+    ("GRANT SELECT ON app.* TO u", "accounts"),
+    ("REVOKE SELECT ON t FROM u", "accounts"),
+    ("CREATE USER u", "accounts"),
+    ("SET GLOBAL foreign_key_checks = 0", "server-wide variable"),
+    ("SET sql_log_bin = 0", "replicas"),
+    ("SET @@session.sql_log_bin = 0", "replicas"),
+    ("SELECT * FROM t INTO OUTFILE '/tmp/x'", "file"),
+    ("LOAD DATA INFILE '/etc/hostname' INTO TABLE t", "files"),
+    ("PREPARE s FROM 'DROP DATABASE x'", "dynamic SQL"),
+    ("EXECUTE IMMEDIATE 'DROP DATABASE x'", "dynamic SQL"),
+    ("BEGIN NOT ATOMIC DELETE FROM other.t; END", "another database"),
+    ("CREATE PROCEDURE p() BEGIN USE other; END", "another database"),
+    ("CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO DELETE FROM other.t", "another database"),
+    ("SELECT SETVAL(other.s, 1)", "another database"),
+    ("SHOW TABLES FROM other", "another database"),
+    ("FLUSH TABLES", "administers the server"),
+    ("XA START 'x'", "XA"),
+    ("SET sql_mode = 'ANSI_QUOTES'", "reads the statements"),
+    ("SELECT LOAD_FILE('/etc/passwd')", "reads a file"),
+]
+MIGRATION_ACCEPTED = [
+    "CREATE TABLE t (a int)",
+    "USE app",
+    "USE `app`",
+    "CREATE TABLE app.t (a int); INSERT INTO `app`.t VALUES (1)",
+    "CREATE VIEW v AS SELECT * FROM app.t, t AS u",
+    "ALTER DATABASE CHARACTER SET utf8mb4",
+    "ALTER DATABASE app COLLATE utf8mb4_bin",
+    "SHOW TABLES FROM app",
+    "SET foreign_key_checks = 0",
+    "SET SESSION max_statement_time = 0",
+    "DO SLEEP(0)",
+    "SELECT GET_LOCK('m', 1)",
+    "DELETE FROM t WHERE a IN (SELECT a FROM app.u)",
+    "CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO DELETE FROM t",
+]
+
+
+def _migration_check(sql: str, dialect: str = "mysql") -> None:
+    from ptah.engines.splitter import split_statements
+    from ptah.engines.versioned import confine as vconfine
+
+    class _Session:  # the session's answers: the target's database, the default mode
+        def __init__(self) -> None:
+            self.dialect = dialect
+
+        def query(self, q: str) -> list[tuple[str]]:
+            return [("app",)] if "DATABASE()" in q else [("STRICT_TRANS_TABLES",)]
+
+    stmts = split_statements(sql, dialect)  # type: ignore[arg-type]
+    vconfine.check(_Session(), [("0002_x.sql", stmts)])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("sql", "why"), MIGRATION_REFUSED)
+def test_a_migration_that_reaches_past_its_database_is_refused(sql: str, why: str) -> None:
+    from ptah.engines.versioned.confine import MigrationRefused
+
+    with pytest.raises(MigrationRefused, match=why) as caught:
+        _migration_check(f"CREATE TABLE a (id int);\n{sql};\n")
+    message = str(caught.value)
+    assert "0002_x.sql line 2:" in message and "\n" not in message, message
+
+
+@pytest.mark.parametrize("sql", MIGRATION_ACCEPTED)
+def test_a_migration_may_do_what_ddl_and_dml_do_in_its_database(sql: str) -> None:
+    _migration_check(f"{sql};\n")
+
+
+@pytest.mark.parametrize(
+    ("sql", "why"),
+    [
+        ("ATTACH 'x.db' AS x", "attaches"),
+        ("DETACH x", "detaches"),
+        ("DELETE FROM x.t", "another schema"),
+        ("VACUUM INTO '/tmp/x.db'", "VACUUM INTO"),
+        ("PRAGMA writable_schema = 1", "writable_schema"),
+        ("PRAGMA temp_store_directory = '/tmp'", "temp_store_directory"),
+        ("CREATE TEMP TRIGGER t AFTER INSERT ON a BEGIN DELETE FROM a; END", "temporary"),
+        ("SELECT load_extension('x')", "load_extension"),
+    ],
+)
+def test_a_sqlite_migration_that_reaches_past_its_file_is_refused(sql: str, why: str) -> None:
+    from ptah.engines.versioned.confine import MigrationRefused
+
+    with pytest.raises(MigrationRefused, match=why):
+        _migration_check(f"{sql};\n", "sqlite")
+
+
+@pytest.mark.parametrize(
+    "sql",
+    ["PRAGMA user_version = 3", "PRAGMA journal_mode = WAL", "VACUUM", "CREATE TABLE main.t (a)"],
+)
+def test_a_sqlite_migration_may_write_its_own_settings(sql: str) -> None:
+    _migration_check(f"{sql};\n", "sqlite")

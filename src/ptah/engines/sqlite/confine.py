@@ -235,11 +235,21 @@ def authorizer(action: int, arg1: str | None, arg2: str | None, db: str | None, 
 PLAN_PRAGMAS = {"legacy_alter_table"}
 
 
+_VACUUM_SCHEMA = "vacuum_db"
+
+
 def migration_authorizer(
     action: int, arg1: str | None, arg2: str | None, db: str | None, _: object
 ) -> int:
     """SQLite's own check of a migration's statements while they run on the target:
-    :func:`authorizer`, but the target's own settings are the migration's to write."""
+    :func:`authorizer`, but the target's own settings are the migration's to write, and
+    a VACUUM of the target may rebuild it through the private temporary database SQLite
+    attaches for it (``ATTACH ''`` as ``vacuum_db``: no file outlives the statement; the
+    reading refuses any ATTACH a file writes)."""
+    if action == sqlite3.SQLITE_ATTACH and arg1 == "":
+        return sqlite3.SQLITE_OK
+    if db == _VACUUM_SCHEMA:
+        db = None
     if action == sqlite3.SQLITE_PRAGMA:
         if db is not None and db not in OWN_SCHEMAS:
             return sqlite3.SQLITE_DENY
