@@ -190,6 +190,9 @@ def test_mysql_plans_of_hostile_files_leave_the_sentinel(
         (f"{table}REPLACE LOW_PRIORITY {s}.keep VALUES (1, 'x');\n", "REPLACE"),
         # A body of one statement, and a handler's statement, ran unjudged at CALL p().
         (f"{table}CREATE PROCEDURE p() DROP DATABASE {s};\nCALL p();\n", "CREATE PROCEDURE"),
+        # A SHOW reads where its FROM/IN says: another database's table list.
+        (f"{table}SHOW TABLES FROM {s};\n", "SHOW TABLES"),
+        (f"{table}SHOW COLUMNS FROM keep IN `{s}`;\n", "SHOW COLUMNS"),
         (
             f"{table}DELIMITER //\nCREATE PROCEDURE p() BEGIN\n"
             f"  DECLARE CONTINUE HANDLER FOR SQLEXCEPTION DROP DATABASE {s};\n"
@@ -541,6 +544,170 @@ def test_mysql_a_column_named_like_a_built_in_keeps_its_prefix_index(
     with open_target(mysql_db) as target:
         plan = planner.plan(target, sql)
     assert any(f"(`{name}`(10))" in st.sql for st in plan.statements), plan
+
+
+# -- MariaDB migrations ----------------------------------------------------------------
+# A versioned migration runs on the target itself: its own database's DDL and DML are
+# its to do, anything past that database is refused before the run writes anything
+# (ptah.engines.versioned.confine), by the History reading (the plan) and by Migrate.
+
+MYSQL_MIGRATIONS = {
+    "use another database": "USE {s};\nDROP TABLE keep;\n",
+    "use, backticked, in a comment's shadow": "USE/**/`{s}`;\nDELETE FROM keep;\n",
+    "qualified drop": "DROP TABLE {s}.keep;\n",
+    "qualified insert": "INSERT INTO `{s}`.keep VALUES (3, 'three');\n",
+    "rename into the target": "RENAME TABLE {s}.keep TO stolen;\n",
+    "rename out of the target": "CREATE TABLE c (id INT);\nALTER TABLE c RENAME TO {s}.c;\n",
+    "create table select": "CREATE TABLE c AS SELECT * FROM {s}.keep;\n",
+    "drop database, comment inside": "DROP/**/DATABASE {s};\n",
+    "drop schema, dash comment": "DROP -- x\n SCHEMA `{s}`;\n",
+    "versioned comment": "/*!50001 DROP DATABASE {s} */;\n",
+    "mariadb versioned comment": "/*M!100100 DELETE FROM {s}.keep */;\n",
+    "create database": "CREATE DATABASE {s}_new;\n",
+    "trigger body": "CREATE TRIGGER tr AFTER INSERT ON a FOR EACH ROW DELETE FROM {s}.keep;\n"
+    "INSERT INTO a VALUES (1);\n",
+    "procedure, called": "DELIMITER //\nCREATE PROCEDURE p() BEGIN DELETE FROM {s}.keep; END//\n"
+    "DELIMITER ;\nCALL p();\n",
+    "dynamic SQL in a procedure": "DELIMITER //\nCREATE PROCEDURE p() BEGIN\n"
+    "  PREPARE st FROM 'DROP DATABASE {s}'; EXECUTE st;\nEND//\nDELIMITER ;\nCALL p();\n",
+    "BEGIN NOT ATOMIC": "DELIMITER //\nBEGIN NOT ATOMIC\n  DELETE FROM {s}.keep;\nEND//\n"
+    "DELIMITER ;\n",
+    "execute immediate": "EXECUTE IMMEDIATE 'DROP DATABASE {s}';\n",
+    "event body": "CREATE EVENT e ON SCHEDULE AT CURRENT_TIMESTAMP DO DELETE FROM {s}.keep;\n",
+    "sequence": "SELECT SETVAL({s}.seq, 1000);\n",
+    "view over it": "CREATE VIEW v AS SELECT * FROM {s}.keep;\n",
+    "set statement for": "SET STATEMENT foreign_key_checks = 0 FOR DROP TABLE {s}.keep;\n",
+    "set global": "SET GLOBAL max_connections = 7;\n",
+    "sql_log_bin": "SET SESSION sql_log_bin = 0;\n",
+    "grant": "GRANT SELECT ON `{s}`.* TO CURRENT_USER;\n",
+    "create user": "CREATE USER `{s}`@'%' IDENTIFIED BY 'x';\n",
+    "outfile": "SELECT 1 INTO OUTFILE '{outfile}';\n",
+    "string hides a statement": "SET sql_mode = 'NO_BACKSLASH_ESCAPES';\n"
+    "SELECT '\\'; DROP DATABASE {s}; -- ';\n",
+    "lock tables": "LOCK TABLES {s}.keep WRITE;\n",
+    "show another database": "SHOW TABLES FROM {s};\n",
+}
+
+
+def _migration_dir(tmp_path: Path, second: str) -> Path:
+    from support.migration_dir import with_sum
+
+    first = "CREATE TABLE a (id INT PRIMARY KEY);\n"
+    directory = tmp_path / uuid.uuid4().hex[:6]
+    directory.mkdir()
+    for name, text in with_sum({"0001_a.sql": first, "0002_x.sql": second}).items():
+        (directory / name).write_text(text)
+    return directory
+
+
+def _migration_frames(url: str, directory: Path) -> tuple[ResultFrame, ResultFrame]:
+    """The History reading and the Migrate run of ``directory``, through the runner's own
+    operations."""
+    frames = []
+    for op in ("history", "migrate"):
+        with open_target(url) as target:
+            run = Run.on(target, op, f"op-{op}")
+            if op == "history":
+                payload = operations.history(run, [directory])
+            else:
+                payload = operations.migrate(run, [directory], None, None, 0.0, None)
+        frames.append(ResultFrame.model_validate(payload))
+    return frames[0], frames[1]
+
+
+@pytest.mark.parametrize("name", sorted(MYSQL_MIGRATIONS))
+def test_mysql_migrations_that_leave_the_target_are_refused(
+    mysql_db: str, mysql_url: str, mysql_sentinel: str, tmp_path: Path, name: str
+) -> None:
+    s = mysql_sentinel
+    outfile = f"/tmp/ptah-sentinel-{uuid.uuid4().hex[:8]}"
+    state = _mysql_state(mysql_url, s, outfile)
+    before = state()
+    sql = MYSQL_MIGRATIONS[name].format(s=s, outfile=outfile)
+    history, migrate = _migration_frames(mysql_db, _migration_dir(tmp_path, sql))
+    for frame in (history, migrate):
+        message = str(frame.data.get("message"))
+        assert (frame.outcome, frame.reason) == ("refused", "StatementRefused"), frame
+        assert "0002_x.sql line " in message and "\n" not in message, message
+    assert migrate.data["applied"] == [], migrate.data  # not even the first file ran
+    assert state() == before, f"sentinel changed by {sql!r}"
+    with open_target(mysql_db) as target, target.connection.cursor() as cur:
+        cur.execute("SHOW TABLES")
+        assert cur.fetchall() == ()  # nor was the history table created
+
+
+def test_mysql_migrations_may_use_their_own_database(
+    mysql_db: str, mysql_url: str, mysql_sentinel: str, tmp_path: Path
+) -> None:
+    """Its own name, its session's settings, its waits, and DROP FUNCTION: qualified with
+    the target's name by the runner, so a server's loadable function of that name stays."""
+    from support.databases import database_of
+
+    own = database_of(mysql_db)
+    sql = (
+        f"USE `{own}`;\nCREATE TABLE {own}.b (id INT);\nINSERT INTO `{own}`.b VALUES (1);\n"
+        "SET foreign_key_checks = 0;\nALTER DATABASE CHARACTER SET utf8mb4;\n"
+        f"SHOW TABLES FROM `{own}`;\nDO SLEEP(0);\n"
+        "CREATE FUNCTION f() RETURNS INT RETURN 1;\nDROP FUNCTION IF EXISTS f;\n"
+    )
+    state = _mysql_state(mysql_url, mysql_sentinel, "/nonexistent")
+    before = state()
+    history, migrate = _migration_frames(mysql_db, _migration_dir(tmp_path, sql))
+    assert history.outcome == "succeeded" and history.data["pending"] == ["1", "2"], history
+    assert migrate.outcome == "succeeded" and migrate.data["applied"] == ["1", "2"], migrate
+    assert state() == before
+
+
+def test_mysql_a_migration_that_switches_database_is_stopped_at_run_time(
+    mysql_db: str,
+    mysql_db2: str,
+    mysql_url: str,
+    mysql_sentinel: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The second line: with the reading disarmed, a statement that moves the session to
+    another database fails there, before the next statement or history row runs in it;
+    and a qualified name does reach the sentinel (the proof can fail)."""
+    from ptah.engines.versioned import confine as vconfine
+
+    monkeypatch.setattr(vconfine, "check", lambda session, files: None)
+    s = mysql_sentinel
+    state = _mysql_state(mysql_url, s, "/nonexistent")
+    before = state()
+    sql = f"USE {s};\nDROP TABLE keep;\n"
+    _, migrate = _migration_frames(mysql_db, _migration_dir(tmp_path, sql))
+    assert migrate.outcome == "failed" and migrate.data["failure"]["statement"] == 1, migrate
+    assert "switched the session" in migrate.data["failure"]["error"], migrate
+    assert state() == before
+    # On a second database (the first is dirty now): without the check, the sentinel's
+    # table is gone.
+    _migration_frames(mysql_db2, _migration_dir(tmp_path, f"DROP TABLE {s}.keep;\n"))
+    assert state() != before
+
+
+@pytest.mark.parametrize("mode", ["ANSI_QUOTES", "NO_BACKSLASH_ESCAPES"])
+def test_mysql_a_session_that_reads_quotes_otherwise_is_refused(
+    mysql_db: str, mysql_sentinel: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """A server whose default mode reads quotes otherwise ("other".t is a name, not a
+    string): the check cannot vouch for what it read, so nothing runs."""
+    from ptah.engines.mysql import target as mytarget
+
+    real = mytarget.connect
+
+    def connect_as_configured(url: object, *args: object, **kwargs: object) -> object:
+        conn = real(url, *args, **kwargs)  # type: ignore[arg-type]
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION sql_mode = %s", (mode,))
+        return conn
+
+    monkeypatch.setattr(mytarget, "connect", connect_as_configured)
+    sql = f'CREATE TABLE "{mysql_sentinel}".t (id INT);\n'
+    history, migrate = _migration_frames(mysql_db, _migration_dir(tmp_path, sql))
+    for frame in (history, migrate):
+        assert (frame.outcome, frame.reason) == ("refused", "StatementRefused"), frame
+        assert mode in str(frame.data["message"]), frame
 
 
 # -- SQLite --------------------------------------------------------------------------
