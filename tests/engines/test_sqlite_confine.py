@@ -162,3 +162,110 @@ def test_an_applied_plan_is_held_to_the_same_rules(tmp_path: Path, name: str) ->
     assert result.outcome == "failed" and "not authorized" in result.message, result.message
     assert result.progress.committed == 0 and tables == [("a",)] and version == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.db", "t.db-ptah-fence"]
+
+
+# -- migrations: a versioned file runs on the target file itself, and nowhere else ------
+
+SQLITE_MIGRATIONS = {
+    "attach the sentinel": "ATTACH '{sentinel}' AS s;\nDELETE FROM s.keep;\n",
+    "attach, comment inside": "ATTACH/**/DATABASE '{sentinel}' AS s;\n",
+    "attach a new file": "ATTACH '{dir}/new.db' AS n;\nCREATE TABLE n.t (a);\n",
+    "detach": "DETACH DATABASE temp;\n",
+    "another schema": "DROP TABLE s.keep;\n",
+    "vacuum into": "VACUUM INTO '{dir}/copy.db';\n",
+    "writable_schema": "PRAGMA writable_schema = ON;\n",
+    "temp_store_directory": "PRAGMA temp_store_directory = '{dir}';\n",
+    "load_extension": "SELECT load_extension('{dir}/x.so');\n",
+    "writefile in a trigger": "CREATE TRIGGER w AFTER INSERT ON a BEGIN"
+    " SELECT writefile('{dir}/out', 'x'); END;\n",
+    "temp trigger": "CREATE TEMP TRIGGER t AFTER INSERT ON main.a BEGIN DELETE FROM main.a; END;\n",
+}
+
+
+def _sqlite_migration(url: str, directory: Path, op: str) -> dict[str, object]:
+    from ptah.runner import operations
+    from ptah.runner.emit import Run
+    from ptah.runner.frame import ResultFrame
+
+    with open_target(url) as target:
+        run = Run.on(target, op, f"op-{op}")
+        if op == "history":
+            payload = operations.history(run, [directory])
+        else:
+            payload = operations.migrate(run, [directory], None, None, 0.0, None)
+    frame = ResultFrame.model_validate(payload)
+    return {"outcome": frame.outcome, "reason": frame.reason, **frame.data}
+
+
+def _sqlite_migration_dir(tmp_path: Path, second: str) -> Path:
+    from support.migration_dir import with_sum
+
+    directory = tmp_path / "migrations"
+    directory.mkdir()
+    files = {"0001_a.sql": "CREATE TABLE a (id INTEGER PRIMARY KEY);\n", "0002_x.sql": second}
+    for name, text in with_sum(files).items():
+        (directory / name).write_text(text)
+    return directory
+
+
+@pytest.mark.parametrize("name", sorted(SQLITE_MIGRATIONS))
+def test_sqlite_migrations_that_leave_the_file_are_refused(tmp_path: Path, name: str) -> None:
+    import hashlib
+    import sqlite3
+
+    data = tmp_path / "data"
+    data.mkdir()
+    sentinel = data / "sentinel.db"
+    with sqlite3.connect(sentinel) as conn:
+        conn.execute("CREATE TABLE keep (id INTEGER PRIMARY KEY, v TEXT)")
+        conn.execute("INSERT INTO keep VALUES (1, 'one')")
+    conn.close()
+    url = f"sqlite:///{data}/target.db"
+    with open_target(url):
+        pass
+
+    def state() -> str:
+        # The realm's fence file beside the target is Ptah's own (Migrate holds it).
+        listing = sorted(p.name for p in data.iterdir() if not p.name.endswith("-ptah-fence"))
+        return repr(listing) + hashlib.sha256(sentinel.read_bytes()).hexdigest()
+
+    before = state()
+    sql = SQLITE_MIGRATIONS[name].format(sentinel=sentinel, dir=data)
+    directory = _sqlite_migration_dir(tmp_path, sql)
+    for op in ("history", "migrate"):
+        got = _sqlite_migration(url, directory, op)
+        assert (got["outcome"], got["reason"]) == ("refused", "StatementRefused"), got
+        message = str(got["message"])
+        assert "0002_x.sql line 1:" in message and "\n" not in message, message
+    assert state() == before, f"the data directory changed by {sql!r}"
+    with open_target(url) as target:
+        assert target.connection.execute("SELECT name FROM sqlite_master").fetchall() == []
+
+
+def test_sqlite_migrations_may_set_their_own_file(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/target.db"
+    sql = (
+        "-- ptah:no-transaction\nPRAGMA user_version = 7;\nPRAGMA journal_mode = WAL;\n"
+        "CREATE TABLE main.b (id INTEGER);\nVACUUM;\n"
+    )
+    got = _sqlite_migration(url, _sqlite_migration_dir(tmp_path, sql), "migrate")
+    assert got["outcome"] == "succeeded" and got["applied"] == ["1", "2"], got
+    with open_target(url) as target:
+        assert target.connection.execute("PRAGMA user_version").fetchone()[0] == 7
+
+
+def test_sqlite_a_migration_is_held_by_the_authorizer_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second line: with the reading disarmed, SQLite's authorizer still refuses the
+    ATTACH while the file runs, and nothing is created beside the target."""
+    from ptah.engines.versioned import confine as vconfine
+
+    monkeypatch.setattr(vconfine, "check", lambda session, files: None)
+    data = tmp_path / "data"
+    data.mkdir()
+    url = f"sqlite:///{data}/target.db"
+    sql = f"ATTACH '{data}/new.db' AS n;\nCREATE TABLE n.t (a);\n"
+    got = _sqlite_migration(url, _sqlite_migration_dir(tmp_path, sql), "migrate")
+    assert got["outcome"] == "failed" and "not authorized" in str(got["failure"]), got
+    assert not (data / "new.db").exists()

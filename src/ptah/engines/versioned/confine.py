@@ -14,10 +14,12 @@ pragmas that reach past the file).
 
 Each statement of every file that is to run is read by the engine's confinement rules
 (the same reading as a desired file's: quotes, comments, ``DELIMITER``, MariaDB's
-versioned comments, routine bodies) before the run takes its lock or writes anything:
-the History reading refuses such a directory (``StatementRefused``, the file, the line
-and why), and so does ``migrate`` before its first file. Files already applied are not
-read again: they do not run.
+versioned comments, routine bodies) before the run writes anything: the History
+reading refuses such a directory (``StatementRefused``, the file, the line and why), and
+so does ``migrate``, under its fence, before it creates the history table or runs its
+first file. While a file runs, a second line holds: SQLite's authorizer, and on MariaDB
+the session's database checked after each statement (``Session.run_migration_sql``).
+Files already applied are not read again: they do not run.
 
 The check reads quotes and backslashes as MariaDB's default ``sql_mode`` does; a
 session whose mode reads them otherwise (``ANSI_QUOTES``, ``NO_BACKSLASH_ESCAPES`` and
