@@ -178,7 +178,10 @@ def cmd_status(args: argparse.Namespace) -> int:
             rows = session.read_history() if exists else []
         finally:
             session.rollback()
-    reading = compare(directory, rows, history_exists=exists, database_digest=identity.digest)
+        reading = compare(directory, rows, history_exists=exists, database_digest=identity.digest)
+        from ptah.engines.versioned.apply import pending_refusal
+
+        refused = pending_refusal(session, directory, reading)
     print(f"database: {identity.engine} {identity.digest[:12]}")
     for line in _table(reading, directory.by_version()) + _repeatable_table(reading):
         print(line)
@@ -186,6 +189,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(f"undo file {name}: ignored (Ptah does not run undo migrations)")
     problems = sumfile.problems(directory)
     print(f"ptah.sum: {'ok' if not problems else '; '.join(problems)}")
+    if refused is not None:
+        print(f"apply would be refused ({refused[0]}): {refused[1]}")
     print(
         f"{len(reading.applied)} applied, {len(reading.pending)} pending, "
         f"{len(reading.repeatables_pending)} repeatable to run, "

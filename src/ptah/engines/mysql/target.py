@@ -44,8 +44,9 @@ def read_as_checked(conn: Any) -> None:
     file may SET: strictness and the like, which decide what a file's DDL means). The
     inspection reads SHOW CREATE output, which quotes names by the same modes, so every
     declarative session (load, both sides' inspection, and the apply of what they gave)
-    reads alike; a versioned migration's session keeps the server's modes, its files
-    being the user's own SQL."""
+    reads alike. A versioned migration's session keeps the server's modes (its files are
+    the user's SQL, written for them), and is refused when they read otherwise
+    (:mod:`ptah.engines.versioned.confine`)."""
     with conn.cursor() as cur:
         cur.execute("SELECT @@SESSION.sql_mode")
         row = cur.fetchone()
