@@ -269,3 +269,28 @@ def test_sqlite_a_migration_is_held_by_the_authorizer_too(
     got = _sqlite_migration(url, _sqlite_migration_dir(tmp_path, sql), "migrate")
     assert got["outcome"] == "failed" and "not authorized" in str(got["failure"]), got
     assert not (data / "new.db").exists()
+
+
+def test_sqlite_files_below_the_baseline_are_not_read(tmp_path: Path) -> None:
+    """On a database without history, the files up to the baseline never run: neither
+    History (given the baseline, as the operator gives it) nor Migrate refuses them."""
+    from ptah.runner import operations
+    from ptah.runner.emit import Run
+    from support.migration_dir import with_sum
+
+    directory = tmp_path / "migrations"
+    directory.mkdir()
+    files = {"0001_old.sql": "ATTACH 'old.db' AS o;\n", "0002_b.sql": "CREATE TABLE b (id INT);\n"}
+    for name, text in with_sum(files).items():
+        (directory / name).write_text(text)
+    url = f"sqlite:///{tmp_path}/target.db"
+    with open_target(url) as target:
+        target.connection.execute("CREATE TABLE a (id INT)")  # what version 1 made
+        refused = operations.history(Run.on(target, "history", "op-h"), [directory])
+        read = operations.history(Run.on(target, "history", "op-h2"), [directory], "1")
+        done = operations.migrate(
+            Run.on(target, "migrate", "op-m"), [directory], None, "1", 0, None
+        )
+    assert (refused["outcome"], refused["reason"]) == ("refused", "StatementRefused"), refused
+    assert read["outcome"] == "succeeded", read
+    assert done["outcome"] == "succeeded" and done["data"]["applied"] == ["2"], done

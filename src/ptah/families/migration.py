@@ -106,7 +106,7 @@ class MigrationFamily:
                 waiting_for="the migration directory",
             )
         args = ["history", *self._dir_args(p)]
-        baseline = (p.spec or {}).get("baselineVersion")
+        baseline = self.spec_of(p).baseline_version
         if baseline:
             # The files up to it never run on a database without history: not read.
             args += ["--baseline", str(baseline)]
