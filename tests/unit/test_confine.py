@@ -491,6 +491,10 @@ def test_the_mysql_check_is_linear_on_a_body_of_many_creates() -> None:
         "SHOW TRIGGERS FROM other",
         "SHOW EVENTS IN other",
         "CREATE PROCEDURE p() SHOW TABLES FROM other",
+        "SHOW CREATE DATABASE other",
+        "SHOW CREATE SCHEMA IF NOT EXISTS `other`",
+        "SHOW PROCEDURE CODE other.p",
+        "SHOW TABLE STATUS FROM `other`",
     ],
 )
 def test_a_show_of_another_database_is_refused(sql: str) -> None:

@@ -131,9 +131,19 @@ _SHOW_OF_TABLE = {"COLUMNS", "FIELDS", "INDEX", "INDEXES", "KEYS"}
 
 
 def _show(words: list[Word], i: int, scope: Scope) -> str | None:
-    """``SHOW TABLES FROM x``, ``SHOW COLUMNS FROM t IN x``, ``SHOW TRIGGERS IN x``...: a
-    database named where SHOW reads (a qualified ``x.t`` is judged as any other name)."""
+    """``SHOW TABLES FROM x``, ``SHOW COLUMNS FROM t IN x``, ``SHOW TRIGGERS IN x``,
+    ``SHOW CREATE DATABASE x``, ``SHOW PROCEDURE CODE x.p``...: a database named where
+    SHOW reads."""
     end = _statement_end(words, i)
+    for name in dotted_names(words[i:end]):
+        if not scope.own(name.parts[0]) and not (name.before and name.before.punct("@@")):
+            return f"names another database ({'.'.join(name.parts[:-1])})"
+    if i + 3 < end and words[i + 1].is_("CREATE") and words[i + 2].is_("DATABASE", "SCHEMA"):
+        k = i + 3
+        while k < end and words[k].is_("IF", "NOT", "EXISTS"):
+            k += 1
+        if k < end and words[k].is_name and not scope.own(words[k].text):
+            return f"names another database ({words[k].text})"
     of_table = any(words[j].upper in _SHOW_OF_TABLE for j in range(i + 1, min(i + 4, end)))
     seen = 0
     for j in range(i + 1, end - 1):
@@ -142,9 +152,9 @@ def _show(words: list[Word], i: int, scope: Scope) -> str | None:
             return None
         if w.is_("FROM", "IN"):
             seen += 1
-            name = words[j + 1]
-            if (seen == 2 or not of_table) and name.is_name and not scope.own(name.text):
-                return f"names another database ({name.text})"
+            db = words[j + 1]
+            if (seen == 2 or not of_table) and db.is_name and not scope.own(db.text):
+                return f"names another database ({db.text})"
     return None
 
 
