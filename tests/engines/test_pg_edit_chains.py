@@ -192,6 +192,87 @@ EDITS: dict[str, tuple[str, str]] = {
         "CREATE TABLE public.t (id bigint);\n"
         "CREATE UNLOGGED SEQUENCE public.s OWNED BY public.t.id;",
     ),
+    # A table's trigger, policy, rule or statistics object goes with the table, but was not
+    # ordered by what it uses: the function was dropped first, under it.
+    "a table dropped with the functions its trigger, policy, rule, statistics call": (
+        """
+        CREATE FUNCTION public.tf() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;
+        CREATE FUNCTION public.ok(integer) RETURNS boolean LANGUAGE sql IMMUTABLE RETURN $1 > 0;
+        CREATE FUNCTION public.me() RETURNS boolean LANGUAGE sql STABLE RETURN true;
+        CREATE FUNCTION public.dbl(integer) RETURNS integer LANGUAGE sql IMMUTABLE RETURN $1 * 2;
+        CREATE TABLE public.t (a integer, b integer);
+        CREATE TRIGGER tr BEFORE UPDATE ON public.t FOR EACH ROW EXECUTE FUNCTION public.tf();
+        ALTER TABLE public.t ENABLE ROW LEVEL SECURITY;
+        CREATE POLICY p ON public.t USING (public.me() AND a > 0);
+        CREATE RULE r AS ON INSERT TO public.t WHERE NOT public.ok(NEW.a) DO INSTEAD NOTHING;
+        CREATE STATISTICS public.st ON public.dbl(a), b FROM public.t;
+        CREATE TABLE public.p (k integer) PARTITION BY LIST (k);
+        CREATE TABLE public.p1 PARTITION OF public.p FOR VALUES IN (1);
+        CREATE TRIGGER ptr BEFORE UPDATE ON public.p FOR EACH ROW EXECUTE FUNCTION public.tf();
+        CREATE TABLE public.kept (a integer);
+        """,
+        "CREATE TABLE public.kept (a integer);",
+    ),
+    # DROP TABLE in name order: the referenced table first, under the other's key.
+    "tables dropped with foreign keys between them, and to each other": (
+        """
+        CREATE TABLE public.a (id integer PRIMARY KEY, b integer);
+        CREATE TABLE public.b (id integer PRIMARY KEY, a integer REFERENCES public.a);
+        ALTER TABLE public.a ADD CONSTRAINT a_b FOREIGN KEY (b) REFERENCES public.b;
+        CREATE TABLE public.c (id integer PRIMARY KEY, b integer REFERENCES public.b);
+        CREATE TABLE public.d (id integer REFERENCES public.c);
+        """,
+        "CREATE TABLE public.d (id integer);",
+    ),
+    # A rule on the parent inserting into its inheriting child: each waits on the other.
+    "parent and child dropped, the parent's rule inserting into the child": (
+        """
+        CREATE TABLE public.p (id integer, at date);
+        CREATE TABLE public.c1 (CHECK (at < '2020-01-01')) INHERITS (public.p);
+        CREATE RULE r1 AS ON INSERT TO public.p WHERE NEW.at < '2020-01-01'
+            DO INSTEAD INSERT INTO public.c1 VALUES (NEW.*);
+        """,
+        "CREATE SCHEMA keep;",
+    ),
+    # The target's default privileges were left until the plan's end: the extension's
+    # functions were created under them (EXECUTE revoked), unlike the desired file's.
+    "an extension created where the default privileges revoke EXECUTE": (
+        """
+        CREATE SCHEMA app;
+        ALTER DEFAULT PRIVILEGES REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
+        ALTER DEFAULT PRIVILEGES IN SCHEMA app GRANT SELECT ON TABLES TO ptah_corpus_reader;
+        """,
+        """
+        CREATE SCHEMA app;
+        CREATE EXTENSION citext WITH SCHEMA app;
+        CREATE EXTENSION hstore;
+        CREATE TABLE app.t (a app.citext);
+        ALTER DEFAULT PRIVILEGES IN SCHEMA app GRANT SELECT ON TABLES TO ptah_corpus_reader;
+        """,
+    ),
+    "the same, the default privileges staying": (
+        """
+        CREATE SCHEMA app;
+        ALTER DEFAULT PRIVILEGES REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
+        ALTER DEFAULT PRIVILEGES IN SCHEMA app GRANT EXECUTE ON FUNCTIONS TO ptah_corpus_reader;
+        """,
+        """
+        CREATE SCHEMA app;
+        CREATE EXTENSION citext WITH SCHEMA app;
+        CREATE FUNCTION app.f() RETURNS integer LANGUAGE sql RETURN 1;
+        ALTER DEFAULT PRIVILEGES REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
+        ALTER DEFAULT PRIVILEGES IN SCHEMA app GRANT EXECUTE ON FUNCTIONS TO ptah_corpus_reader;
+        """,
+    ),
+    # REVOKE of a default privilege in a schema DROP SCHEMA had taken: schema does not exist.
+    "a schema dropped with default privileges in it": (
+        """
+        CREATE SCHEMA app;
+        CREATE TABLE app.t (a integer);
+        ALTER DEFAULT PRIVILEGES IN SCHEMA app GRANT SELECT ON TABLES TO ptah_corpus_reader;
+        """,
+        "CREATE SCHEMA keep;",
+    ),
 }
 
 

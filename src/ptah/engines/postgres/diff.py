@@ -98,6 +98,9 @@ _REBUILDABLE = {
 }
 
 
+# Kinds of objects that are part of a table or view (their "table"), dropped with it.
+_OWNED = {"constraint", "index", "trigger", "rule", "policy", "statistics"}
+
 # A qualified name as the server quotes it: its schema, and the rest.
 _QUALIFIED = re.compile(r'^("(?:[^"]|"")*"|[^".]+)\.(.+)$')
 
@@ -841,6 +844,7 @@ class _Diff:
         for child, edges in self.cur_deps.items():
             for parent in edges:
                 rdeps.setdefault(parent, []).append(child)
+        self.owned_drop_order(by_node, rdeps)
         seen: set[str] = set()
 
         def visit_drop(node: str) -> None:
@@ -872,16 +876,100 @@ class _Diff:
             visit_create(node, frozenset())
         return out
 
+    def owner(self, node: str) -> str:
+        """The table or view on the target an object is part of (a constraint, index,
+        trigger, rule, policy or statistics object), which the server drops with it; "" if
+        none, or if it stays (the object's own drop, if any, is a step of its own)."""
+        kind = _kind(node)
+        if kind not in _OWNED:
+            return ""
+        relation = self.cur.get(kind, {}).get(_name(node), {}).get("table")
+        if not relation:
+            return ""
+        owner = (
+            f"table:{relation}" if self._in(self.cur, f"table:{relation}") else f"view:{relation}"
+        )
+        if self._in(self.want, owner) and not self.rebuilt(owner):
+            return ""
+        return owner
+
+    def owned_drop_order(
+        self, by_node: dict[str, list[_Step]], rdeps: dict[str, list[str]]
+    ) -> None:
+        """A part of a table or view the plan drops (a foreign key, trigger, policy, rule,
+        index), which the server drops with it, may use something else the plan drops (the
+        referenced table, the trigger's function): the owner's drop goes first (an edge
+        added to ``rdeps``). Where the owner's drop must wait on that other one (a rule on
+        a parent table inserting into its inheriting child, two tables' foreign keys to
+        each other), the part is dropped by a statement of its own first."""
+
+        def dropper(node: str) -> str:
+            if node in by_node:
+                return node
+            owner = self.owner(node)
+            return owner if owner in by_node else ""
+
+        def reaches(start: str, goal: str) -> bool:
+            stack, reached = [start], {start}
+            while stack:
+                at = stack.pop()
+                if at == goal:
+                    return True
+                for child in rdeps.get(at, []):
+                    if child not in reached:
+                        reached.add(child)
+                        stack.append(child)
+            return False
+
+        for node in sorted(self.cur_deps):
+            owner = self.owner(node)
+            if node in by_node or owner not in by_node:
+                continue
+            for used in sorted(self.cur_deps[node]):
+                other = dropper(used)
+                if not other or other == owner:
+                    continue
+                if reaches(owner, other):
+                    self._seq += 1
+                    step = _Step(node, Statement(self.drop_owned_sql(node)), self._seq)
+                    by_node[node] = [step]
+                    break
+                rdeps.setdefault(other, []).append(owner)
+
+    def drop_owned_sql(self, node: str) -> str:
+        kind, name = _kind(node), _name(node)
+        o = self.cur[kind][name]
+        if kind == "constraint":
+            return f"ALTER TABLE {o['table']} DROP CONSTRAINT {o['name']}"
+        if kind in ("index", "statistics"):
+            return f"DROP {kind.upper()} {name}"
+        return f"DROP {kind.upper()} {o['name']} ON {o['table']}"
+
     # -- kinds ----------------------------------------------------------------------------
     def extensions(self) -> None:
         cur, want = self.pair("extension")
         for name in sorted(cur.keys() - want.keys()):
             self.drop_type(f"extension:{name}", f"DROP EXTENSION {name}", DESTRUCTIVE)
         for name in sorted(want.keys() - cur.keys()):
-            self.create(
-                f"extension:{name}",
-                f"CREATE EXTENSION IF NOT EXISTS {name} WITH SCHEMA {want[name]['schema']}",
-            )
+            node, schema = f"extension:{name}", want[name]["schema"]
+            # The extension's objects take the plan role's default privileges, and no
+            # GRANT in the plan touches them (they are the extension's): created under the
+            # built-in ones, as a desired file creating it before its ALTER DEFAULT
+            # PRIVILEGES has them, the target's own set back right after.
+            defaults = [
+                d
+                for d in self.cur.get("default_acl", {}).values()
+                if not d["role"]
+                and d["schema"] in ("", schema)
+                and set(d["entries"]) != _default_acl_baseline(d)
+            ]
+            for d in defaults:
+                for sql in _default_acl_sql(d, set(d["entries"]), _default_acl_baseline(d)):
+                    self.create(node, sql)
+            self.create(node, f"CREATE EXTENSION IF NOT EXISTS {name} WITH SCHEMA {schema}")
+            for d in defaults:
+                for sql in _default_acl_sql(d, _default_acl_baseline(d), set(d["entries"])):
+                    self.create(node, sql)
 
     def schemas(self) -> None:
         cur, want = self.pair("schema")
@@ -2621,7 +2709,6 @@ class _Diff:
 
     def default_acls(self) -> None:
         cur, want = self.pair("default_acl")
-        words = {"r": "TABLES", "S": "SEQUENCES", "f": "FUNCTIONS", "T": "TYPES", "n": "SCHEMAS"}
         for key in sorted(cur.keys() | want.keys()):
             d = want.get(key) or cur[key]
             base = _default_acl_baseline(d)
@@ -2629,20 +2716,13 @@ class _Diff:
             new = set(want[key]["entries"]) if key in want else base
             if old == new:
                 continue
-            head = "ALTER DEFAULT PRIVILEGES"
-            if d["role"]:
-                head += f" FOR ROLE {d['role']}"
-            if d["schema"]:
-                head += f" IN SCHEMA {d['schema']}"
+            if key not in want and d["schema"] and not self._in(self.want, f"schema:{d['schema']}"):
+                continue  # DROP SCHEMA takes the default privileges set in it
             node = f"default_acl:{key}"
             if d["schema"]:
                 self.extra_deps[node] = {f"schema:{d['schema']}"}
-            what = words[d["objtype"]]
-            for grantee, privs, _ in _group(old - new):
-                self.create(node, f"{head} REVOKE {privs} ON {what} FROM {grantee}")
-            for grantee, privs, grantable in _group(new - old):
-                option = " WITH GRANT OPTION" if grantable else ""
-                self.create(node, f"{head} GRANT {privs} ON {what} TO {grantee}{option}")
+            for sql in _default_acl_sql(d, old, new):
+                self.create(node, sql)
 
 
 _OWNER_WORDS = {
@@ -2946,6 +3026,26 @@ def _default_acl(node: str) -> list[str]:
     if node.split(":", 1)[0] in ("domain", "enum", "ctype", "range"):
         return ["PUBLIC|USAGE|"]
     return []
+
+
+def _default_acl_sql(d: dict[str, Any], old: set[str], new: set[str]) -> list[str]:
+    """``ALTER DEFAULT PRIVILEGES`` statements taking one entry of pg_default_acl (a role,
+    a schema, a kind of object) from the privileges ``old`` to ``new``."""
+    head = "ALTER DEFAULT PRIVILEGES"
+    if d["role"]:
+        head += f" FOR ROLE {d['role']}"
+    if d["schema"]:
+        head += f" IN SCHEMA {d['schema']}"
+    what = {"r": "TABLES", "S": "SEQUENCES", "f": "FUNCTIONS", "T": "TYPES", "n": "SCHEMAS"}[
+        d["objtype"]
+    ]
+    out = [
+        f"{head} REVOKE {privs} ON {what} FROM {grantee}" for grantee, privs, _ in _group(old - new)
+    ]
+    for grantee, privs, grantable in _group(new - old):
+        option = " WITH GRANT OPTION" if grantable else ""
+        out.append(f"{head} GRANT {privs} ON {what} TO {grantee}{option}")
+    return out
 
 
 def _default_acl_baseline(d: dict[str, Any]) -> set[str]:
