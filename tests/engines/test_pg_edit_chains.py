@@ -236,6 +236,18 @@ EDITS: dict[str, tuple[str, str]] = {
         """,
         "CREATE TABLE public.d (id integer);",
     ),
+    # DROP TABLE took the sequence it owns, still another dropped table's default.
+    "a table dropped with the sequence it owns, another dropped table's default": (
+        """
+        CREATE TABLE public.a (id integer, x integer);
+        CREATE SEQUENCE public.s OWNED BY public.a.id;
+        CREATE TABLE public.b (id integer DEFAULT nextval('public.s'));
+        CREATE TABLE public.o (id integer, x integer);
+        CREATE SEQUENCE public.so OWNED BY public.o.id;
+        CREATE TABLE public.p (id integer DEFAULT nextval('public.so'));
+        """,
+        "CREATE TABLE public.o (x integer);",
+    ),
     # A rule on the parent inserting into its inheriting child: each waits on the other.
     "parent and child dropped, the parent's rule inserting into the child": (
         """

@@ -921,6 +921,13 @@ class _Diff:
                         stack.append(child)
             return False
 
+        for name, seq in sorted(self.cur.get("sequence", {}).items()):
+            # A sequence that goes with its owning table or column (OWNED BY): what uses it
+            # (another table's default) is dropped before that drop.
+            node, owned = f"sequence:{name}", seq["ownedBy"]
+            owner = f"table:{owned.rsplit('.', 1)[0]}" if owned else ""
+            if node not in by_node and owner in by_node and not self._in(self.want, node):
+                rdeps.setdefault(owner, []).append(node)
         for node in sorted(self.cur_deps):
             owner = self.owner(node)
             if node in by_node or owner not in by_node:
