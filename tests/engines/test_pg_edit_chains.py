@@ -204,6 +204,34 @@ EDITS: dict[str, tuple[str, str]] = {
         "CREATE TABLE public.t (id bigint);\n"
         "CREATE UNLOGGED SEQUENCE public.s OWNED BY public.t.id;",
     ),
+    # REVOKE SELECT (pid) ran after DROP COLUMN pid: column "pid" does not exist.
+    "a column with grants renamed (dropped, another added) under a view, a key, a policy": (
+        """
+        CREATE TABLE public.p (id integer PRIMARY KEY);
+        CREATE TABLE public.t (id integer PRIMARY KEY, pid integer REFERENCES public.p,
+            "User Id" integer, note text);
+        CREATE INDEX t_pid ON public.t (pid);
+        COMMENT ON COLUMN public.t.pid IS 'parent';
+        GRANT SELECT (pid, "User Id", note), UPDATE ("User Id") ON public.t TO ptah_corpus_reader;
+        ALTER TABLE public.t ENABLE ROW LEVEL SECURITY;
+        CREATE POLICY pp ON public.t USING (pid > 0);
+        CREATE VIEW public.v AS SELECT id, pid FROM public.t;
+        CREATE TABLE public.c (x integer) INHERITS (public.t);
+        GRANT SELECT (pid) ON public.c TO ptah_corpus_writer;
+        """,
+        """
+        CREATE TABLE public.p (id integer PRIMARY KEY);
+        CREATE TABLE public.t (id integer PRIMARY KEY, note text,
+            parent_id integer REFERENCES public.p);
+        CREATE INDEX t_pid ON public.t (parent_id);
+        COMMENT ON COLUMN public.t.parent_id IS 'parent';
+        GRANT SELECT (parent_id, note) ON public.t TO ptah_corpus_reader;
+        ALTER TABLE public.t ENABLE ROW LEVEL SECURITY;
+        CREATE POLICY pp ON public.t USING (parent_id > 0);
+        CREATE VIEW public.v AS SELECT id, parent_id AS pid FROM public.t;
+        CREATE TABLE public.c (x integer) INHERITS (public.t);
+        """,
+    ),
     # A table's trigger, policy, rule or statistics object goes with the table, but was not
     # ordered by what it uses: the function was dropped first, under it.
     "a table dropped with the functions its trigger, policy, rule, statistics call": (

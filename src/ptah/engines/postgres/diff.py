@@ -2585,9 +2585,14 @@ class _Diff:
             fresh = self.rebuilt(node) or not self._in(self.cur, node)
             old = set(self.initial_acl(node) if fresh else cur.get(node, {}).get("entries", []))
             if node.startswith("table:"):
-                # A column's grants go with it when it is dropped and added again.
+                # A column's grants go with it when it is dropped (and added again).
                 table = _name(node)
-                old = {e for e in old if not _column_entry_of(e, table, self.ch.readded)}
+                gone = self.ch.readded | {
+                    (table, col)
+                    for col in self.cur["table"].get(table, {}).get("columns", {})
+                    if col not in self.want["table"].get(table, {}).get("columns", {})
+                }
+                old = {e for e in old if not _column_entry_of(e, table, gone)}
             new = set(want.get(node, {}).get("entries", []))
             if old == new:
                 continue
