@@ -198,6 +198,25 @@ EDITS: dict[str, tuple[str, str]] = {
         "CREATE SEQUENCE public.s OWNED BY public.t.id;\n"
         "CREATE UNLOGGED SEQUENCE public.u OWNED BY public.t.id;",
     ),
+    # SET LOGGED in name order: the referencing table first, under an unlogged one.
+    "tables referencing one another made logged": (
+        "CREATE UNLOGGED TABLE public.a (id integer PRIMARY KEY);\n"
+        "CREATE UNLOGGED TABLE public.b (id integer PRIMARY KEY, a integer REFERENCES public.a);\n"
+        "CREATE UNLOGGED TABLE public.aa (id integer PRIMARY KEY, b integer REFERENCES public.b,"
+        " s integer REFERENCES public.aa);",
+        "CREATE TABLE public.a (id integer PRIMARY KEY);\n"
+        "CREATE TABLE public.b (id integer PRIMARY KEY, a integer REFERENCES public.a);\n"
+        "CREATE TABLE public.aa (id integer PRIMARY KEY, b integer REFERENCES public.b,"
+        " s integer REFERENCES public.aa);",
+    ),
+    "tables referencing one another made unlogged": (
+        "CREATE TABLE public.a (id integer PRIMARY KEY);\n"
+        "CREATE TABLE public.b (id integer PRIMARY KEY, a integer REFERENCES public.a);\n"
+        "CREATE TABLE public.aa (id integer PRIMARY KEY, b integer REFERENCES public.b);",
+        "CREATE UNLOGGED TABLE public.a (id integer PRIMARY KEY);\n"
+        "CREATE UNLOGGED TABLE public.b (id integer PRIMARY KEY, a integer REFERENCES public.a);\n"
+        "CREATE UNLOGGED TABLE public.aa (id integer PRIMARY KEY, b integer REFERENCES public.b);",
+    ),
     "an unlogged table owning an unlogged sequence made logged": (
         "CREATE UNLOGGED TABLE public.t (id bigint);\n"
         "CREATE UNLOGGED SEQUENCE public.s OWNED BY public.t.id;",

@@ -1407,6 +1407,7 @@ class _Diff:
             self.row_type_kept(name, f"SET {word}")
             self.create(node, f"ALTER TABLE {name} SET {word}", LOCK_HEAVY)
             self.owned_sequences_persist(name, bool(new.get("unlogged")))
+            self.persistence_order(name, bool(new.get("unlogged")))
         if self.attaching(name):
             if old.get("partitionOf"):
                 self.drop(node, f"ALTER TABLE {old['partitionOf']} DETACH PARTITION {name}")
@@ -1552,6 +1553,33 @@ class _Diff:
             clone = old.get("_clones", {}).get(check)
             return str(clone) if clone is not None else None
         return None
+
+    def persistence_order(self, table: str, unlogged: bool) -> None:
+        """A logged table references no unlogged one (a foreign key): of two tables whose
+        key between them stays, both made logged, the referenced one is first; both made
+        unlogged, the referencing one is. The server refused the other order."""
+        tables = self.cur.get("table", {})
+        for key, c in self.cur.get("constraint", {}).items():
+            if c["type"] != "f" or key not in self.want.get("constraint", {}):
+                continue
+            for parent in self.cur_deps.get(f"constraint:{key}", {}):
+                other = _name(parent)
+                if _kind(parent) != "table" or other == c["table"]:
+                    continue
+                if table not in (c["table"], other):
+                    continue
+                referencing, referenced = f"table:{c['table']}", parent
+                both = all(
+                    bool(tables.get(t, {}).get("unlogged"))
+                    != bool(self.want["table"].get(t, {}).get("unlogged", unlogged))
+                    for t in (c["table"], other)
+                )
+                if not both:
+                    continue
+                if unlogged:
+                    self.extra_deps.setdefault(referenced, set()).add(referencing)
+                else:
+                    self.extra_deps.setdefault(referencing, set()).add(referenced)
 
     def owned_sequences_persist(self, table: str, unlogged: bool) -> None:
         """``ALTER TABLE ... SET LOGGED/UNLOGGED`` changes the sequences the table owns with
