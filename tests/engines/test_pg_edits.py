@@ -354,6 +354,10 @@ LOSSY = {
     "bigint to real": ("bigint", "real"),
     "json to jsonb": ("json", "jsonb"),
     "inet to cidr": ("inet", "cidr"),
+    # INTERVAL DAY keeps '1 day 3 hours' as '1 day'; seconds rounded to the precision
+    "interval fields": ("interval", "interval day"),
+    "interval seconds precision": ("interval hour to second", "interval minute to second(0)"),
+    "text to name": ("text", "name"),
 }
 KEEPS = {
     "wider numeric": ("numeric(10,2)", "numeric(14,2)"),
@@ -362,6 +366,7 @@ KEEPS = {
     "longer varchar": ("character varying(5)", "character varying(10)"),
     "shorter varchar (fails, not cut)": ("text", "character varying(5)"),
     "finer timestamp": ("timestamp(0) without time zone", "timestamp without time zone"),
+    "interval with more fields": ("interval year", "interval year to month"),
 }
 
 

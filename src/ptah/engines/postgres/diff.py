@@ -2985,12 +2985,29 @@ def _narrows(old: str, new: str) -> str | None:
         return "digits past a double's precision are rounded away"
     if (src, dst) == ("json", "jsonb"):
         return "duplicate keys are dropped, keys and spaces rewritten"
+    if dst == "name" and src in ("text", "character varying", "character"):
+        return "what lies past 63 bytes is cut off"
     if (src, dst) == ("inet", "cidr"):
         return "host bits are cut off"
     if dst == "date" and src == "timestamp":
         return "the time of day is cut off"
     if dst == "time" and src == "timestamp":
         return "the date is cut off"
+    if src.startswith("interval") and dst.startswith("interval"):
+        # An interval's fields (INTERVAL DAY, HOUR TO MINUTE): the server truncates what
+        # lies below the last one, seconds are kept to the precision.
+        fields = ("year", "month", "day", "hour", "minute", "second")
+        was_last, now_last = (src.split()[-1], dst.split()[-1])
+        was_at = fields.index(was_last) if was_last in fields else len(fields) - 1
+        now_at = fields.index(now_last) if now_last in fields else len(fields) - 1
+        if now_at < was_at:
+            return f"what lies below the {fields[now_at]}s is cut off"
+        if now_at == len(fields) - 1 and was_at == now_at:
+            was = int(a["mods"]) if a["mods"] else 6
+            now = int(b["mods"]) if b["mods"] else 6
+            if now < was:
+                return "fractions of a second are rounded away"
+        return None
     if src == dst and src in _TIMES:
         if a["zone"] != b["zone"] and src in ("timestamp", "time"):
             return "values are read again in the session's time zone"
