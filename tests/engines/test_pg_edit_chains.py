@@ -295,6 +295,21 @@ EDITS: dict[str, tuple[str, str]] = {
         """,
         "CREATE TABLE public.o (x integer);",
     ),
+    # Each table's policy reads the other table: each drop waits on the other's.
+    "tables dropped whose policies read each other, a materialized view's function index": (
+        """
+        CREATE FUNCTION public.f(integer) RETURNS integer LANGUAGE sql IMMUTABLE RETURN $1 * 2;
+        CREATE TABLE public.members (id integer);
+        CREATE TABLE public.t (a integer);
+        ALTER TABLE public.t ENABLE ROW LEVEL SECURITY;
+        CREATE POLICY p ON public.t USING (a IN (SELECT id FROM public.members));
+        CREATE POLICY q ON public.members USING (id IN (SELECT a FROM public.t));
+        CREATE TABLE public.k (a integer);
+        CREATE MATERIALIZED VIEW public.m AS SELECT a FROM public.k;
+        CREATE INDEX m_f ON public.m (public.f(a));
+        """,
+        "CREATE TABLE public.k (a integer);",
+    ),
     # A rule on the parent inserting into its inheriting child: each waits on the other.
     "parent and child dropped, the parent's rule inserting into the child": (
         """
