@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Set
+from collections.abc import Callable, Set
 
 from ptah.engines.confine import (
     OBJECT_POSITIONS,
@@ -45,7 +45,9 @@ _OBJECT_WHY = {
 _OBJECT_POSITION = OBJECT_POSITIONS | {"TYPE", "ON"}
 
 
-def _head(words: list[Word]) -> str | None:
+def _head(words: list[Word], own: str | None = None) -> str | None:
+    """Why the statement's first words act on the cluster; ``own``: a versioned
+    migration's database (None for a desired file), which it may alter (:func:`_own_database`)."""
     w = words[0]
     nxt = words[1] if len(words) > 1 else None
     if w.punct("\\"):
@@ -56,6 +58,8 @@ def _head(words: list[Word]) -> str | None:
         kind = object_kind(words, 0)
         if w.is_("ALTER") and kind == "SYSTEM":
             return "changes the server's configuration"
+        if own is not None and kind == "DATABASE" and w.is_("ALTER"):
+            return _alter_database(words, own)
         return _OBJECT_WHY.get(kind)
     if w.is_("COPY"):
         for k, x in enumerate(words):
@@ -73,6 +77,115 @@ def _head(words: list[Word]) -> str | None:
     if w.is_("GRANT", "REVOKE") and not any(x.is_("ON") for x in words):
         return "changes cluster role membership"
     return None
+
+
+# -- a versioned migration's own database ----------------------------------------------
+# A migration runs on the target itself (:mod:`ptah.engines.versioned.confine`): its own
+# database is its to change, the cluster is not. So, unlike a desired file, it may set its
+# database's defaults (ALTER DATABASE own SET/RESET: every later session of that database
+# reads them, and of the reading settings only values the check reads alike), comment on,
+# label or grant on its own database, control its transactions (the runner refuses that in
+# a transactional file on its own), VACUUM, and create temporary objects; never another
+# database, nor the database itself as the cluster sees it (its name, owner, connection
+# limit, template flag, tablespace), nor a VACUUM FULL of every table (it rewrites the
+# cluster's shared catalogs too).
+
+
+def _is_own(w: Word, own: str) -> bool:
+    """Whether ``w`` names the database ``own`` (an unquoted name folds to lower case)."""
+    if not w.is_name or not own:
+        return False
+    return (w.text if w.kind == "ident" else w.text.lower()) == own
+
+
+_DATABASE_ROLE_SETTINGS = {"ROLE", "SESSION_AUTHORIZATION"}
+
+
+def _alter_database(words: list[Word], own: str) -> str | None:
+    """A migration's ALTER DATABASE: its own database's SET/RESET only."""
+    k = next(i for i, w in enumerate(words) if w.is_("DATABASE"))
+    name = words[k + 1] if k + 1 < len(words) else None
+    if name is None or not _is_own(name, own):
+        shown = name.text if name is not None else ""
+        return f"acts on another database ({shown})"
+    action = words[k + 2] if k + 2 < len(words) else None
+    if action is not None and action.is_("RESET"):
+        return None
+    if action is not None and action.is_("SET") and k + 3 < len(words):
+        setting = words[k + 3]
+        if setting.is_name and setting.text.upper() in _DATABASE_ROLE_SETTINGS:
+            return "makes every later session of the database switch to another role"
+        return None  # the setting itself: the rules of :func:`_reading_settings`
+    return (
+        "changes the database itself as the cluster sees it (its name, owner, connections,"
+        " template flag or tablespace): an administrator's change, not a migration's"
+    )
+
+
+def _on_own_database(words: list[Word], k: int, own: str) -> bool:
+    """Whether the DATABASE at ``k`` (GRANT/REVOKE/COMMENT/SECURITY LABEL ... ON DATABASE)
+    names only the migration's own database."""
+    names = []
+    for w in words[k + 1 :]:
+        if w.punct(","):
+            continue
+        if w.is_("TO", "FROM", "IS"):
+            break
+        names.append(w)
+    return bool(names) and all(_is_own(w, own) for w in names)
+
+
+_VACUUM_OPTIONS = {"FULL", "FREEZE", "VERBOSE", "ANALYZE", "ANALYSE"}
+
+
+def _vacuum(words: list[Word]) -> str | None:
+    """A migration's VACUUM: any but a VACUUM FULL without a table list, which rewrites
+    the shared catalogs of the whole cluster too (their exclusive locks hold every login)."""
+    full = False
+    j = 1
+    while j < len(words):
+        w = words[j]
+        if w.punct("(") and j == 1:
+            depth = 0
+            while j < len(words):
+                depth += words[j].punct("(") - words[j].punct(")")
+                full = full or words[j].is_("FULL")
+                j += 1
+                if depth == 0:
+                    break
+            continue
+        if w.upper in _VACUUM_OPTIONS:
+            full = full or w.is_("FULL")
+            j += 1
+            continue
+        break
+    listed = j < len(words) and not words[j].punct(";")
+    if full and not listed:
+        return (
+            "is a VACUUM FULL of every table, which rewrites the cluster's shared catalogs"
+            " too; name the tables"
+        )
+    return None
+
+
+_MIGRATION_TWO_WORDS = {
+    ("PREPARE", "TRANSACTION"): "is two-phase commit (a prepared transaction outlives the session)",
+}
+# Desired-file wording read as a migration's (the reasons are shared).
+_MIGRATION_WORDING = (
+    ("while the file loads", "while the migration runs"),
+    ("a routine of this file", "a routine of the pending migrations"),
+    ("a view or routine of this file", "a view or routine of the pending migrations"),
+    ("the loading session's", "the migration session's"),
+    ("acts beyond the scratch", "acts beyond the database"),
+)
+
+
+def migration_wording(why: str) -> str:
+    """A reason of these rules worded for a versioned migration."""
+    for old, new in _MIGRATION_WORDING:
+        why = why.replace(old, new)
+    return why
 
 
 _TWO_WORDS = {
@@ -263,14 +376,20 @@ def _session_setting(words: list[Word]) -> str | None:
     return None
 
 
-def _more(words: list[Word]) -> str | None:
+def _more(words: list[Word], own: str | None = None) -> str | None:
     w = words[0]
     switch = _session_setting(words)
     if switch is not None:
         return switch
     head = tuple(x.upper for x in words[:2])
+    if own is not None and head in _MIGRATION_TWO_WORDS:
+        return _MIGRATION_TWO_WORDS[head]
     if head in _TWO_WORDS:
         return _TWO_WORDS[head]
+    if own is not None and w.is_("VACUUM"):
+        return _vacuum(words)
+    if own is not None and w.upper in _ONE_WORD:
+        return None  # transaction control: the runner's own check (versioned.apply)
     if w.upper in _ONE_WORD:
         return _ONE_WORD[w.upper]
     if w.is_("CREATE", "ALTER", "DROP") and len(words) > 2:
@@ -283,6 +402,10 @@ def _more(words: list[Word]) -> str | None:
         for k, x in enumerate(words[:-1]):
             if x.is_("ON"):
                 target = words[k + 1]
+                if own is not None and target.is_("DATABASE"):
+                    if _on_own_database(words, k + 1, own):
+                        break  # its own database's comment, label or privileges
+                    return "acts on another database"
                 if target.upper in _CLUSTER_TARGETS or (
                     target.is_("FOREIGN")
                     and k + 2 < len(words)
@@ -362,26 +485,61 @@ def _bodies(words: list[Word]) -> list[list[Word]]:
     return out
 
 
-def _do_block(words: list[Word]) -> str | None:
+_DYNAMIC = "runs dynamic SQL (EXECUTE) while the file loads, which the check cannot read"
+
+
+def _do_block(words: list[Word], own: str | None = None) -> str | None:
     if not words[0].is_("DO"):
         return None
     language = _language(words) or "PLPGSQL"
     if language != "PLPGSQL":
         return f"runs {language.lower()} code while the file loads, which the check cannot read"
     for body in _bodies(words):
-        if any(w.is_("EXECUTE") for w in body):
-            return "runs dynamic SQL (EXECUTE) while the file loads, which the check cannot read"
+        for i, w in enumerate(body):
+            if w.is_("EXECUTE"):
+                why = _DYNAMIC if own is None else _constant_execute(body, i, own)
+                if why:
+                    return why
         for start in statement_starts(body):
-            why = _head(body[start:]) or _more(body[start:])
+            why = _head(body[start:], own) or _more(body[start:], own)
             if why:
                 return why
     return None
 
 
-def _runs_code_outside(words: list[Word]) -> str | None:
+def _constant_execute(body: list[Word], i: int, own: str) -> str | None:
+    """A migration's DO block may EXECUTE one constant string (``EXECUTE 'CREATE INDEX
+    ...'``), judged as the statements it holds; an EXECUTE of anything built at run time
+    (format(), ``||``, a variable) is SQL the check cannot read."""
+    text = body[i + 1] if i + 1 < len(body) else None
+    after = body[i + 2] if i + 2 < len(body) else None
+    constant = (
+        text is not None
+        and text.kind == "string"
+        and (after is None or after.punct(";") or after.is_("USING", "INTO"))
+    )
+    if text is None or not constant:
+        return _DYNAMIC
+    try:
+        inner = read_words(text.text)
+    except Exception:
+        return "runs dynamic SQL (EXECUTE) the check cannot read"
+    start = 0
+    for k in range(len(inner) + 1):
+        if k == len(inner) or inner[k].punct(";"):
+            part = inner[start:k]
+            if part:
+                why = migration_refusal(part, " ".join(x.text for x in part), own)
+                if why:
+                    return why
+            start = k + 1
+    return None
+
+
+def _runs_code_outside(words: list[Word], own: str | None = None) -> str | None:
     if _routine_name(words) is not None and _language(words) in _LIBRARY_LANGUAGES:
         return "loads a server library (a C function)"
-    return _do_block(words)
+    return _do_block(words, own)
 
 
 # -- how the server reads what follows --------------------------------------------------
@@ -966,18 +1124,19 @@ def _system_schemas(words: list[Word]) -> str | None:
     return None
 
 
-def refusal(words: list[Word], text: str) -> str | None:
-    """Why this statement acts outside its database, or None."""
+def refusal(words: list[Word], text: str, own: str | None = None) -> str | None:
+    """Why this statement acts outside its database, or None. ``own``: a versioned
+    migration's database (its rules: :func:`migration_refusal`); None for a desired file."""
     if not words:
         return None
     why = (
-        _head(words)
-        or _more(words)
+        _head(words, own)
+        or _more(words, own)
         or _calls_outside(words, text)
-        or _runs_code_outside(words)
+        or _runs_code_outside(words, own)
         or _reading_settings(words)
         or _catalog_writes(words)
-        or _temporary(words)
+        or (_temporary(words) if own is None else None)
         or _secret_reads(words)
         or _system_schemas(words)
     )
@@ -985,9 +1144,26 @@ def refusal(words: list[Word], text: str) -> str | None:
         return why
     for name in dotted_names(words):
         in_position = name.before is not None and name.before.upper in _OBJECT_POSITION
+        if own is not None and len(name.parts) == 3 and name.parts[0].lower() == own.lower():
+            continue  # own.schema.t: the server itself refuses any other database's name
         if len(name.parts) > 3 or (len(name.parts) == 3 and in_position):
             return f"names another database ({name.parts[0]})"
     return None
+
+
+def migration_refusal(words: list[Word], text: str, own: str) -> str | None:
+    """Why a versioned migration's statement, run on the database ``own``, reaches past it,
+    or None: the desired file's rules (:func:`refusal`) but for what its own database
+    allows (ALTER DATABASE own SET, grants on it, transaction control, VACUUM, temporary
+    objects, a DO block's constant EXECUTE), worded for a migration."""
+    why = refusal(words, text, own)
+    return migration_wording(why) if why else None
+
+
+def migration_rule(own: str) -> Callable[[list[Word], str], str | None]:
+    """The rule a versioned migration's statement is judged by on its database ``own``
+    (``current_database()`` of its session)."""
+    return lambda words, text: migration_refusal(words, text, own)
 
 
 # -- reading ------------------------------------------------------------------------------

@@ -24,8 +24,23 @@ Files already applied are not read again: they do not run.
 The check reads quotes and backslashes as MariaDB's default ``sql_mode`` does; a
 session whose mode reads them otherwise (``ANSI_QUOTES``, ``NO_BACKSLASH_ESCAPES`` and
 the modes that hold them) would run other statements than the check read, so such a
-session is refused whole. PostgreSQL migrations are not read here (its rules are the
-scratch's, which refuse what a migration may do on its own target: they are left open).
+session is refused whole.
+
+On PostgreSQL the rules are the desired file's (:mod:`ptah.engines.postgres.confine`: whole
+databases, roles, tablespaces, subscriptions, foreign servers, ``ALTER SYSTEM``, server
+files and programs, libraries, cluster maintenance, role switching, the functions that
+act on other sessions, files or servers, secrets of the cluster, the system catalogs and
+schemas a plan's inspection reads by) less what a migration's own database allows
+(``ALTER DATABASE`` itself ``SET``/``RESET``, grants and comments on it, transaction
+control, ``VACUUM`` but a ``VACUUM FULL`` of everything, temporary objects). Dynamic SQL
+is read where it can be: a routine's body may hold any (it is stored, not run), a ``DO``
+block may ``EXECUTE`` a constant string only (judged as its statements), and a routine of
+the pending files that runs dynamic SQL, code of another language or what the rules
+refuse may be defined but not run while the migrations run (called, or reached by a
+trigger, operator or cast of the files and a later query), across files: every pending
+file is read together, in order. The session reads SQL as the check does
+(``standard_conforming_strings`` on, UTF-8: set when the session begins), and after each
+statement its role must still be the one it began with (``Session.run_migration_sql``).
 """
 
 from __future__ import annotations
@@ -67,7 +82,10 @@ def check(session: Session, files: Sequence[tuple[str, Sequence[Statement]]]) ->
     """Raise :class:`MigrationRefused` for the first statement of ``files`` (name and
     statements, in the order they would run) that reaches outside the session's
     database; nothing is written."""
-    if session.dialect == "postgres" or not any(stmts for _, stmts in files):
+    if not any(stmts for _, stmts in files):
+        return
+    if session.dialect == "postgres":
+        _check_postgres(session, files)
         return
     if session.dialect == "mysql":
         from ptah.engines.mysql import confine as myconfine
@@ -92,6 +110,27 @@ def check(session: Session, files: Sequence[tuple[str, Sequence[Statement]]]) ->
 
     for name, stmts in files:
         _read(name, stmts, "sqlite", sqconfine.migration_refusal)
+
+
+def _check_postgres(session: Session, files: Sequence[tuple[str, Sequence[Statement]]]) -> None:
+    """PostgreSQL: each statement by the rules of its own database, then every pending
+    file read together, in order, for what runs while they run (a routine one file
+    defines with dynamic SQL and a later one calls: :func:`.postgres.confine.load_time_refusal`)."""
+    from ptah.engines.postgres import confine as pgconfine
+
+    rows = session.query("SELECT current_database()")
+    rule = pgconfine.migration_rule(str(rows[0][0]))
+    read: list[tuple[int, str, list[Word]]] = []
+    owner: list[str] = []
+    for name, stmts in files:
+        got = _read(name, stmts, "postgres", rule)
+        read.extend(got)
+        owner.extend(name for _ in got)
+    found = pgconfine.load_time_refusal(read)
+    if found is not None:
+        k, why = found
+        line, text, _ = read[k]
+        raise MigrationRefused(_message(owner[k], line, text, pgconfine.migration_wording(why)))
 
 
 def _read(

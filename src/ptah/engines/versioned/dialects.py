@@ -71,6 +71,17 @@ class MigrationLeftDatabase(Exception):
     """A migration's statement left the session in another database than the target's."""
 
 
+class MigrationSwitchedRole(Exception):
+    """A migration's statement left the PostgreSQL session under another role."""
+
+
+# How a PostgreSQL migration session reads SQL: as the check that read each file before it
+# ran (ptah.engines.versioned.confine) reads it, whatever a role's or the database's
+# defaults say (standard_conforming_strings off made a backslash escape a quote, and a
+# string the check read hid a statement the server ran).
+_PG_AS_CHECKED = ("SET standard_conforming_strings = on", "SET client_encoding = 'UTF8'")
+
+
 class Session:
     """One migration session over an opened connection, speaking the engine's SQL.
 
@@ -85,9 +96,12 @@ class Session:
         self.dialect: Dialect = dialect
         self.log = log
         self._target_database: str | None = None
+        self._roles: tuple[Any, ...] | None = None
         if dialect == "postgres":
             connection.autocommit = True
             connection.add_notice_handler(self._notice)
+            for setting in _PG_AS_CHECKED:
+                self.execute(setting)
         elif dialect == "mysql":
             connection.autocommit(True)
         else:
@@ -117,7 +131,12 @@ class Session:
         on MariaDB by its session's database, which must still be the target's after
         the statement (the history row is written there next), and by ``DROP FUNCTION``
         qualified with it (unqualified, it drops the server's loadable function of that
-        name first)."""
+        name first); on PostgreSQL by its session's role, which must still be the one it
+        began with (``SET ROLE``, ``SET SESSION AUTHORIZATION``, in a ``DO`` block or a
+        routine's ``set_config`` too: nothing more runs under another role)."""
+        if self.dialect == "postgres":
+            self._run_postgres(text)
+            return
         if self.dialect == "sqlite":
             from ptah.engines.sqlite.confine import migration_authorizer
 
@@ -150,6 +169,17 @@ class Session:
                 raise MigrationLeftDatabase(
                     "the statement switched the session to another database"
                 )
+
+    def _run_postgres(self, text: str) -> None:
+        who = "SELECT current_user, session_user"
+        if self._roles is None:
+            self._roles = self.query(who)[0]
+        with self.conn.cursor() as cur:
+            cur.execute(text)
+        if self.query(who)[0] != self._roles:
+            for reset in ("RESET SESSION AUTHORIZATION", "RESET ROLE"):
+                self.execute(reset)  # back, so the history row is written as the runner
+            raise MigrationSwitchedRole("the statement switched the session to another role")
 
     def _database(self) -> str:
         """The MariaDB session's database when the session began (the target's)."""
