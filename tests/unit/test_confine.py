@@ -572,7 +572,7 @@ def _migration_check(sql: str, dialect: str = "mysql") -> None:
             self.dialect = dialect
 
         def query(self, q: str) -> list[tuple[str]]:
-            return [("app",)] if "DATABASE()" in q else [("STRICT_TRANS_TABLES",)]
+            return [("app",)] if "DATABASE()" in q.upper() else [("STRICT_TRANS_TABLES",)]
 
     stmts = split_statements(sql, dialect)  # type: ignore[arg-type]
     vconfine.check(_Session(), [("0002_x.sql", stmts)])  # type: ignore[arg-type]
@@ -619,3 +619,157 @@ def test_a_sqlite_migration_that_reaches_past_its_file_is_refused(sql: str, why:
 )
 def test_a_sqlite_migration_may_write_its_own_settings(sql: str) -> None:
     _migration_check(f"{sql};\n", "sqlite")
+
+
+# -- PostgreSQL migrations: their own database's DDL, DML and defaults, nothing past it --
+
+PG_MIGRATION_REFUSED: list[tuple[str, str]] = [
+    ("DROP DATABASE other", "whole database"),
+    ("DROP DATABASE IF EXISTS app", "whole database"),
+    ("CREATE DATABASE other", "whole database"),
+    ("ALTER DATABASE other SET work_mem = '1MB'", "another database"),
+    ("ALTER DATABASE \"App\" SET work_mem = '1MB'", "another database"),
+    ("ALTER DATABASE other CONNECTION LIMIT 0", "another database"),
+    ("ALTER DATABASE app RENAME TO x", "the database itself"),
+    ("ALTER DATABASE app OWNER TO bob", "the database itself"),
+    ("ALTER DATABASE app WITH ALLOW_CONNECTIONS false", "the database itself"),
+    ("ALTER DATABASE app SET TABLESPACE t", "the database itself"),
+    ("ALTER DATABASE app SET role = 'postgres'", "another role"),
+    ("ALTER DATABASE app SET session_authorization = 'postgres'", "another role"),
+    ("ALTER DATABASE app SET log_statement = 'none'", "log_statement"),
+    ("ALTER DATABASE app SET standard_conforming_strings = off", "reads the statements"),
+    ("GRANT CONNECT ON DATABASE other TO bob", "another database"),
+    ("COMMENT ON DATABASE app, other IS 'x'", "another database"),
+    ("ALTER SYSTEM SET work_mem = '1MB'", "configuration"),
+    ("CREATE ROLE r LOGIN", "roles"),
+    ("ALTER ROLE r SUPERUSER", "roles"),
+    ("ALTER ROLE r SET work_mem = '1MB'", "roles"),
+    ("ALTER ROLE r IN DATABASE app SET work_mem = '1MB'", "roles"),
+    ("DROP ROLE IF EXISTS r", "roles"),
+    ("CREATE USER u", "roles"),
+    ("GRANT pg_read_server_files TO bob", "membership"),
+    ("DROP TABLESPACE t", "cluster-wide"),
+    ("CREATE TABLESPACE t LOCATION '/tmp'", "cluster-wide"),
+    ("COPY a TO PROGRAM 'id'", "programs"),
+    ("COPY a FROM '/etc/passwd'", "files"),
+    ("COPY (SELECT 1) TO '/tmp/x'", "files"),
+    ("SELECT pg_read_file('/etc/passwd')", "pg_read_file"),
+    ("SELECT lo_import('/etc/passwd')", "lo_import"),
+    ("SELECT pg_terminate_backend(pid) FROM pg_stat_activity", "pg_terminate_backend"),
+    ("SELECT * FROM dblink('dbname=other', 'SELECT 1') AS x(a int)", "dblink"),
+    ("CREATE SERVER s FOREIGN DATA WRAPPER postgres_fdw OPTIONS (dbname 'o')", "server"),
+    ("CREATE USER MAPPING FOR CURRENT_USER SERVER s", "roles"),
+    ("IMPORT FOREIGN SCHEMA public FROM SERVER s INTO x", "another server"),
+    ("CREATE SUBSCRIPTION s CONNECTION 'dbname=o' PUBLICATION p", "another database"),
+    ("SET SESSION AUTHORIZATION bob", "another role"),
+    ("SET ROLE bob", "another role"),
+    ("SET LOCAL role = bob", "another role"),
+    ("SELECT set_config('role', 'bob', false)", "another role"),
+    ("LOAD 'auto_explain'", "library"),
+    ("CHECKPOINT", "administers the server"),
+    ("REINDEX SYSTEM app", "whole database"),
+    ("REINDEX DATABASE app", "whole database"),
+    ("VACUUM FULL", "VACUUM FULL"),
+    ("VACUUM (FULL, VERBOSE)", "VACUUM FULL"),
+    ("REASSIGN OWNED BY a TO b", "ownership"),
+    ("PREPARE TRANSACTION 'x'", "two-phase"),
+    ("SET log_statement = 'none'", "log_statement"),
+    ("SET standard_conforming_strings = off", "reads the statements"),
+    ("SELECT * FROM other.public.t", "another database"),
+    ("SELECT rolpassword FROM pg_authid", "pg_authid"),
+    ("UPDATE pg_authid SET rolsuper = true WHERE rolname = 'bob'", "pg_authid"),
+    ("CREATE FUNCTION f() RETURNS int LANGUAGE c AS 'x', 'y'", "library"),
+    ("DO $$ BEGIN EXECUTE format('DROP DATABASE %I', 'other'); END $$", "dynamic SQL"),
+    ("DO $$ DECLARE q text := 'DROP ROLE r'; BEGIN EXECUTE q; END $$", "dynamic SQL"),
+    ("DO $$ BEGIN EXECUTE 'DROP ' || 'DATABASE other'; END $$", "dynamic SQL"),
+    ("DO $$ BEGIN EXECUTE 'DROP DATABASE other'; END $$", "whole database"),
+    ("DO $$ BEGIN EXECUTE 'CREATE ROLE r'; END $$", "roles"),
+    ("DO $$ BEGIN ALTER SYSTEM SET work_mem = '1MB'; END $$", "configuration"),
+    ("DO $$ BEGIN PERFORM dblink_exec('dbname=o', 'DROP TABLE t'); END $$", "dblink_exec"),
+    ("DO LANGUAGE plpython3u $$ import os $$", "plpython3u"),
+    (
+        "CREATE FUNCTION run(q text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN EXECUTE q; END $$;\n"
+        "SELECT run('DROP DATABASE other')",
+        "dynamic SQL",
+    ),
+]
+PG_MIGRATION_ACCEPTED = [
+    "CREATE TABLE t (a int)",
+    "CREATE EXTENSION IF NOT EXISTS pg_trgm",
+    "CREATE EXTENSION IF NOT EXISTS dblink",  # defined, never called while it runs
+    "SET search_path = app, public",
+    "SET search_path TO public",
+    "SET LOCAL statement_timeout = '5min'",
+    "SET lock_timeout = '10s'",
+    "CREATE TABLE t (a int); GRANT SELECT, INSERT ON t TO bob",
+    "GRANT USAGE ON SCHEMA public TO bob",
+    "ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT ON TABLES TO bob",
+    "CREATE TABLE t (a int); ALTER TABLE t OWNER TO bob",
+    "CREATE TABLE t (a int); COMMENT ON TABLE t IS 'x'",
+    "COMMENT ON DATABASE app IS 'the app'",
+    "GRANT CONNECT ON DATABASE app TO bob",
+    "REVOKE CONNECT ON DATABASE app FROM PUBLIC",
+    "ALTER DATABASE app SET work_mem = '64MB'",
+    "ALTER DATABASE app SET search_path = app, public",
+    "ALTER DATABASE app RESET ALL",
+    "CREATE TABLE app.public.t (a int)",
+    "VACUUM",
+    "VACUUM ANALYZE",
+    "VACUUM FULL t",
+    "VACUUM (FULL, ANALYZE) t",
+    "ANALYZE",
+    "SAVEPOINT s",
+    "CREATE TEMP TABLE scratch (a int)",
+    "REINDEX TABLE t",
+    "CREATE FUNCTION run(q text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN EXECUTE q; END $$",
+    "CREATE TABLE t (a int);\n"
+    "CREATE FUNCTION audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN\n"
+    "  EXECUTE format('INSERT INTO %I_log VALUES ($1.a)', TG_TABLE_NAME) USING NEW;\n"
+    "  RETURN NEW; END $$;\n"
+    "CREATE TRIGGER tr AFTER INSERT ON t FOR EACH ROW EXECUTE FUNCTION audit()",
+    "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_type WHERE typname = 'm') THEN\n"
+    "  CREATE TYPE m AS ENUM ('a'); END IF; END $$",
+    "DO $$ BEGIN EXECUTE 'CREATE INDEX i ON t (a)'; END $$",
+    "CREATE VIEW v AS SELECT * FROM pg_roles",
+]
+
+
+@pytest.mark.parametrize(("sql", "why"), PG_MIGRATION_REFUSED)
+def test_a_postgres_migration_that_reaches_past_its_database_is_refused(sql: str, why: str) -> None:
+    from ptah.engines.versioned.confine import MigrationRefused
+
+    with pytest.raises(MigrationRefused, match=why) as caught:
+        _migration_check(f"CREATE TABLE a (id int);\n{sql};\n", "postgres")
+    message = str(caught.value)
+    assert "0002_x.sql line " in message and "\n" not in message, message
+    assert "scratch" not in message and "file loads" not in message, message
+
+
+@pytest.mark.parametrize("sql", PG_MIGRATION_ACCEPTED)
+def test_a_postgres_migration_may_do_what_ddl_and_dml_do_in_its_database(sql: str) -> None:
+    _migration_check(f"{sql};\n", "postgres")
+
+
+def test_a_postgres_routine_one_migration_defines_and_a_later_one_runs_is_refused() -> None:
+    """The pending files are read together: a routine of dynamic SQL defined by one file,
+    called by the next, is refused at the call, naming the file that calls it."""
+    from ptah.engines.splitter import split_statements
+    from ptah.engines.versioned import confine as vconfine
+
+    class _Session:
+        dialect = "postgres"
+
+        def query(self, q: str) -> list[tuple[str]]:
+            return [("app",)]
+
+    define = (
+        "CREATE FUNCTION run(q text) RETURNS void LANGUAGE plpgsql AS $$ BEGIN EXECUTE q; END $$;\n"
+    )
+    files = [
+        ("0002_f.sql", split_statements(define, "postgres")),
+        ("0003_g.sql", split_statements("CREATE TABLE b (a int);\nSELECT run('x');\n", "postgres")),
+    ]
+    with pytest.raises(vconfine.MigrationRefused, match="0003_g.sql line 2: calls run") as caught:
+        vconfine.check(_Session(), files)  # type: ignore[arg-type]
+    assert "pending migrations" in str(caught.value), caught.value
+    vconfine.check(_Session(), files[:1])  # type: ignore[arg-type]  # defining it passes

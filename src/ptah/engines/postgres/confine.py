@@ -99,6 +99,10 @@ def _is_own(w: Word, own: str) -> bool:
 
 
 _DATABASE_ROLE_SETTINGS = {"ROLE", "SESSION_AUTHORIZATION"}
+_DATABASE_ITSELF = (
+    "changes the database itself as the cluster sees it (its name, owner, connections,"
+    " template flag or tablespace): an administrator's change, not a migration's"
+)
 
 
 def _alter_database(words: list[Word], own: str) -> str | None:
@@ -113,13 +117,12 @@ def _alter_database(words: list[Word], own: str) -> str | None:
         return None
     if action is not None and action.is_("SET") and k + 3 < len(words):
         setting = words[k + 3]
+        if setting.is_("TABLESPACE"):  # moves its files, not a setting
+            return _DATABASE_ITSELF
         if setting.is_name and setting.text.upper() in _DATABASE_ROLE_SETTINGS:
             return "makes every later session of the database switch to another role"
         return None  # the setting itself: the rules of :func:`_reading_settings`
-    return (
-        "changes the database itself as the cluster sees it (its name, owner, connections,"
-        " template flag or tablespace): an administrator's change, not a migration's"
-    )
+    return _DATABASE_ITSELF
 
 
 def _on_own_database(words: list[Word], k: int, own: str) -> bool:
