@@ -769,7 +769,7 @@ def test_a_postgres_routine_one_migration_defines_and_a_later_one_runs_is_refuse
         ("0002_f.sql", split_statements(define, "postgres")),
         ("0003_g.sql", split_statements("CREATE TABLE b (a int);\nSELECT run('x');\n", "postgres")),
     ]
-    with pytest.raises(vconfine.MigrationRefused, match="0003_g.sql line 2: calls run") as caught:
+    with pytest.raises(vconfine.MigrationRefused, match=r"0003_g\.sql line 2: calls run") as caught:
         vconfine.check(_Session(), files)  # type: ignore[arg-type]
     assert "pending migrations" in str(caught.value), caught.value
     vconfine.check(_Session(), files[:1])  # type: ignore[arg-type]  # defining it passes
