@@ -28,7 +28,7 @@ from ptah.engines.sqlite import confine as sqconfine
 from ptah.runner import operations
 from ptah.runner.emit import Run
 from ptah.runner.frame import ResultFrame
-from support.databases import missing, with_database
+from support.databases import database_of, missing, with_database
 
 pytestmark = pytest.mark.integration
 
@@ -589,13 +589,16 @@ MYSQL_MIGRATIONS = {
 }
 
 
-def _migration_dir(tmp_path: Path, second: str) -> Path:
+def _migration_dir(tmp_path: Path, second: str, third: str | None = None) -> Path:
     from support.migration_dir import with_sum
 
     first = "CREATE TABLE a (id INT PRIMARY KEY);\n"
     directory = tmp_path / uuid.uuid4().hex[:6]
     directory.mkdir()
-    for name, text in with_sum({"0001_a.sql": first, "0002_x.sql": second}).items():
+    files = {"0001_a.sql": first, "0002_x.sql": second}
+    if third is not None:
+        files["0003_y.sql"] = third
+    for name, text in with_sum(files).items():
         (directory / name).write_text(text)
     return directory
 
@@ -1003,3 +1006,249 @@ def test_postgres_a_role_default_does_not_change_how_the_file_is_read(
         with open_target(pg_url) as admin:
             admin.connection.execute(f"DROP OWNED BY {role}")
             admin.connection.execute(f"DROP ROLE {role}")
+
+
+# -- PostgreSQL migrations -------------------------------------------------------------
+# As on MariaDB: a migration's own database is its to change (its defaults included), the
+# cluster is not: another database, roles, tablespaces, the server's configuration, files,
+# programs and libraries, other sessions, other servers, role switches; and dynamic SQL it
+# cannot read runs nowhere while the migrations run. A sentinel database and a sentinel
+# role beside the target prove it.
+
+_NO_TX = "-- ptah:no-transaction\n"
+_RUN = (
+    "CREATE FUNCTION run(q text) RETURNS void LANGUAGE plpgsql AS $b$ BEGIN EXECUTE q; END $b$;\n"
+)
+PG_MIGRATIONS = {
+    "drop database": "DROP DATABASE {s};\n",
+    "drop database, no transaction": _NO_TX + "DROP DATABASE IF EXISTS {s};\n",
+    "create database": _NO_TX + "CREATE DATABASE {s}_new;\n",
+    "alter another database": "ALTER DATABASE {s} CONNECTION LIMIT 0;\n",
+    "alter another database's defaults": "ALTER DATABASE {s} SET work_mem = '7MB';\n",
+    "rename the own database": "ALTER DATABASE {own} RENAME TO {s}_moved;\n",
+    "own database's sessions switch role": "ALTER DATABASE {own} SET role = '{s}';\n",
+    "alter system": _NO_TX + "ALTER SYSTEM SET work_mem = '77MB';\n",
+    "create role": "CREATE ROLE {s}_new LOGIN;\n",
+    "alter role": "ALTER ROLE {s} SUPERUSER;\n",
+    "alter role set": "ALTER ROLE {s} SET work_mem = '7MB';\n",
+    "alter role in database": "ALTER ROLE {s} IN DATABASE {own} SET work_mem = '7MB';\n",
+    "drop role": "DROP ROLE {s};\n",
+    "grant membership": "GRANT pg_read_server_files TO {s};\n",
+    "grant on another database": "GRANT CREATE ON DATABASE {s} TO {s};\n",
+    "drop tablespace": _NO_TX + "DROP TABLESPACE IF EXISTS {s};\n",
+    "copy to program": "COPY (SELECT 1) TO PROGRAM 'touch {outfile}';\n",
+    "copy to a server file": "COPY (SELECT 1) TO '{outfile}';\n",
+    "copy from a server file": "COPY a FROM '/etc/hostname';\n",
+    "pg_read_file": "SELECT pg_read_file('/etc/hostname');\n",
+    "lo_export": "SELECT lo_export(lo_from_bytea(0, 'x'), '{outfile}');\n",
+    "lo_import": "SELECT lo_import('/etc/hostname');\n",
+    "terminate others": "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+    " WHERE datname = '{s}';\n",
+    "dblink": "CREATE EXTENSION IF NOT EXISTS dblink;\n"
+    "SELECT dblink_exec('dbname={s}', 'DELETE FROM keep');\n",
+    "postgres_fdw": "CREATE EXTENSION IF NOT EXISTS postgres_fdw;\n"
+    "CREATE SERVER sv FOREIGN DATA WRAPPER postgres_fdw OPTIONS (dbname '{s}');\n",
+    "subscription": "CREATE SUBSCRIPTION {s} CONNECTION 'dbname={s}' PUBLICATION p"
+    " WITH (connect = false);\n",
+    "set session authorization": "SET SESSION AUTHORIZATION {s};\n",
+    "set role": "SET ROLE {s};\n",
+    "set_config role": "SELECT set_config('role', '{s}', false);\n",
+    "load": "LOAD 'auto_explain';\n",
+    "checkpoint": "CHECKPOINT;\n",
+    "reindex system": _NO_TX + "REINDEX SYSTEM {own};\n",
+    "vacuum full of everything": _NO_TX + "VACUUM FULL;\n",
+    "three-part name": "INSERT INTO {s}.public.keep VALUES (3, 'x');\n",
+    "shared catalog write": "UPDATE pg_authid SET rolsuper = true WHERE rolname = '{s}';\n",
+    "string hides a statement": "SET standard_conforming_strings = off;\n"
+    "SELECT 'a\\', ' ; ALTER ROLE {s} SUPERUSER; SELECT ' AS q --';\n",
+    "DO, dynamic": "DO $$ BEGIN EXECUTE format('ALTER ROLE %I SUPERUSER', '{s}'); END $$;\n",
+    "DO, constant": "DO $$ BEGIN EXECUTE 'ALTER ROLE {s} SUPERUSER'; END $$;\n",
+    "DO, static": "DO $$ BEGIN DROP ROLE {s}; END $$;\n",
+    "DO, another language": "DO LANGUAGE plpython3u $$ import os $$;\n",
+    "routine of dynamic SQL, called": _RUN + "SELECT run('ALTER ROLE {s} SUPERUSER');\n",
+    "trigger of dynamic SQL, fired": "CREATE FUNCTION tf() RETURNS trigger LANGUAGE plpgsql AS"
+    " $b$ BEGIN EXECUTE 'ALTER ROLE {s} SUPERUSER'; RETURN NEW; END $b$;\n"
+    "CREATE TRIGGER tr AFTER INSERT ON a FOR EACH ROW EXECUTE FUNCTION tf();\n"
+    "INSERT INTO a VALUES (1);\n",
+}
+
+
+@pytest.fixture
+def pg_sentinel_role(pg_url: str, pg_sentinel: str) -> str:
+    """A role named as the sentinel database (pg_sentinel drops it afterwards)."""
+    with open_target(pg_url) as admin:
+        admin.connection.execute(f'CREATE ROLE "{pg_sentinel}" NOLOGIN')
+    return pg_sentinel
+
+
+def _pg_state(pg_url: str, s: str, outfile: str) -> Callable[[], str]:
+    """The sentinel database (its settings and rows), the sentinel role, the server's
+    configuration files, a server file that must not appear."""
+
+    def state() -> str:
+        with open_target(pg_url) as admin:
+            c = admin.connection
+            dbs = c.execute(
+                "SELECT datname, datconnlimit, datallowconn FROM pg_database"
+                " WHERE datname LIKE %s ORDER BY 1",
+                (s + "%",),
+            ).fetchall()
+            roles = c.execute(
+                "SELECT rolname, rolsuper, rolcanlogin, rolconfig FROM pg_roles"
+                " WHERE rolname LIKE %s ORDER BY 1",
+                (s + "%",),
+            ).fetchall()
+            members = c.execute(
+                "SELECT count(*) FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member"
+                " WHERE r.rolname = %s",
+                (s,),
+            ).fetchall()
+            settings = c.execute(
+                "SELECT setdatabase, setrole, setconfig FROM pg_db_role_setting ORDER BY 1, 2"
+            ).fetchall()
+            files = c.execute(
+                "SELECT name, setting FROM pg_file_settings WHERE sourcefile LIKE '%auto.conf'"
+            ).fetchall()
+        with open_target(with_database(pg_url, s)) as db:
+            rows = db.connection.execute("SELECT * FROM keep ORDER BY id").fetchall()
+        return repr((dbs, roles, members, settings, files, rows, os.path.exists(outfile)))
+
+    return state
+
+
+@pytest.mark.parametrize("name", sorted(PG_MIGRATIONS))
+def test_postgres_migrations_that_leave_the_target_are_refused(
+    pg_db: str, pg_url: str, pg_sentinel_role: str, tmp_path: Path, name: str
+) -> None:
+    s = pg_sentinel_role
+    outfile = f"/tmp/ptah-sentinel-{uuid.uuid4().hex[:8]}"
+    state = _pg_state(pg_url, s, outfile)
+    before = state()
+    sql = PG_MIGRATIONS[name].format(s=s, outfile=outfile, own=database_of(pg_db))
+    history, migrate = _migration_frames(pg_db, _migration_dir(tmp_path, sql))
+    for frame in (history, migrate):
+        message = str(frame.data.get("message"))
+        assert (frame.outcome, frame.reason) == ("refused", "StatementRefused"), frame
+        assert "0002_x.sql line " in message and "\n" not in message, message
+        assert "scratch" not in message, message
+    assert migrate.data["applied"] == [], migrate.data  # not even the first file ran
+    assert state() == before, f"sentinel changed by {sql!r}"
+    with open_target(pg_db) as target:
+        tables = target.connection.execute(
+            "SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace"
+        ).fetchall()
+    assert tables == []  # nor was the history table created
+
+
+def test_postgres_a_routine_a_later_migration_calls_is_refused(
+    pg_db: str, pg_url: str, pg_sentinel_role: str, tmp_path: Path
+) -> None:
+    """The pending files are read together: a routine of dynamic SQL defined by one and
+    called by the next is refused at the call, before the first file runs."""
+    s = pg_sentinel_role
+    state = _pg_state(pg_url, s, "/nonexistent")
+    before = state()
+    third = f"SELECT run('ALTER ROLE {s} SUPERUSER');\n"
+    history, migrate = _migration_frames(pg_db, _migration_dir(tmp_path, _RUN, third))
+    for frame in (history, migrate):
+        assert (frame.outcome, frame.reason) == ("refused", "StatementRefused"), frame
+        assert "0003_y.sql line 1: calls run()" in str(frame.data["message"]), frame
+    assert migrate.data["applied"] == []
+    assert state() == before
+
+
+def test_postgres_migrations_may_change_their_own_database(
+    pg_db: str, pg_url: str, pg_sentinel_role: str, tmp_path: Path
+) -> None:
+    """What migrations ordinarily do passes and runs: functions and triggers with dynamic
+    SQL in their bodies (stored, not run), extensions, grants to an existing role, the
+    search_path, the database's own defaults, comments, a DO block's constant EXECUTE,
+    temporary tables, VACUUM of a table (no transaction)."""
+    own, s = database_of(pg_db), pg_sentinel_role
+    second = (
+        "CREATE EXTENSION IF NOT EXISTS pg_trgm;\n"
+        "CREATE SCHEMA app;\n"
+        "SET search_path = app, public;\n"
+        "CREATE TABLE b (id int PRIMARY KEY, v text);\n"
+        "CREATE TABLE b_log (id int);\n"
+        "CREATE FUNCTION audit() RETURNS trigger LANGUAGE plpgsql AS $b$ BEGIN\n"
+        "  EXECUTE format('INSERT INTO app.%I_log VALUES ($1)', TG_TABLE_NAME) USING NEW.id;\n"
+        "  RETURN NEW; END $b$;\n" + _RUN + f"GRANT USAGE ON SCHEMA app TO {s};\n"
+        f"GRANT SELECT, INSERT ON b TO {s};\n"
+        f"ALTER DEFAULT PRIVILEGES IN SCHEMA app GRANT SELECT ON TABLES TO {s};\n"
+        "COMMENT ON TABLE b IS 'the b table';\n"
+        f"COMMENT ON DATABASE {own} IS 'the app';\n"
+        f"ALTER DATABASE {own} SET work_mem = '8MB';\n"
+        "DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_type WHERE typname = 'mood') THEN\n"
+        "  CREATE TYPE mood AS ENUM ('ok'); END IF; END $$;\n"
+        "DO $$ BEGIN EXECUTE 'CREATE INDEX b_v ON app.b (v)'; END $$;\n"
+        "CREATE TEMP TABLE staging AS SELECT 1 AS id;\n"
+        "CREATE TRIGGER tr AFTER INSERT ON b FOR EACH ROW EXECUTE FUNCTION audit();\n"
+        "RESET search_path;\n"
+    )
+    third = _NO_TX + "VACUUM ANALYZE app.b;\n"
+    state = _pg_state(pg_url, s, "/nonexistent")
+    before = state()
+    history, migrate = _migration_frames(pg_db, _migration_dir(tmp_path, second, third))
+    assert history.outcome == "succeeded" and history.data["pending"] == ["1", "2", "3"], history
+    assert migrate.outcome == "succeeded", migrate
+    assert migrate.data["applied"] == ["1", "2", "3"], migrate
+    with open_target(pg_db) as target:
+        c = target.connection
+        assert c.execute(
+            "SELECT count(*) FROM pg_proc WHERE proname IN ('audit', 'run')"
+        ).fetchone() == (2,)
+        assert c.execute("SELECT has_table_privilege(%s, 'app.b', 'INSERT')", (s,)).fetchone() == (
+            True,
+        )
+        assert c.execute("SELECT to_regclass('app.b_v') IS NOT NULL").fetchone() == (True,)
+    # Only its own database's defaults changed: the sentinel's state but that setting.
+    after = state()
+    assert after != before and "work_mem=8MB" in after
+    with open_target(pg_url) as admin:
+        admin.connection.execute(f'ALTER DATABASE "{own}" RESET ALL')
+    assert state() == before
+    with open_target(pg_db) as target:  # the grants, so that the role can be dropped
+        target.connection.execute(f'DROP OWNED BY "{s}"')
+
+
+def test_postgres_a_migration_that_switches_role_is_stopped_at_run_time(
+    pg_db: str, pg_url: str, pg_sentinel_role: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second line: with the reading disarmed, a statement that switches the session's
+    role fails there (the file rolled back, or stopped at it), before anything more runs
+    under that role; and the same migration without the guard does act as the other role
+    (the proof can fail)."""
+    from ptah.engines.versioned import confine as vconfine
+    from ptah.engines.versioned import dialects
+
+    monkeypatch.setattr(vconfine, "check", lambda session, files: None)
+    s = pg_sentinel_role
+    # What runs after the switch runs as the other role (its own settings change), which
+    # may write the history table too: nothing but the guard stops the run.
+    hostile = (
+        f"GRANT ALL ON ptah_schema_history TO {s};\nSET ROLE {s};\n"
+        "ALTER ROLE CURRENT_USER SET work_mem = '7MB';\n"
+    )
+    state = _pg_state(pg_url, s, "/nonexistent")
+    before = state()
+    for sql in (hostile, _NO_TX + hostile):
+        _, migrate = _migration_frames(pg_db, _migration_dir(tmp_path, sql))
+        assert migrate.outcome == "failed", migrate
+        assert migrate.data["failure"]["statement"] == 2, migrate
+        assert "another role" in migrate.data["failure"]["error"], migrate
+        assert state() == before
+        with open_target(pg_url) as admin:  # a clean target for the next run
+            admin.connection.execute(f'DROP DATABASE "{database_of(pg_db)}" WITH (FORCE)')
+            admin.connection.execute(f'CREATE DATABASE "{database_of(pg_db)}"')
+    monkeypatch.setattr(dialects.Session, "_run_postgres", _unguarded)
+    _, migrate = _migration_frames(pg_db, _migration_dir(tmp_path, hostile))
+    assert migrate.outcome == "succeeded", migrate
+    assert state() != before
+    with open_target(pg_db) as target:  # the grant, so that the role can be dropped
+        target.connection.execute(f'DROP OWNED BY "{s}"')
+
+
+def _unguarded(self: object, text: str) -> None:
+    with self.conn.cursor() as cur:  # type: ignore[attr-defined]
+        cur.execute(text)
