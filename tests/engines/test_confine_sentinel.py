@@ -1252,3 +1252,35 @@ def test_postgres_a_migration_that_switches_role_is_stopped_at_run_time(
 def _unguarded(self: object, text: str) -> None:
     with self.conn.cursor() as cur:  # type: ignore[attr-defined]
         cur.execute(text)
+
+
+def test_postgres_a_database_default_does_not_change_how_a_migration_is_read(
+    pg_db: str, pg_url: str, pg_sentinel_role: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The target's default reads a backslash as an escape (standard_conforming_strings
+    off): the check read one SELECT of two strings, and so does the server, because the
+    runner's session reads as the check does; without that, the server ran the statement
+    hidden in the strings (the proof can fail)."""
+    from ptah.engines.versioned import dialects
+
+    s = pg_sentinel_role
+    with open_target(pg_url) as admin:
+        admin.connection.execute(
+            f'ALTER DATABASE "{database_of(pg_db)}" SET standard_conforming_strings = off'
+        )
+    state = _pg_state(pg_url, s, "/nonexistent")
+    before = state()
+    sql = f"SELECT 'a\\', ' ; ALTER ROLE {s} SET work_mem = ''7MB''; SELECT ' AS q --';\n"
+    history, migrate = _migration_frames(pg_db, _migration_dir(tmp_path, sql))
+    assert history.outcome == "succeeded", history
+    assert migrate.outcome == "succeeded" and migrate.data["applied"] == ["1", "2"], migrate
+    assert state() == before
+    with open_target(pg_url) as admin:
+        admin.connection.execute(f'DROP DATABASE "{database_of(pg_db)}" WITH (FORCE)')
+        admin.connection.execute(f'CREATE DATABASE "{database_of(pg_db)}"')
+        admin.connection.execute(
+            f'ALTER DATABASE "{database_of(pg_db)}" SET standard_conforming_strings = off'
+        )
+    monkeypatch.setattr(dialects, "_PG_AS_CHECKED", ())
+    _migration_frames(pg_db, _migration_dir(tmp_path, sql))
+    assert state() != before

@@ -1159,8 +1159,35 @@ def migration_refusal(words: list[Word], text: str, own: str) -> str | None:
     or None: the desired file's rules (:func:`refusal`) but for what its own database
     allows (ALTER DATABASE own SET, grants on it, transaction control, VACUUM, temporary
     objects, a DO block's constant EXECUTE), worded for a migration."""
-    why = refusal(words, text, own)
+    why = refusal(words, text, own) or _resets_reading(words)
     return migration_wording(why) if why else None
+
+
+_RESET_READING = {"STANDARD_CONFORMING_STRINGS", "CLIENT_ENCODING", "ALL"}
+
+
+def _resets_reading(words: list[Word]) -> str | None:
+    """A migration's session reads SQL as the check does because the runner SETs it so
+    (:mod:`ptah.engines.versioned.dialects`); its defaults are the role's or database's,
+    which may read otherwise: so RESET of the reading settings (or ALL), DISCARD ALL and
+    SET ... TO DEFAULT of them are refused (a desired file's load has them as defaults)."""
+    for seq in _all_words(words):
+        for i, w in enumerate(seq[:-1]):
+            nxt = seq[i + 1]
+            name = nxt.text.upper() if nxt.is_name else ""
+            if (w.is_("RESET") and name in _RESET_READING) or (w.is_("DISCARD") and name == "ALL"):
+                return f"{_READS_DIFFERENTLY} (back to the role's or database's default)"
+            if (
+                w.is_name
+                and w.text.upper() in _READING_SETTINGS
+                and i > 0
+                and seq[i - 1].is_("SET", "SESSION", "LOCAL")
+                and (nxt.punct("=") or nxt.is_("TO"))
+                and i + 2 < len(seq)
+                and seq[i + 2].is_("DEFAULT")
+            ):
+                return f"{_READS_DIFFERENTLY} (back to the role's or database's default)"
+    return None
 
 
 def migration_rule(own: str) -> Callable[[list[Word], str], str | None]:

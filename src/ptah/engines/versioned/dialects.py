@@ -72,7 +72,8 @@ class MigrationLeftDatabase(Exception):
 
 
 class MigrationSwitchedRole(Exception):
-    """A migration's statement left the PostgreSQL session under another role."""
+    """A migration's statement left the PostgreSQL session under another role, or reading
+    SQL otherwise than the check that read the files."""
 
 
 # How a PostgreSQL migration session reads SQL: as the check that read each file before it
@@ -171,15 +172,25 @@ class Session:
                 )
 
     def _run_postgres(self, text: str) -> None:
-        who = "SELECT current_user, session_user"
+        who = (
+            "SELECT current_user, session_user, current_setting('standard_conforming_strings'),"
+            " current_setting('client_encoding')"
+        )
         if self._roles is None:
             self._roles = self.query(who)[0]
         with self.conn.cursor() as cur:
             cur.execute(text)
-        if self.query(who)[0] != self._roles:
+        now = self.query(who)[0]
+        if now[:2] != self._roles[:2]:
             for reset in ("RESET SESSION AUTHORIZATION", "RESET ROLE"):
                 self.execute(reset)  # back, so the history row is written as the runner
             raise MigrationSwitchedRole("the statement switched the session to another role")
+        if now[2:] != self._roles[2:]:
+            for setting in _PG_AS_CHECKED:
+                self.execute(setting)
+            raise MigrationSwitchedRole(
+                "the statement changed how the server reads the statements that follow"
+            )
 
     def _database(self) -> str:
         """The MariaDB session's database when the session began (the target's)."""
