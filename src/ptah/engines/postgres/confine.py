@@ -1172,10 +1172,13 @@ def _resets_reading(words: list[Word]) -> str | None:
     which may read otherwise: so RESET of the reading settings (or ALL), DISCARD ALL and
     SET ... TO DEFAULT of them are refused (a desired file's load has them as defaults)."""
     for seq in _all_words(words):
+        starts = set(statement_starts(seq))  # not ALTER DATABASE app RESET ALL: its own
         for i, w in enumerate(seq[:-1]):
             nxt = seq[i + 1]
             name = nxt.text.upper() if nxt.is_name else ""
-            if (w.is_("RESET") and name in _RESET_READING) or (w.is_("DISCARD") and name == "ALL"):
+            if i in starts and (
+                (w.is_("RESET") and name in _RESET_READING) or (w.is_("DISCARD") and name == "ALL")
+            ):
                 return f"{_READS_DIFFERENTLY} (back to the role's or database's default)"
             if (
                 w.is_name
