@@ -44,9 +44,9 @@ _TS = {"postgres": "TIMESTAMPTZ", "mysql": "DATETIME(6)", "sqlite": "TEXT"}
 _TEXT = {"postgres": "TEXT", "mysql": "LONGTEXT", "sqlite": "TEXT"}
 
 
-def history_ddl(dialect: Dialect) -> str:
+def history_ddl(dialect: Dialect, table: str = HISTORY_TABLE) -> str:
     ts, text = _TS[dialect], _TEXT[dialect]
-    return f"""CREATE TABLE IF NOT EXISTS {HISTORY_TABLE} (
+    return f"""CREATE TABLE IF NOT EXISTS {table} (
   version VARCHAR(64) NOT NULL PRIMARY KEY,
   description VARCHAR(512) NOT NULL,
   script VARCHAR(512) NOT NULL,
@@ -98,6 +98,7 @@ class Session:
         self.log = log
         self._target_database: str | None = None
         self._roles: tuple[Any, ...] | None = None
+        self._history: str | None = None
         if dialect == "postgres":
             connection.autocommit = True
             connection.add_notice_handler(self._notice)
@@ -239,9 +240,28 @@ class Session:
 
     # -- history table ----------------------------------------------------------
 
+    def _table(self) -> str:
+        """The history table's name as the runner's statements write it: on PostgreSQL
+        qualified with the schema the session's search_path found it in (or would create
+        it in) before any migration ran, so that a migration's own ``SET search_path``
+        does not move the runner's history rows (a table not found, the file rolled back)."""
+        if self.dialect != "postgres":
+            return HISTORY_TABLE
+        if self._history is None:
+            rows = self.query(
+                "SELECT coalesce((SELECT relnamespace::regnamespace::text FROM pg_class"
+                " WHERE oid = to_regclass(%s)), quote_ident(current_schema()))",
+                (HISTORY_TABLE,),
+            )
+            schema = rows[0][0] if rows else None
+            if schema is None:  # no schema to create it in: as before, unqualified
+                return HISTORY_TABLE
+            self._history = f"{schema}.{HISTORY_TABLE}"
+        return self._history
+
     def history_exists(self) -> bool:
         if self.dialect == "postgres":
-            rows = self.query("SELECT to_regclass(%s) IS NOT NULL", (HISTORY_TABLE,))
+            rows = self.query("SELECT to_regclass(%s) IS NOT NULL", (self._table(),))
         elif self.dialect == "mysql":
             rows = self.query(
                 "SELECT COUNT(*) FROM information_schema.tables"
@@ -256,26 +276,26 @@ class Session:
         return bool(rows and rows[0][0])
 
     def create_history(self) -> None:
-        self.execute(history_ddl(self.dialect))
+        self.execute(history_ddl(self.dialect, self._table()))
 
     def read_history(self) -> list[dict[str, Any]]:
         cols = ", ".join(COLUMNS)
-        rows = self.query(f"SELECT {cols} FROM {HISTORY_TABLE} ORDER BY installed_rank")
+        rows = self.query(f"SELECT {cols} FROM {self._table()} ORDER BY installed_rank")
         return [dict(zip(COLUMNS, row, strict=True)) for row in rows]
 
     def insert_history(self, values: dict[str, Any]) -> None:
         cols = ", ".join(COLUMNS)
         marks = ", ".join(["%s"] * len(COLUMNS))
         params = tuple(values[c] for c in COLUMNS)
-        self.execute(f"INSERT INTO {HISTORY_TABLE} ({cols}) VALUES ({marks})", params)
+        self.execute(f"INSERT INTO {self._table()} ({cols}) VALUES ({marks})", params)
 
     def update_history(self, version: str, **values: Any) -> None:
         sets = ", ".join(f"{k} = %s" for k in values)
         params = (*values.values(), version)
-        self.execute(f"UPDATE {HISTORY_TABLE} SET {sets} WHERE version = %s", params)
+        self.execute(f"UPDATE {self._table()} SET {sets} WHERE version = %s", params)
 
     def delete_history(self, version: str) -> None:
-        self.execute(f"DELETE FROM {HISTORY_TABLE} WHERE version = %s", (version,))
+        self.execute(f"DELETE FROM {self._table()} WHERE version = %s", (version,))
 
     def database_is_empty(self) -> bool:
         """No user objects besides the history table: a first run may start at version 1."""
