@@ -696,6 +696,17 @@ PG_MIGRATION_REFUSED: list[tuple[str, str]] = [
         "SELECT run('DROP DATABASE other')",
         "dynamic SQL",
     ),
+    # a routine a DO block creates, in its body or in the constant it EXECUTEs
+    (
+        "DO $a$ BEGIN CREATE FUNCTION run(q text) RETURNS void LANGUAGE plpgsql AS"
+        " $b$ BEGIN EXECUTE q; END $b$; END $a$;\nSELECT run('DROP DATABASE other')",
+        "calls run",
+    ),
+    (
+        "DO $a$ BEGIN EXECUTE 'CREATE FUNCTION run(q text) RETURNS void LANGUAGE plpgsql AS"
+        " $b$ BEGIN EXECUTE q; END $b$'; END $a$;\nSELECT run('DROP DATABASE other')",
+        "calls run",
+    ),
 ]
 PG_MIGRATION_ACCEPTED = [
     "CREATE TABLE t (a int)",
@@ -735,6 +746,8 @@ PG_MIGRATION_ACCEPTED = [
     "  CREATE TYPE m AS ENUM ('a'); END IF; END $$",
     "DO $$ BEGIN EXECUTE 'CREATE INDEX i ON t (a)'; END $$",
     "CREATE VIEW v AS SELECT * FROM pg_roles",
+    "DO $a$ BEGIN IF to_regproc('run') IS NULL THEN CREATE FUNCTION run(q text) RETURNS void"
+    " LANGUAGE plpgsql AS $b$ BEGIN EXECUTE q; END $b$; END IF; END $a$",
 ]
 
 
@@ -777,3 +790,16 @@ def test_a_postgres_routine_one_migration_defines_and_a_later_one_runs_is_refuse
         vconfine.check(_Session(), files)  # type: ignore[arg-type]
     assert "pending migrations" in str(caught.value), caught.value
     vconfine.check(_Session(), files[:1])  # type: ignore[arg-type]  # defining it passes
+
+
+def test_a_desired_files_routine_created_by_a_do_block_is_not_run_while_it_loads() -> None:
+    """A DO block's body creates a routine of dynamic SQL (the body has no EXECUTE of its
+    own: the routine's is in a nested string) and the next statement calls it."""
+    do = (
+        "DO $a$ BEGIN CREATE FUNCTION run(q text) RETURNS void LANGUAGE plpgsql AS"
+        " $b$ BEGIN EXECUTE q; END $b$; END $a$;\n"
+    )
+    with pytest.raises(StatementRefused, match="calls run") as caught:
+        check(do + "SELECT run('COPY (SELECT 1) TO PROGRAM ''id''');\n", "postgres")
+    assert caught.value.line == 2
+    check(do, "postgres")  # defined only: nothing runs it

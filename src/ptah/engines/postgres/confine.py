@@ -1333,6 +1333,20 @@ def _routine_name(words: list[Word]) -> str | None:
 _BY_REFERENCE = {"OPERATOR", "AGGREGATE", "TYPE", "TEXT", "CONVERSION", "ACCESS", "LANGUAGE"}
 
 
+_NAMING = {"CREATE", "REPLACE", "ALTER", "DROP", "EXISTS", "ON"}
+
+
+def _names_a_routine(seq: list[Word], i: int) -> bool:
+    """Whether the name at ``i`` is a routine's that a statement defines, alters, drops,
+    comments or grants on (``CREATE FUNCTION [s.]name(``, ``DROP FUNCTION IF EXISTS
+    name(``, ``ON FUNCTION name(``), not one a trigger or cast runs (``EXECUTE FUNCTION
+    name(``, ``WITH FUNCTION name(``)."""
+    j = i - 1
+    if j >= 2 and seq[j].punct(".") and seq[j - 1].is_name:
+        j -= 2  # s.name
+    return j >= 1 and seq[j].is_("FUNCTION", "PROCEDURE", "ROUTINE") and seq[j - 1].upper in _NAMING
+
+
 def _calls(words: list[Word], names: set[str]) -> str | None:
     """The first of ``names`` the words call (``name(``), in the statement or a body, or
     name after ``=`` in a definition that runs what it names."""
@@ -1347,6 +1361,8 @@ def _calls(words: list[Word], names: set[str]) -> str | None:
     for seq in _all_words(words):
         for i, w in enumerate(seq[:-1]):
             if w.is_name and w.text.lower() in names and seq[i + 1].punct("("):
+                if seq is not words and _names_a_routine(seq, i):
+                    continue  # DO $$ BEGIN CREATE FUNCTION run(q text) ...: defined, not run
                 return w.text.lower()
         if by_reference and seq is words:
             for i, w in enumerate(seq):
@@ -1419,9 +1435,16 @@ def load_time_refusal(statements: list[tuple[int, str, list[Word]]]) -> tuple[in
         return found
     routines: dict[str, list[list[Word]]] = {}
     for _line, _text, words in statements:
-        name = _routine_name(words) if words else None
-        if name is not None:
-            routines.setdefault(name, []).append(words)
+        if not words:
+            continue
+        # A routine a DO block creates (in its body, or in the constant it EXECUTEs) is
+        # the file's too: "DO $$ BEGIN CREATE FUNCTION run(q text) ... EXECUTE q ...; END
+        # $$" then "SELECT run('...')" ran what no rule read.
+        for seq in _all_words(words):
+            for start in statement_starts(seq) if seq is not words else (0,):
+                name = _routine_name(seq[start:])
+                if name is not None:
+                    routines.setdefault(name, []).append(seq[start:])
     opaque = {
         name
         for name, defs in routines.items()
