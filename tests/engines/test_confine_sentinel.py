@@ -1066,6 +1066,9 @@ PG_MIGRATIONS = {
     "DO, static": "DO $$ BEGIN DROP ROLE {s}; END $$;\n",
     "DO, another language": "DO LANGUAGE plpython3u $$ import os $$;\n",
     "routine of dynamic SQL, called": _RUN + "SELECT run('ALTER ROLE {s} SUPERUSER');\n",
+    "routine a DO block creates, called": "DO $a$ BEGIN CREATE FUNCTION run(q text) RETURNS"
+    " void LANGUAGE plpgsql AS $b$ BEGIN EXECUTE q; END $b$; END $a$;\n"
+    "SELECT run('ALTER ROLE {s} SUPERUSER');\n",
     "trigger of dynamic SQL, fired": "CREATE FUNCTION tf() RETURNS trigger LANGUAGE plpgsql AS"
     " $b$ BEGIN EXECUTE 'ALTER ROLE {s} SUPERUSER'; RETURN NEW; END $b$;\n"
     "CREATE TRIGGER tr AFTER INSERT ON a FOR EACH ROW EXECUTE FUNCTION tf();\n"
