@@ -470,3 +470,66 @@ def test_a_changed_cast_type_is_a_change(tmp_path: Path, name: str) -> None:
     before, after = schema.format("REAL"), schema.format("NUMERIC")
     with _changed(tmp_path, before, "INSERT INTO t (id, v) VALUES (1, '2.0');", after) as conn:
         assert conn.execute(query).fetchall() == [("integer",)]
+
+
+# What the canonical spelling once folded away though SQLite keeps it apart: a plan
+# against the old shape was empty, and the database kept it.
+SPELLED_APART = {
+    "a default's inner spaces": (
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT DEFAULT 'a  b');",
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT DEFAULT 'a b');",
+        "INSERT INTO t (id) VALUES (8); SELECT v FROM t WHERE id = 8",
+        [("a b",)],
+    ),
+    "a default's line break, CRLF to LF": (
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT DEFAULT 'a\r\nb');",
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT DEFAULT 'a\nb');",
+        "INSERT INTO t (id) VALUES (8); SELECT v FROM t WHERE id = 8",
+        [("a\nb",)],
+    ),
+    "a check's string": (
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT CHECK (v <> 'a  b'));",
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT CHECK (v <> 'a b'));",
+        "INSERT INTO t VALUES (8, 'a  b'); SELECT v FROM t WHERE id = 8",
+        [("a  b",)],
+    ),
+    # A view's column without an alias is named by its expression as written.
+    "a view column named by its expression's spacing": (
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v INT);\nCREATE VIEW w AS SELECT v+1 FROM t;",
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v INT);\nCREATE VIEW w AS SELECT v + 1 FROM t;",
+        'SELECT "v + 1" FROM w',
+        [(2,)],
+    ),
+    "a view column named by its function's letters' case": (
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v INT);\n"
+        "CREATE VIEW w AS SELECT abs(v) FROM t;\n"
+        "CREATE TRIGGER wd INSTEAD OF DELETE ON w BEGIN DELETE FROM t; END;",
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v INT);\n"
+        "CREATE VIEW w AS SELECT ABS(v) FROM t;\n"
+        "CREATE TRIGGER wd INSTEAD OF DELETE ON w BEGIN DELETE FROM t; END;",
+        'SELECT "ABS(v)" FROM w',
+        [(1,)],
+    ),
+    # A double-quoted word that names nothing is a string to SQLite: "Neg" is not "neg".
+    "a trigger's double-quoted string": (
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v INT);\nCREATE TABLE l (m TEXT);\n"
+        'CREATE TRIGGER tr AFTER INSERT ON t BEGIN INSERT INTO l VALUES ("Neg"); END;',
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v INT);\nCREATE TABLE l (m TEXT);\n"
+        'CREATE TRIGGER tr AFTER INSERT ON t BEGIN INSERT INTO l VALUES ("neg"); END;',
+        "INSERT INTO t VALUES (2, 2); SELECT m FROM l ORDER BY rowid",
+        [("Neg",), ("neg",)],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPELLED_APART))
+def test_what_sqlite_keeps_apart_is_a_change(tmp_path: Path, name: str) -> None:
+    """Whitespace inside a string literal, a view's column names (taken from the
+    expressions' text) and a double-quoted string in a trigger are the database's, not
+    spelling: each change is planned, and the database is then what a direct load makes."""
+    before, after, query, expected = SPELLED_APART[name]
+    with _changed(tmp_path, before, "INSERT INTO t (id, v) VALUES (1, 1);", after) as conn:
+        *writes, read = query.split("; ")
+        for sql in writes:
+            conn.execute(sql)
+        assert conn.execute(read).fetchall() == expected

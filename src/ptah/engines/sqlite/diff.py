@@ -296,7 +296,7 @@ def _dependents(
     gone_views = {
         name
         for name in cur_v
-        if rebuilt or name not in want_v or cur_v[name]["def"] != want_v[name]["def"]
+        if rebuilt or name not in want_v or _changed(cur_v[name], want_v[name])
     }
     gone_with = rebuilt | gone_views | (cur_t.keys() - want_t.keys())
     out_drops: list[Statement] = []
@@ -305,7 +305,7 @@ def _dependents(
         cur, want = current[kind], desired[kind]
         for name in cur:
             goes_with_table = kind != "view" and cur[name]["table"] in gone_with
-            changed = name not in want or cur[name]["def"] != want[name]["def"]
+            changed = name not in want or _changed(cur[name], want[name])
             if kind == "trigger" and rebuilt:
                 changed = True
             if not goes_with_table and (changed or name in gone_views):
@@ -313,7 +313,7 @@ def _dependents(
         for name, obj in want.items():
             fresh = (
                 name not in cur
-                or cur[name]["def"] != obj["def"]
+                or _changed(cur[name], obj)
                 or (kind == "view" and name in gone_views)
                 or (kind == "trigger" and bool(rebuilt))
                 or (kind != "view" and obj["table"] in gone_with)
@@ -328,6 +328,12 @@ def _dependents(
             creates[kind].append(Statement(obj["_sql"], hazards))
     # A trigger may be on a view (INSTEAD OF): views first.
     return out_drops, creates["index"] + creates["view"] + creates["trigger"]
+
+
+def _changed(cur: dict[str, Any], want: dict[str, Any]) -> bool:
+    """Whether an index, view or trigger differs: its definition, or a view's column
+    names (:func:`ptah.engines.sqlite.inspect._view_columns`)."""
+    return bool(cur["def"] != want["def"] or cur.get("columns") != want.get("columns"))
 
 
 def _respelled(cur_t: dict[str, Any], want_t: dict[str, Any]) -> dict[str, str]:

@@ -78,20 +78,27 @@ def fold(sql: str, lower: bool = False) -> str:
         text = _fold_code(text)
         return text.lower() if lower else text
 
+    # The code between two quoted tokens is folded whole (a comment in it is a space),
+    # and only it: folding the joined text again folded the quoted tokens' whitespace
+    # too, and DEFAULT 'a  b' (or 'a\r\nb') read as DEFAULT 'a b'.
     out: list[str] = []
+    pending: list[str] = []
     last = 0
     for m in _QUOTED.finditer(sql):
+        pending.append(sql[last : m.start()])
         if m.group(1) is None:
-            out.append(code(sql[last : m.start()] + " "))
+            pending.append(" ")
         else:
             bare = _bare(m.group(1))
-            out += [
-                code(sql[last : m.start()]),
-                bare.lower() if lower and bare[0] not in "'\"`[" else bare,
-            ]
+            # A double-quoted token keeps its letters' case: SQLite reads one that names
+            # nothing as a string ("Active" in a trigger's WHEN is the text Active).
+            name_only = m.group(1)[0] in "`[" and bare[0] not in "'\"`["
+            out += [code("".join(pending)), bare.lower() if lower and name_only else bare]
+            pending = []
         last = m.end()
-    out.append(code(sql[last:]))
-    return _fold_code("".join(out)).strip().rstrip(";").rstrip()
+    pending.append(sql[last:])
+    out.append(code("".join(pending)))
+    return "".join(out).strip().rstrip(";").rstrip()
 
 
 def parse(sql: str) -> exp.Expression | None:
@@ -399,6 +406,21 @@ def _columns(conn: sqlite3.Connection, name: str) -> list[Any]:
     return rows
 
 
+def _view_columns(conn: sqlite3.Connection, name: str) -> list[str] | None:
+    """The names of a view's columns, as SQLite gives them: a column without an alias is
+    named by its expression's text as written (``SELECT a+1`` has a column ``a+1``,
+    ``SELECT a + 1`` one ``a + 1``, ``LOWER(a)`` one ``LOWER(a)``), which the canonical
+    spelling of the view's statement folds away, and a query reading ``"a+1"`` fails on
+    the other. None when the view cannot be compiled here (it names what is missing, or
+    a function the application registers)."""
+    quoted = name.replace('"', '""')
+    try:
+        rows = conn.execute(f'PRAGMA table_xinfo("{quoted}")').fetchall()
+    except sqlite3.Error:
+        return None
+    return [str(row[1]) for row in rows]
+
+
 def inspect(conn: sqlite3.Connection) -> Schema:
     schema: Schema = {"table": {}, "index": {}, "view": {}, "trigger": {}}
     rows = conn.execute(
@@ -420,6 +442,8 @@ def inspect(conn: sqlite3.Connection) -> Schema:
             entry["_readable"] = [c[1] for c in cols if c[6] in (0, 2, 3)]
         else:
             entry["table"] = table
+        if kind == "view":
+            entry["columns"] = _view_columns(conn, name)
         if kind in schema:
             schema[kind][name] = entry
     return schema
