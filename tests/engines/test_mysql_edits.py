@@ -34,7 +34,8 @@ def _plan_apply(url: str, sql: str) -> list[str]:
 
 
 def _shown(url: str) -> dict[str, str]:
-    """``SHOW CREATE`` of every table and view of the database (counters left out)."""
+    """``SHOW CREATE`` of every table and view of the database (counters left out); a
+    view's with the client character set and the collation it was created under."""
     out: dict[str, str] = {}
     with open_target(url) as t, t.connection.cursor() as cur:
         cur.execute(
@@ -44,8 +45,9 @@ def _shown(url: str) -> dict[str, str]:
         for name, kind in cur.fetchall():
             view = kind == "VIEW"
             cur.execute(f"SHOW CREATE {'VIEW' if view else 'TABLE'} `{name}`")
-            text = cur.fetchone()[1]
-            out[name] = _SCRATCH_QUALIFIER.sub("", text)
+            row = cur.fetchone()
+            text = _SCRATCH_QUALIFIER.sub("", row[1])
+            out[name] = f"{text} /* {row[2]} {row[3]} */" if view else text
     return out
 
 
@@ -185,6 +187,15 @@ CASES = {
         "CREATE TABLE t (a INT, b INT, CONSTRAINT c1 CHECK (a > 0), CONSTRAINT c3 CHECK (b > 0));",
         "CREATE TABLE t (a INT, b INT, CONSTRAINT c1 CHECK (a > 0), CONSTRAINT c2 CHECK (a < 9),"
         " CONSTRAINT c3 CHECK (b > 0));",
+    ),
+    # A view's string literals have the collation of the session that created it: a dump
+    # sets it before each view ('x' = 'X' is 1 under utf8mb4_general_ci, 0 under _bin).
+    "a view's literals keep the file's collation": (
+        T + "; CREATE VIEW v AS SELECT id, 'x' = 'X' AS same, 'é' AS e FROM t;",
+        T + "; SET collation_connection = utf8mb4_bin;"
+        " CREATE VIEW v AS SELECT id, 'x' = 'X' AS same, 'é' AS e FROM t;"
+        " SET NAMES latin1; CREATE VIEW w AS SELECT id, 'x' AS x FROM v;"
+        " SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci; CREATE VIEW u AS SELECT 'ü' AS u;",
     ),
     # SHOW CREATE keeps a quoted name's line feed, and a comment's U+2028, form feed or NEL:
     # a column line read as two made an internal error, or a plan of "ADD y, ADD '".

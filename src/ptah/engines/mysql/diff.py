@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ptah.engines.model import DATA_DEPENDENT, DESTRUCTIVE, LOCK_HEAVY, Schema, Statement
+from ptah.engines.model import DATA_DEPENDENT, DESTRUCTIVE, LOCK_HEAVY, Schema, Statement, same
 from ptah.engines.mysql.inspect import create_lines
 
 _REFERENCES = re.compile(r"REFERENCES `((?:[^`]|``)+)`")
@@ -468,7 +468,7 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
     cur_t, want_t = current["table"], desired["table"]
     cur_v, want_v = current["view"], desired["view"]
     out: list[Statement] = []
-    changed_views = [n for n in cur_v if n not in want_v or cur_v[n] != want_v[n]]
+    changed_views = [n for n in cur_v if n not in want_v or not same(cur_v[n], want_v[n])]
     out += [Statement(f"DROP VIEW {q(n)}") for n in changed_views]
     predropped = _predropped(current, desired)
     for name, keys in predropped.items():
@@ -527,8 +527,53 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
     view_after = {
         name: {o for o in views if o != name and q(o) in want_v[name]["def"]} for name in views
     }
-    out += _ordered(views, view_after)
+    out += _collated(_order(views, view_after), views, want_v, current)
     return out
+
+
+def _collated(
+    names: list[str], views: dict[str, Statement], want_v: dict[str, Any], current: Schema
+) -> list[Statement]:
+    """The views' CREATEs, each under the collation its literals had in the desired
+    schema (``SET collation_connection``, which ``SET STATEMENT`` cannot set), and the
+    apply session's own settings back after them. The session's are the ones the target
+    was read in (the apply's session opens alike); unknown, every view sets its own.
+
+    The statements are sent as UTF-8 whatever the view's ``character_set_client`` was
+    (a file's ``SET NAMES latin1``): only a text in ASCII, which every client character
+    set reads alike, is sent saying that one, so that the server keeps it as a direct load
+    does."""
+    meta = current.get("_meta", {})
+    session = (meta.get("collationConnection"), meta.get("characterSetClient"))
+    out: list[Statement] = []
+    now = session
+    for name in names:
+        view = want_v[name]
+        client = view.get("_client") if views[name].sql.isascii() else None
+        wanted = (view.get("collation") or now[0], client or session[1])
+        if wanted != now and (sql := _set_session(wanted, now)):
+            out.append(Statement(sql))
+            now = wanted
+        out.append(views[name])
+    if now != session and (sql := _set_session(session, now)):
+        out.append(Statement(sql))
+    return out
+
+
+def _set_session(wanted: tuple[Any, Any], now: tuple[Any, Any]) -> str:
+    """``SET SESSION`` of the settings in ``wanted`` that differ from ``now`` (empty: none
+    does): the collation first (it sets the connection's character set, not the
+    client's)."""
+    parts = []
+    if wanted[0] and wanted[0] != now[0]:
+        parts.append(f"collation_connection = {_literal(wanted[0])}")
+    if wanted[1] and wanted[1] != now[1]:
+        parts.append(f"character_set_client = {_literal(wanted[1])}")
+    return "SET SESSION " + ", ".join(parts) if parts else ""
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
 def _unreferenced(name: str, remaining: dict[str, dict[str, Any]]) -> list[Statement]:

@@ -155,18 +155,34 @@ def inspect(conn: Any) -> Schema:
             if table in schema["table"]:
                 schema["table"][table]["collations"][column] = collation
         cur.execute(
-            "SELECT table_name, view_definition, check_option, algorithm, security_type"
-            " FROM information_schema.views WHERE table_schema = DATABASE() ORDER BY table_name"
+            "SELECT table_name, view_definition, check_option, algorithm, security_type,"
+            " collation_connection, character_set_client FROM information_schema.views"
+            " WHERE table_schema = DATABASE() ORDER BY table_name"
         )
-        for name, definition, check, algorithm, security in cur.fetchall():
+        for name, definition, check, algorithm, security, collation, client in cur.fetchall():
             text = definition.replace(f"`{db}`.", "")
             schema["view"][name] = {
                 "def": text,
                 "check": check,
                 "algorithm": algorithm,
                 "security": security,
+                # The collation its string literals have ('a' = 'A' is 1 under
+                # utf8mb4_general_ci, 0 under utf8mb4_bin), and a literal column's: the
+                # session's when the view was created (a dump sets it before each view).
+                "collation": collation,
+                # How its text was sent: no part of what it does (its literals are
+                # converted to the collation's charset), so not compared; a plan sends
+                # UTF-8, and says so otherwise only for a text in ASCII, which reads alike.
+                "_client": client,
             }
+        cur.execute("SELECT @@collation_connection, @@character_set_client")
+        session, session_client = cur.fetchone()
         t0 = time.perf_counter()
         unmanaged = census(cur, list(tables))
-        schema["_meta"] = {"unmanaged": unmanaged, "censusSeconds": time.perf_counter() - t0}
+        schema["_meta"] = {
+            "unmanaged": unmanaged,
+            "censusSeconds": time.perf_counter() - t0,
+            "collationConnection": session,
+            "characterSetClient": session_client,
+        }
     return schema
