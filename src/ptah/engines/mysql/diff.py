@@ -64,6 +64,7 @@ def _drop_clause(key: str) -> str:
         "index": f"DROP INDEX {q(name)}",
         "fk": f"DROP FOREIGN KEY {q(name)}",
         "check": f"DROP CONSTRAINT {q(name)}",
+        "period": f"DROP PERIOD FOR {q(name)}",
     }.get(kind, "")
 
 
@@ -165,9 +166,16 @@ def foreign(line: str) -> tuple[list[str], str, list[str]] | None:
 
 
 def _alter(
-    name: str, cur: dict[str, Any], want: dict[str, Any], predropped: set[str]
+    name: str,
+    cur: dict[str, Any],
+    want: dict[str, Any],
+    predropped: set[str],
+    defer: frozenset[str] = frozenset(),
 ) -> tuple[Statement | None, list[Statement]]:
-    """The ALTER of one table (None: nothing changes) and the statements after it."""
+    """The ALTER of one table (None: nothing changes) and the statements after it.
+
+    The foreign keys it adds to the tables in ``defer`` (altered after it) are left to an
+    ALTER of their own, the first of the statements after it (see :func:`diff`)."""
     old = {k: v for k, v in cur["elements"].items() if k not in predropped}
     new = want["elements"]
     clauses: list[str] = []
@@ -222,6 +230,7 @@ def _alter(
                     hazards.add(DESTRUCTIVE)
     unchanged = {k for k in old if k in new and k not in readded and old[k] == new[k]}
     moving = _moving(cur, want, unchanged | flagged)
+    deferred: list[str] = []
     prev = None
     cur_cols = [k for k in cur["_order"] if k.startswith("column ") and k in new]
     new_cols = [k for k in want["_order"] if k.startswith("column ") and k in old]
@@ -248,6 +257,9 @@ def _alter(
         elif key in flagged:
             hazards.add(LOCK_HEAVY)
         elif key not in old or old[key] != line or key in readded:
+            if key.startswith("fk ") and (fk := foreign(line)) is not None and fk[1] in defer:
+                deferred.append(f"ADD {line}")
+                continue
             clauses.append(f"ADD {line}")
             hazards.add(LOCK_HEAVY)
             if key == "primary" or line.startswith(("UNIQUE", "CONSTRAINT")):
@@ -257,6 +269,9 @@ def _alter(
         clauses.append(" ".join(set_options))
         hazards.add(LOCK_HEAVY)
     after: list[Statement] = []
+    if deferred:
+        adds = ",\n  ".join(deferred)
+        after.append(Statement(f"ALTER TABLE {q(name)}\n  {adds}", (DATA_DEPENDENT, LOCK_HEAVY)))
     if moving:
         names = sorted(moving.values())
         drops = ",\n  ".join(f"DROP INDEX {q(n)}" for n, _ in names)
@@ -480,10 +495,9 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
     nodes: dict[str, Statement] = {}
     after: dict[str, set[str]] = {}
     altered: list[str] = []
-    later: list[Statement] = []
+    more: dict[str, list[Statement]] = {}
     for name in sorted(cur_t.keys() & want_t.keys()):
-        stmt, more = _alter(name, cur_t[name], want_t[name], set(predropped.get(name, ())))
-        later += more
+        stmt, more[name] = _alter(name, cur_t[name], want_t[name], set(predropped.get(name, ())))
         if stmt:
             nodes["alter " + name] = stmt
             altered.append(name)
@@ -505,8 +519,35 @@ def diff(current: Schema, desired: Schema) -> list[Statement]:
     for name in dropped:
         referencing = {o for o in dropped if name in references(cur_t[o])}
         after["drop " + name] = {"alter " + a for a in altered} | {"drop " + o for o in referencing}
+    order = _order(nodes, after)
+    # Altered tables whose foreign keys reference each other (a cycle retyped from INT to
+    # BIGINT: each key is dropped first, and each ALTER that adds one back needs the
+    # other table's retyped already) have no order: the keys an ALTER adds to a table
+    # altered after it are added once every table is; and so are those it adds to its
+    # own columns that it retypes (the server checks a key against the table as it was:
+    # error 150).
+    position = {key: i for i, key in enumerate(order)}
+    for name in altered:
+        added = _added_references(cur_t[name], want_t[name], set(predropped.get(name, ())))
+        late = frozenset(
+            r
+            for r in added
+            if position.get("alter " + r, -1) > position["alter " + name]
+            or (r == name and _retypes_referenced(name, cur_t[name], want_t[name]))
+        )
+        if late:
+            stmt, more[name] = _alter(
+                name, cur_t[name], want_t[name], set(predropped.get(name, ())), late
+            )
+            if stmt is not None:
+                nodes["alter " + name] = stmt
+            else:
+                del nodes["alter " + name]
+    later = [s for name in sorted(more) for s in more[name]]
     done: set[str] = set()
-    for key in _order(nodes, after):
+    for key in order:
+        if key not in nodes:
+            continue
         kind, _, name = key.partition(" ")
         done.add(name)
         if kind == "create":
@@ -593,6 +634,18 @@ def _unreferenced(name: str, remaining: dict[str, dict[str, Any]]) -> list[State
             drops = ",\n  ".join(_drop_clause(k) for k in keys)
             out.append(Statement(f"ALTER TABLE {q(other)}\n  {drops}"))
     return out
+
+
+def _retypes_referenced(name: str, cur: dict[str, Any], want: dict[str, Any]) -> bool:
+    """Whether the table's ALTER retypes a column its own foreign keys reference."""
+    changed = retyped(cur, want)
+    return any(
+        fk[1] == name and bool(set(fk[2]) & changed)
+        for key, line in want["elements"].items()
+        if key.startswith("fk ")
+        for fk in [foreign(line)]
+        if fk is not None
+    )
 
 
 def _added_references(cur: dict[str, Any], want: dict[str, Any], predropped: set[str]) -> set[str]:

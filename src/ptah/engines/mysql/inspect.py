@@ -43,6 +43,9 @@ def element_key(line: str) -> str:
     m = re.match(r"CONSTRAINT `([^`]+)` (FOREIGN KEY|CHECK)", line)
     if m:
         return ("fk " if m.group(2) == "FOREIGN KEY" else "check ") + m.group(1)
+    m = re.match(r"PERIOD FOR `((?:[^`]|``)+)`", line)
+    if m:  # an application-time period (SYSTEM_TIME's is a system-versioned table's)
+        return "period " + m.group(1).replace("``", "`")
     return "other " + line
 
 
