@@ -184,3 +184,49 @@ def test_tables_are_dropped_in_the_databases_order(tmp_path: Path) -> None:
     live = "".join(f"CREATE TABLE {n} (a INT);\n" for n in names)
     planned = _plan(tmp_path, live, "CREATE TABLE kept (a INT);")
     assert [s for s in planned if s.startswith("DROP")] == [f'DROP TABLE "{n}"' for n in names]
+
+
+# What the sqlite3 shell's .schema prints for a database with an AUTOINCREMENT table, an
+# FTS5 table, a view, and statistics (ANALYZE): SQLite's own tables among the rest, which
+# SQLite refuses in a file (the shell reports them and loads the rest), the FTS5 table's
+# shadow tables, and the shell's comments after a view.
+SHELL_SCHEMA = """CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT);
+CREATE TABLE sqlite_sequence(name,seq);
+CREATE INDEX i ON t(v);
+CREATE VIRTUAL TABLE f USING fts5(a)
+/* f(a) */;
+CREATE TABLE IF NOT EXISTS 'f_data'(id INTEGER PRIMARY KEY, block BLOB);
+CREATE TABLE IF NOT EXISTS 'f_idx'(segid, term, pgno, PRIMARY KEY(segid, term)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS 'f_content'(id INTEGER PRIMARY KEY, c0);
+CREATE TABLE IF NOT EXISTS 'f_docsize'(id INTEGER PRIMARY KEY, sz BLOB);
+CREATE TABLE IF NOT EXISTS 'f_config'(k PRIMARY KEY, v) WITHOUT ROWID;
+CREATE TABLE sqlite_stat1(tbl,idx,stat);
+CREATE VIEW w AS SELECT * FROM t
+/* w(id,v) */;
+"""
+
+
+def test_a_schema_as_the_sqlite3_shell_prints_it_plans(tmp_path: Path) -> None:
+    """``CREATE TABLE sqlite_sequence(...)`` and ``sqlite_stat1`` are left out of the load
+    with a warning (the plan refused the whole file: "object name reserved for internal
+    use"); the rest plans, applies, and plans to nothing against the database it came
+    from."""
+    source = tmp_path / "source.db"
+    raw = sqlite3.connect(source, isolation_level=None)
+    raw.executescript(
+        "CREATE TABLE t (id INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT);\n"
+        "CREATE INDEX i ON t(v);\nCREATE VIRTUAL TABLE f USING fts5(a);\n"
+        "CREATE VIEW w AS SELECT * FROM t\n/* w(id,v) */;\n"
+        "INSERT INTO t (v) VALUES ('a'), ('b'); ANALYZE;"
+    )
+    raw.close()
+    with open_target(f"sqlite:///{tmp_path}/new.db") as t:
+        plan = planner.plan(t, SHELL_SCHEMA)
+        assert [w.split(":")[0] for w in plan.warnings if "left out" in w] == ["line 2", "line 11"]
+        result = planner.apply(
+            t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
+        )
+        assert result.outcome == "succeeded", result.message
+        assert planner.plan(t, SHELL_SCHEMA).statements == []
+    with open_target(f"sqlite:///{source}") as t:
+        assert planner.plan(t, SHELL_SCHEMA).statements == []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 
 from ptah.engines import confine, deadline
@@ -48,6 +49,25 @@ def _scratch() -> sqlite3.Connection:
     return scratch
 
 
+# SQLite's own tables as the sqlite3 shell's ``.schema`` prints them: ``CREATE TABLE
+# sqlite_sequence(name,seq);`` (once a table is AUTOINCREMENT) and ``sqlite_stat1``..4
+# (once ANALYZE ran). SQLite makes them itself and refuses them in a file ("object name
+# reserved for internal use"; the shell reports it and goes on): left out of the load,
+# with a warning, so such a file plans as it loads.
+_OWN_TABLE = re.compile(
+    r"(?:\s|--[^\n]*(?:\n|$)|/\*.*?\*/)*CREATE\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?"
+    r"(?:(?:main|\"main\")\s*\.\s*)?[\"'`\[]?(sqlite_sequence|sqlite_stat[1-4])[\"'`\]]?\s*\(",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def own_table(text: str) -> str | None:
+    """The SQLite table a statement of the desired file creates when it is one of
+    SQLite's own (:data:`_OWN_TABLE`), else None."""
+    m = _OWN_TABLE.match(text)
+    return m.group(1).lower() if m else None
+
+
 class SqliteOps:
     def version_key(self, target: Target) -> str:
         return f"sqlite-{sqlite3.sqlite_version}"
@@ -80,10 +100,19 @@ class SqliteOps:
         apply's own check included.
         """
         scratch = _scratch()
+        warnings: list[str] = []
         try:
             scratch.set_authorizer(sqconfine.authorizer)
             with deadline.bounded(scratch.interrupt) as bound:
                 for statement in confine.split(desired_sql, "sqlite"):
+                    own = own_table(statement.text)
+                    if own is not None:
+                        warnings.append(
+                            f"line {statement.line}: CREATE TABLE {own} left out: SQLite"
+                            " makes its own table itself (the sqlite3 shell's .schema"
+                            " prints it)"
+                        )
+                        continue
                     try:
                         for _row in scratch.execute(statement.text):
                             pass  # a SELECT's rows are run through, not held
@@ -103,7 +132,7 @@ class SqliteOps:
                     f"desired schema is not usable: {exc} (a foreign key's parent columns"
                     " must be its primary key or have a unique index)"
                 ) from None
-            return sqinspect.inspect(scratch), []
+            return sqinspect.inspect(scratch), warnings
         finally:
             scratch.close()
 
