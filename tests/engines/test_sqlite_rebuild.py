@@ -533,3 +533,39 @@ def test_what_sqlite_keeps_apart_is_a_change(tmp_path: Path, name: str) -> None:
         for sql in writes:
             conn.execute(sql)
         assert conn.execute(read).fetchall() == expected
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "lossy"),
+    [
+        ("TEXT", "INTEGER", True),  # '012' is copied as 12
+        ("VARCHAR(10)", "DECIMAL(10,2)", True),  # '1.50' as 1.5
+        ("", "REAL", True),  # no type (BLOB affinity) keeps text as it is; REAL does not
+        ("INTEGER", "TEXT", False),
+        ("REAL", "NUMERIC", False),
+        ("TEXT", "CLOB", False),
+    ],
+)
+def test_a_copy_that_turns_text_into_numbers_is_destructive(
+    tmp_path: Path, before: str, after: str, lossy: bool
+) -> None:
+    """A rebuild's copy converts each value by the new column's affinity: text to a
+    numeric affinity keeps '012' as 12, which no plan gives back. Such a copy is
+    destructive (so ``allowDestructive`` decides); one into TEXT or between numeric
+    affinities keeps what a value says."""
+    table = "CREATE TABLE t (id INTEGER PRIMARY KEY, v {});"
+    path = tmp_path / "t.db"
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.executescript(table.format(before) + "INSERT INTO t VALUES (1, '012');")
+    raw.close()
+    with open_target(f"sqlite:///{path}") as t:
+        plan = planner.plan(t, table.format(after))
+        copy = next(s for s in plan.statements if s.sql.startswith('INSERT INTO "t"'))
+        assert ("destructive" in copy.hazards) == lossy, copy
+        result = planner.apply(
+            t, plan.statements, plan.fingerprint_before, True, plan.fingerprint_after
+        )
+        assert result.outcome == "succeeded", result.message
+        value = t.connection.execute("SELECT v FROM t").fetchone()[0]
+        if lossy or before == "TEXT":  # (a numeric column held 12 from the start)
+            assert (value != "012") == lossy, value

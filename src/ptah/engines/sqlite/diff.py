@@ -161,6 +161,37 @@ def _copy(source: str, target: str, cur: dict[str, Any], want: dict[str, Any]) -
     ]
 
 
+def affinity(declared: str) -> str:
+    """A declared type's affinity, by SQLite's rules (its letters, in this order)."""
+    kind = declared.upper()
+    if "INT" in kind:
+        return "INTEGER"
+    if any(word in kind for word in ("CHAR", "CLOB", "TEXT")):
+        return "TEXT"
+    if "BLOB" in kind or not kind.strip():
+        return "BLOB"
+    if any(word in kind for word in ("REAL", "FLOA", "DOUB")):
+        return "REAL"
+    return "NUMERIC"
+
+
+def _converted(cur: dict[str, Any], want: dict[str, Any]) -> list[str]:
+    """The copied columns whose text the copy may turn into numbers: a column whose
+    affinity goes from TEXT or none (BLOB) to a numeric one keeps '012' as 12 and
+    '1.50' as 1.5 (a STRICT table converts alike), which no plan gives back."""
+    if is_virtual(cur["_sql"]) or is_virtual(want["_sql"]):
+        return []
+    old = {c.lower(): t for c, t in cur.get("_types", {}).items()}
+    out = []
+    for column, declared in want.get("_types", {}).items():
+        was = old.get(column.lower())
+        if was is None or column not in want["_columns"]:
+            continue
+        if affinity(was) in ("TEXT", "BLOB") and affinity(declared) not in ("TEXT", "BLOB"):
+            out.append(column)
+    return out
+
+
 def _sequence(aside: str, name: str, want_sql: str) -> list[str]:
     """Keep an AUTOINCREMENT table's high-water mark: ids of deleted rows are not
     handed out again. The rename took the old table's row to ``aside`` (DROP TABLE
@@ -215,7 +246,8 @@ def _rebuild(
     kept = {c.lower() for c in want["_columns"]}
     dropped = [c for c in cur["_columns"] if c.lower() not in kept]
     copy = _copy(aside, name, cur, want)
-    copy_hazards = (DATA_DEPENDENT, LOCK_HEAVY) + ((DESTRUCTIVE,) if dropped or not copy else ())
+    lossy = dropped or not copy or _converted(cur, want)
+    copy_hazards = (DATA_DEPENDENT, LOCK_HEAVY) + ((DESTRUCTIVE,) if lossy else ())
     return [
         Statement(LEGACY_ALTER_ON),
         Statement(f"ALTER TABLE {q(old)} RENAME TO {q(aside)}"),

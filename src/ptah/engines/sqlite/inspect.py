@@ -440,6 +440,8 @@ def inspect(conn: sqlite3.Connection) -> Schema:
             entry["_columns"] = [c[1] for c in cols if c[6] == 0]
             # ... but they can be read: a column that stops being generated keeps its values.
             entry["_readable"] = [c[1] for c in cols if c[6] in (0, 2, 3)]
+            # Their declared types, whose affinity decides what a copy makes of a value.
+            entry["_types"] = {c[1]: c[2] for c in cols if c[6] == 0}
         else:
             entry["table"] = table
         if kind == "view":
