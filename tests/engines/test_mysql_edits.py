@@ -323,3 +323,35 @@ def test_text_retyped_to_uuid_converts_or_changes_nothing(mysql_db: str, value: 
     assert result.progress.executed == 0
     assert "holds values that do not convert to uuid" in result.message, result.message
     assert _shown(mysql_db) == before
+
+
+def test_a_column_spelled_in_other_letters_case_keeps_its_values(
+    mysql_db: str, mysql_db2: str
+) -> None:
+    """Column names are case-insensitive to the server: ``UserId`` to ``userid`` is the
+    same column renamed (CHANGE COLUMN), its values kept, with its index, check,
+    generated column and foreign keys on either side, retyped too; it was dropped and
+    added again (destructive, the values lost)."""
+    a = (
+        "CREATE TABLE p (ID INT PRIMARY KEY);"
+        "CREATE TABLE c (id INT PRIMARY KEY, UserId INT CHECK (UserId > 0), x INT,"
+        " g INT AS (UserId + 1) VIRTUAL, KEY k (UserId, x),"
+        " CONSTRAINT f FOREIGN KEY (UserId) REFERENCES p (ID));"
+    )
+    b = (
+        "CREATE TABLE p (id BIGINT PRIMARY KEY);"
+        "CREATE TABLE c (id INT PRIMARY KEY, x INT, userid BIGINT CHECK (userid > 0),"
+        " g INT AS (userid + 1) VIRTUAL, KEY k (userid, x),"
+        " CONSTRAINT f FOREIGN KEY (userid) REFERENCES p (id));"
+    )
+    _plan_apply(mysql_db, a)
+    _direct(mysql_db, "INSERT INTO p VALUES (5); INSERT INTO c (id, UserId, x) VALUES (1, 5, 6);")
+    with open_target(mysql_db) as t:
+        plan = planner.plan(t, b)
+    assert not any("destructive" in s.hazards for s in plan.statements), plan.statements
+    _plan_apply(mysql_db, b)
+    _direct(mysql_db2, b)
+    assert _shown(mysql_db) == _shown(mysql_db2)
+    with open_target(mysql_db) as t, t.connection.cursor() as cur:
+        cur.execute("SELECT id, x, userid, g FROM c")
+        assert cur.fetchall() == ((1, 6, 5, 6),)

@@ -345,19 +345,27 @@ def _gather(current: Schema, statements: list[Statement], charsets: _Charsets) -
         table.new_options = options or table.new_options or entry["options"]
         lines = {k: v for k, v in entry["elements"].items() if k.startswith(("column ", "check "))}
         for clause in clauses:
-            if clause.startswith(("MODIFY COLUMN ", "ADD COLUMN ")):
+            if clause.startswith(("MODIFY COLUMN ", "ADD COLUMN ", "CHANGE COLUMN ")):
                 line = _POSITION.sub("", clause.split(" ", 2)[2])
+                was = ""
+                if clause.startswith("CHANGE COLUMN "):
+                    # The plan's CHANGE renames a column to its name in other letters'
+                    # case (the same name to the server): the old line is the old name's.
+                    was = "column " + _unq(line[: _name_end(line) + 1])
+                    line = line[_name_end(line) + 2 :]
+                    lines.pop(was, None)
                 column = line[: _name_end(line) + 1]
                 key = "column " + _unq(column)
                 lines[key] = line
                 new = _column(line, None)
                 new.collation = _new_collation(_typed(line), table.new_options, charsets)
-                old_line = entry["elements"].get(key)
+                old_line = entry["elements"].get(was or key)
                 if old_line is None or clause.startswith("ADD COLUMN "):
                     table.added[_unq(column)] = new
                     table.added_lines[_unq(column)] = line
                     continue
-                old = _column(old_line, entry.get("collations", {}).get(_unq(column)))
+                old_name = was.split(" ", 1)[1] if was else _unq(column)
+                old = _column(old_line, entry.get("collations", {}).get(old_name))
                 # A NULL put in a TIMESTAMP NOT NULL becomes the current time.
                 timestamp = _base(new.type) == "timestamp"
                 if new.not_null and not old.not_null and not new.auto_increment and not timestamp:
