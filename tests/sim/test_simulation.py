@@ -51,6 +51,8 @@ def test_schedules_hold_every_invariant() -> None:
         "fault:frame-damaged",
         "holder-quiet",
         "lease-acquire-race",
+        "fault:connect-refused",
+        "secret-deleted-while-owed",
     ):
         assert events.get(reason, 0) > 0, reason
     # Two acquirers race for one Lease on many schedules, not by luck: a rival took it

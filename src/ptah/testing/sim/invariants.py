@@ -136,9 +136,10 @@ RULES: dict[str, str] = {
     "converged-not-attributed": "Prove or refuse: convergence is not attribution; an outcome "
     "is credited to a run (lastMutation, appliedPlanDigest) only by the account of its own "
     "claim, and a settling reading credits none",
-    "proof-prioritised": "Prove or refuse: the proof runs before suspension, deletion and "
-    "generation gates (a resource owing proof never rests at one of them, and a record owed "
-    "at rest, or said not settled, has been read since it was written)",
+    "proof-prioritised": "Prove or refuse: the proof runs before suspension, deletion, the "
+    "execution binding and generation gates (a resource owing proof never rests at one of "
+    "them, and a record owed at rest, or said not settled, has been read since it was "
+    "written)",
     "proof-evidence": "Prove an uncertain run (the evidence rule of Release coordination): "
     "the proof waits only while the run may still write; a Pod never bound to a node and "
     "being deleted provably never ran, and holds no proof back",
@@ -1206,6 +1207,19 @@ class Invariants(Watcher):
             self.fail(
                 "proof-prioritised",
                 f"{res.name}: shows Suspended while proof of {record.get('operationId')} is owed",
+            )
+        stalled = [
+            c.get("reason")
+            for c in status.get("conditions") or []
+            if c.get("type") == "Stalled" and c.get("status") == "True"
+        ]
+        if "SecretMissing" in stalled:
+            # The execution binding is a gate the proof comes before: a resource owing
+            # proof reads on whatever its Secret does (the reading says what it met).
+            self.fail(
+                "proof-prioritised",
+                f"{res.name}: stalled on its Secret (the execution binding) while proof of "
+                f"{record.get('operationId')} is owed",
             )
 
     def _own_inputs(

@@ -207,12 +207,16 @@ class Kubelet:
     # A container started as its node lost the API (the start never reported): its own
     # stream.
     unreported: random.Random = field(init=False)
+    # A database that refuses a runner's connection (down, or its credentials rejected):
+    # its own stream.
+    refusals: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
         self.graceful = random.Random(f"{self.rng.getstate()[1][:4]}/graceful")
         self.lag = random.Random(f"{self.rng.getstate()[1][:4]}/lag")
         self.orphans = random.Random(f"{self.rng.getstate()[1][:4]}/orphans")
         self.unreported = random.Random(f"{self.rng.getstate()[1][:4]}/unreported")
+        self.refusals = random.Random(f"{self.rng.getstate()[1][:4]}/refusals")
 
     @property
     def api(self) -> Any:
@@ -364,6 +368,19 @@ class Kubelet:
                 dirs.append(data)
         planned = self.dbs.open(url) if url else None
         opened = self.dbs.by_name[OTHER_DATABASE] if fault == "other-db" else planned
+        if (
+            fault is None
+            and not extra
+            and mutating
+            and self.faults_on
+            and self.refusals.random() < 0.08
+        ):
+            # The database refuses the connection (down, or the credentials rejected): the
+            # runner opens nothing, writes nothing, and its frame names no database, which
+            # is not the claim's (an account needs the claim's database named).
+            fault = "connect-refused"
+            opened = None
+            self._count(f"fault:{fault}")
         truth = PodTruth(
             pod=name,
             job=job["metadata"]["name"],

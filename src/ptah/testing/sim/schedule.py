@@ -107,7 +107,9 @@ def run_schedule(seed: int) -> ScheduleResult:
         world.orphan_starts_while_unread()
         world.lose_started_orphans()
         world.put_back_copies_end()
+        world.secrets_return()
         _stuck_while_proof_unread(world, aim)
+    world.secrets_return(every=True)
     api_faults["on"] = False
     world.faults_on = False
     world.kubelet.faults_on = False

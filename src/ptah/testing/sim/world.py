@@ -211,6 +211,12 @@ class World:
     # The copies' Pods, by name, with their resource and operation: each runs until its
     # resource's release has seen it (or no longer waits for the operation).
     reapplied_runs: dict[str, tuple[SimResource, str]] = field(default_factory=dict)
+    # A resource's Secret deleted while it owes proof (and put back later, as a secrets
+    # operator recreates it): its own stream, and each Secret gone with when it returns.
+    unsecret: random.Random = field(default_factory=random.Random)
+    secrets_gone: dict[tuple[str, str], tuple[dict[str, Any], datetime]] = field(
+        default_factory=dict
+    )
 
     @classmethod
     def build(cls, seed: int) -> World:
@@ -243,6 +249,7 @@ class World:
         world.mended = random.Random(f"{seed}/mended")
         world.squatted = random.Random(f"{seed}/squatted")
         world.reapplied = random.Random(f"{seed}/reapplied")
+        world.unsecret = random.Random(f"{seed}/unsecret")
         world.kubelet.on_partition = world._partition_spreads
         world._populate()
         world._leases_left_behind()
@@ -1314,6 +1321,8 @@ class World:
                 return
             self._approve(res, digest)
             return
+        if not quiet and status.get("phase") in {"ProofOwed", "ProofNotSettled"}:
+            self._secret_gone_while_owed(res)
         impatient = status.get("phase") == "ProofOwed" and self.impatient.random() < 0.15
         if impatient:
             # Someone abandons the proof while the run may still write (the release of its
@@ -1703,6 +1712,41 @@ class World:
             res.name,
             {"metadata": {"annotations": {ABANDON_ANNOTATION: operation_id}}},
         )
+
+    def _secret_gone_while_owed(self, res: SimResource) -> None:
+        """Now and then the Secret of a resource that owes proof is deleted (a secrets
+        operator re-syncing it, a person cleaning up) and comes back minutes later, as a
+        new object: the proof comes before the execution binding, so the resource keeps
+        proving meanwhile instead of waiting on its Secret. Its own stream, so every other
+        draw of a schedule stays as it was."""
+        key = (res.namespace, res.secret)
+        if key in self.secrets_gone or self.unsecret.random() >= 0.3:
+            return
+        api = self.cluster.system
+        secret = api.get(SECRET, res.namespace, res.secret)
+        if secret is None:
+            return
+        self.watcher.fault("secret-deleted-while-owed", res)
+        api.delete(SECRET, res.namespace, res.secret)
+        back = self.clock.now() + timedelta(seconds=self.unsecret.uniform(60, 900))
+        self.secrets_gone[key] = (secret, back)
+
+    def secrets_return(self, every: bool = False) -> None:
+        """The Secrets deleted by :meth:`_secret_gone_while_owed` come back once their time
+        has come (all of them, ``every``, as the faults end)."""
+        now = self.clock.now()
+        for (namespace, name), (secret, back) in sorted(self.secrets_gone.items()):
+            if not every and back > now:
+                continue
+            del self.secrets_gone[(namespace, name)]
+            body = {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {"name": name, "namespace": namespace},
+                "stringData": dict(secret.get("stringData") or {}),
+            }
+            with contextlib.suppress(errors.AlreadyExists):
+                self.cluster.system.create(SECRET, body)
 
     def _rotate(self, res: SimResource) -> None:
         """A rotated Secret: a new execution-binding epoch; sometimes a new spelling."""
