@@ -463,3 +463,30 @@ def test_a_never_scheduled_pod_kept_terminating_holds_no_proof_back() -> None:
     )
     assert world.cluster.system.get(POD, NS, kept["metadata"]["name"]) is not None
     assert inv.violations == []
+
+
+def test_a_resource_whose_secret_is_deleted_while_it_owes_proof_keeps_reading() -> None:
+    """The proof comes before the execution binding: a Secret deleted while proof is owed
+    (a secrets operator re-syncing it) stalls nothing; the resource reads on, and never
+    says it waits for its Secret (tests/mutants/binding-before-proof)."""
+    world, inv = hand_world(ONE)
+    claim = _dispatched_apply(world, inv)
+    (run,) = [r for r in world.kubelet.runs.values() if r.operation_id == claim["operationId"]]
+    run.fault = "log-lost"  # its log is gone: uncertain, with its Pod seen to stop
+    drive(world, inv, 0, lambda s: bool(s.get("pendingObservation")), "no record written")
+    world.unsecret = _Always()
+    world._secret_gone_while_owed(world.resources[0])
+    assert world.secrets_gone, "the Secret was not deleted"
+    before = inv.readings_of["r0"]
+    for _ in range(20):
+        one_pass(world, inv, 0)
+        world.kubelet.step()
+        world.clock.advance(5)
+        stalled = [
+            c.get("reason")
+            for c in status(world).get("conditions") or []
+            if c.get("type") == "Stalled" and c.get("status") == "True"
+        ]
+        assert "SecretMissing" not in stalled
+    assert inv.readings_of["r0"] > before, status(world)
+    assert inv.violations == []
