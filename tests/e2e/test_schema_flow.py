@@ -128,7 +128,9 @@ def test_postgres_plan_warnings_reach_the_plan_its_status_and_an_event(
         conn.execute("CREATE TABLE legacy (id int)")
     secret(kube, namespace, "pg", pg_database)
     operator.start()
-    schema(kube, namespace, "pg", PG_V1, "pg", "postgres", policy={"ignore": ["table legacy"]})
+    schema(
+        kube, namespace, "pg", PG_V1, "pg", "postgres", policy={"ignore": ["table public.legacy"]}
+    )
     s = wait_status(kube, namespace, "pg", "Ready", ready, log=operator.log_path)
     plan = kube.get(PLAN, namespace, s["currentPlan"]["name"])
     assert plan is not None
