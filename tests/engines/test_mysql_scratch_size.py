@@ -104,6 +104,7 @@ def _schemas(url: str, names: list[str]) -> list[str]:
 def scratches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The size bound lowered, the time bounds too; the scratches whose size was read."""
     monkeypatch.setattr(deadline, "SCRATCH_BYTES", CAP_MB * 1024 * 1024)
+    monkeypatch.setitem(deadline.STATEMENT_BYTES, "mysql", 0)  # the cap alone, as named
     monkeypatch.setattr(deadline, "LOAD_SECONDS", 4.0)
     monkeypatch.setattr(bounds, "STATEMENT_SECONDS", 4.0)
     names: list[str] = []

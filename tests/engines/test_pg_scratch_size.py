@@ -91,13 +91,14 @@ def scratches(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The size bound lowered; the names of the scratches the plans make (their size
     reader is made for each)."""
     monkeypatch.setattr(deadline, "SCRATCH_BYTES", CAP_MB * 1024 * 1024)
+    monkeypatch.setitem(deadline.STATEMENT_BYTES, "postgres", 0)  # the cap alone, as named
     monkeypatch.setattr(deadline, "LOAD_SECONDS", 4.0)
     names: list[str] = []
     made = scratch._grown
 
-    def spy(admin: object, name: str, pid: int) -> Callable[[], bool]:
+    def spy(admin: object, name: str, pid: int, limit: int) -> Callable[[], bool]:
         names.append(name)
-        return made(admin, name, pid)
+        return made(admin, name, pid, limit)
 
     monkeypatch.setattr(scratch, "_grown", spy)
     return names
@@ -197,3 +198,29 @@ def test_the_bound_holds_in_a_dev_database_which_is_left_empty(
         assert f"past {CAP_MB} MB (line {line} of the desired file)" in message, message
         assert public_relations(dev_url) == 0
     assert backends(pg_url, marker) == []
+
+
+def test_a_large_schema_gets_room_by_its_statements(
+    pg_db: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each statement's empty objects take room (a table with its sequence, key, TOAST
+    table and indexes: some 60 KB): a schema of many tables is not data. With the base
+    lowered below what 300 such tables take, the file is refused when statements bring
+    no room, and plans with the room each brings (:func:`deadline.scratch_limit`)."""
+    monkeypatch.setattr(deadline, "SCRATCH_BYTES", 12 * 1024 * 1024)
+    sql = "".join(
+        f"CREATE TABLE t{i} (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, name text);\n"
+        f"CREATE INDEX t{i}_name ON t{i} (name);\n"
+        f"CREATE INDEX t{i}_lower ON t{i} (lower(name));\n"
+        for i in range(300)
+    )
+    assert deadline.scratch_limit("postgres", 900) == 12 * 1024 * 1024 + 900 * 64 * 1024
+    monkeypatch.setitem(deadline.STATEMENT_BYTES, "postgres", 0)
+    refused = plan_frame(pg_db, sql, tmp_path, "op-scratch-size")
+    assert refused.reason == "DesiredSchemaInvalid", refused
+    assert "grew its scratch past 12 MB" in str(refused.data.get("message", "")), refused
+    monkeypatch.setitem(deadline.STATEMENT_BYTES, "postgres", 64 * 1024)
+    planned = plan_frame(pg_db, sql, tmp_path, "op-scratch-size")
+    assert planned.outcome == "succeeded", planned
+    made = [s for s in planned.data.get("statements", []) if "CREATE TABLE" in str(s)]
+    assert len(made) == 300

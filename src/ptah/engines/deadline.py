@@ -32,30 +32,47 @@ from ptah.engines.base import DesiredSchemaInvalid
 # The load and inspection of a desired file in its scratch. Definitions load in
 # milliseconds each: 10,000 tables with their indexes load in about 15 s on two cores.
 LOAD_SECONDS = 120.0
-# The scratch's size: it holds the file's schema and a few seed rows, not data. 10,000
-# tables with their indexes take some 20 MB in SQLite, some 160 MB in PostgreSQL's files.
+# The scratch's size: it holds the file's schema and a few seed rows, not data: this,
+# and beside it what each statement of the file may make (:func:`scratch_limit`).
 SCRATCH_BYTES = 256 * 1024 * 1024
+# What one statement's empty objects may take on disk, by engine: in PostgreSQL a table
+# with its sequence, keys, TOAST table and indexes takes some 20 KB a statement (3,000
+# such tables and their 6,000 indexes: 177 MB; 10,000: some 590 MB, past the base
+# alone); an InnoDB table's own file takes 64-160 KB. SQLite's pages are bounded by
+# SCRATCH_BYTES alone (10,000 tables take some 20 MB).
+STATEMENT_BYTES = {"postgres": 64 * 1024, "mysql": 256 * 1024}
 # How long cancels may go unheeded before the session itself is ended (see bounded).
 GRACE_SECONDS = 5.0
 
 
-def grew_past() -> str:
-    """The refusal's reason once a scratch grew past :data:`SCRATCH_BYTES` (one line)."""
-    return f"desired schema grew its scratch past {SCRATCH_BYTES // (1024 * 1024)} MB"
+def scratch_limit(engine: str, statements: int) -> int:
+    """The size bound of ``engine``'s scratch for a file of ``statements`` statements:
+    :data:`SCRATCH_BYTES`, and :data:`STATEMENT_BYTES` a statement, so a schema of 10,000
+    tables loads while a file that writes data still meets the bound (a few statements
+    writing rows gain little from it)."""
+    return SCRATCH_BYTES + max(0, statements) * STATEMENT_BYTES.get(engine, 0)
 
 
-def past_size(where: str = "") -> str:
+def grew_past(limit: int | None = None) -> str:
+    """The refusal's reason once a scratch grew past ``limit`` (default
+    :data:`SCRATCH_BYTES`; one line)."""
+    mb = (SCRATCH_BYTES if limit is None else limit) // (1024 * 1024)
+    return f"desired schema grew its scratch past {mb} MB"
+
+
+def past_size(where: str = "", limit: int | None = None) -> str:
     """The whole refusal, ``where`` naming the line (e.g. " (line 3 of the desired file)")."""
-    return f"{grew_past()}{where}: a desired file holds definitions, not data"
+    return f"{grew_past(limit)}{where}: a desired file holds definitions, not data"
 
 
 class Deadline:
     """The state of one bounded block: whether its bound passed (and cancels began)."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, limit: int = SCRATCH_BYTES) -> None:
         self.seconds = seconds
+        self.limit = limit  # the scratch's size bound, in bytes (:func:`scratch_limit`)
         self.expired = False
-        # The scratch grew past SCRATCH_BYTES (its statements were cancelled meanwhile).
+        # The scratch grew past its limit (its statements were cancelled meanwhile).
         self.outgrown = False
         self.disarmed = False
         self._grown: Callable[[], bool] | None = None
@@ -73,7 +90,7 @@ class Deadline:
         grown past its size by then is refused (with no line to name)."""
         if self.grown():
             self.outgrown = True
-            raise DesiredSchemaInvalid(past_size())
+            raise DesiredSchemaInvalid(past_size(limit=self.limit))
 
     def disarm(self) -> None:
         """Cancel nothing more (the caller bounds what it runs next by other means)."""
@@ -87,11 +104,13 @@ def bounded(
     every: float = 0.5,
     grown: Callable[[], bool] | None = None,
     end: Callable[[], None] | None = None,
+    limit: int | None = None,
 ) -> Iterator[Deadline]:
     """Run the block; once ``seconds`` (default :data:`LOAD_SECONDS`) pass, call
     ``cancel`` at once and every ``every`` seconds until the block ends.
 
-    ``grown``: whether the scratch is past :data:`SCRATCH_BYTES`, read every ``every``
+    ``grown``: whether the scratch is past ``limit`` (default :data:`SCRATCH_BYTES`; the
+    refusal names it), read every ``every``
     seconds on the same thread (from a session of its own: the loading one is busy);
     while it is, ``cancel`` is called too and the deadline marked ``outgrown``. Only
     while it is: a replay of the file (to name the line) after a rollback that shrank
@@ -105,7 +124,9 @@ def bounded(
     cancels went on for :data:`GRACE_SECONDS` and the block still runs: a routine of
     the file may catch a cancel (PL/pgSQL's ``EXCEPTION WHEN query_canceled``) and go
     on writing in a loop."""
-    deadline = Deadline(LOAD_SECONDS if seconds is None else seconds)
+    deadline = Deadline(
+        LOAD_SECONDS if seconds is None else seconds, SCRATCH_BYTES if limit is None else limit
+    )
     deadline._grown = grown
     done = threading.Event()
 

@@ -299,7 +299,7 @@ class MysqlOps:
     @staticmethod
     def _load(conn: Any, url: DbUrl, name: str, statements: list[SourceStatement]) -> None:
         """Run the file's statements in the bounded session, within the load's deadline
-        and the scratch's size bound (:data:`deadline.SCRATCH_BYTES`): a session of its
+        and the scratch's size bound (:func:`deadline.scratch_limit`): a session of its
         own reads the scratch's size while the file loads and, past the bound, ends the
         loading session's statement (KILL QUERY, by its id)."""
         admin = _scratch_session(url, "")
@@ -309,8 +309,10 @@ class MysqlOps:
             # ... SELECT holds it to its end): a short wait skips that table instead.
             _run_script(admin, "SET SESSION lock_wait_timeout = 1")
 
+            limit = deadline.scratch_limit("mysql", len(statements))
+
             def grown() -> bool:
-                return _scratch_bytes(admin, name) > deadline.SCRATCH_BYTES
+                return _scratch_bytes(admin, name) > limit
 
             def cancel() -> None:
                 _run_script(admin, f"KILL QUERY {thread}")
@@ -318,7 +320,7 @@ class MysqlOps:
             def end() -> None:  # a procedure's handler may catch KILL QUERY and go on
                 _run_script(admin, f"KILL CONNECTION {thread}")
 
-            with deadline.bounded(cancel, grown=grown, end=end) as bound:
+            with deadline.bounded(cancel, grown=grown, end=end, limit=limit) as bound:
                 MysqlOps._load_bounded(conn, url, name, statements, bound)
         finally:
             admin.close()
@@ -336,7 +338,7 @@ class MysqlOps:
         previous: SourceStatement | None = None
         for statement in statements:
             if bound.outgrown:  # past it between statements: the one before grew it
-                raise MysqlOps._outgrown(previous or statement, url)
+                raise MysqlOps._outgrown(previous or statement, url, bound.limit)
             if time.monotonic() > ends:
                 raise MysqlOps._late(statement)
             try:
@@ -346,7 +348,7 @@ class MysqlOps:
                 _run_script(conn, myconfine.disable_events(text))
             except pymysql.MySQLError as exc:
                 if bound.outgrown:
-                    raise MysqlOps._outgrown(statement, url) from None
+                    raise MysqlOps._outgrown(statement, url, bound.limit) from None
                 if bound.expired:  # cancelled by the load's deadline (KILL QUERY)
                     raise MysqlOps._late(statement) from None
                 waited = _bound_or_error(exc)
@@ -359,7 +361,7 @@ class MysqlOps:
                 raise DesiredSchemaInvalid(scrub(message, *url.secrets)) from None
             previous = statement
         if bound.outgrown:
-            raise MysqlOps._outgrown(previous, url)
+            raise MysqlOps._outgrown(previous, url, bound.limit)
         bound.refuse_if_grown()
 
     @staticmethod
@@ -371,9 +373,11 @@ class MysqlOps:
         )
 
     @staticmethod
-    def _outgrown(statement: SourceStatement | None, url: DbUrl) -> DesiredSchemaInvalid:
+    def _outgrown(
+        statement: SourceStatement | None, url: DbUrl, limit: int
+    ) -> DesiredSchemaInvalid:
         where = f" (line {statement.line} of the desired file)" if statement else ""
-        return DesiredSchemaInvalid(scrub(deadline.past_size(where), *url.secrets))
+        return DesiredSchemaInvalid(scrub(deadline.past_size(where, limit), *url.secrets))
 
     def diff(self, current: Schema, desired: Schema, online: Online = ONLINE) -> list[Statement]:
         myignore.check_held(current, desired)

@@ -101,7 +101,7 @@ def _failed(
 ) -> DesiredSchemaInvalid:
     where = f" (line {line} of the desired file)" if line else ""
     if bound.outgrown:
-        return DesiredSchemaInvalid(deadline.past_size(where), line)
+        return DesiredSchemaInvalid(deadline.past_size(where, bound.limit), line)
     if bound.expired:
         return DesiredSchemaInvalid(
             f"desired schema did not load within {bound.seconds:g} s{where}: a statement"
@@ -113,12 +113,22 @@ def _failed(
 
 
 def _bound(
-    conn: Any, grown: Callable[[], bool] | None = None, end: Callable[[], None] | None = None
+    conn: Any,
+    grown: Callable[[], bool] | None = None,
+    end: Callable[[], None] | None = None,
+    load: prepare.Load | None = None,
 ) -> contextlib.AbstractContextManager[deadline.Deadline]:
     """The load's bounds (:mod:`ptah.engines.deadline`) on the session ``conn``: its time,
     and its scratch's size when ``grown`` reads it (:func:`_grown`); ``end`` ends the
     session if it ignores the cancels (:func:`_ender`)."""
-    return deadline.bounded(lambda: conn.cancel_safe(timeout=5.0), grown=grown, end=end)
+    limit = _limit(load) if load is not None else None
+    cancel = lambda: conn.cancel_safe(timeout=5.0)  # noqa: E731
+    return deadline.bounded(cancel, grown=grown, end=end, limit=limit)
+
+
+def _limit(load: prepare.Load) -> int:
+    """The scratch's size bound for ``load`` (:func:`ptah.engines.deadline.scratch_limit`)."""
+    return deadline.scratch_limit("postgres", len(load.statements))
 
 
 def _ender(admin: Any, pid: int) -> Callable[[], None]:
@@ -144,8 +154,8 @@ def _where(conn: Any, locate: Callable[[], int | None]) -> int | None:
         raise
 
 
-def _grown(admin: Any, name: str, pid: int) -> Callable[[], bool]:
-    """Whether the temporary scratch ``name`` is past :data:`deadline.SCRATCH_BYTES`, read
+def _grown(admin: Any, name: str, pid: int, limit: int) -> Callable[[], bool]:
+    """Whether the temporary scratch ``name`` is past ``limit`` bytes, read
     on ``admin`` (a session of its own, idle while the file loads).
 
     ``pg_database_size`` sums the database's files in every tablespace, which grow as
@@ -161,7 +171,7 @@ def _grown(admin: Any, name: str, pid: int) -> Callable[[], bool]:
     def grown() -> bool:
         row = admin.execute("SELECT pg_database_size(%s)", (name,)).fetchone()
         size = int(row[0]) if row else 0
-        if spill[0] and size <= deadline.SCRATCH_BYTES:
+        if spill[0] and size <= limit:
             try:
                 row = admin.execute(
                     "SELECT coalesce(sum(size), 0) FROM pg_ls_tmpdir() WHERE name LIKE %s",
@@ -170,7 +180,7 @@ def _grown(admin: Any, name: str, pid: int) -> Callable[[], bool]:
                 size += int(row[0]) if row else 0
             except psycopg.errors.InsufficientPrivilege:
                 spill[0] = False
-        return size > deadline.SCRATCH_BYTES
+        return size > limit
 
     return grown
 
@@ -310,7 +320,7 @@ def _load_checked(
     whole file is checked, as when the check came first: a refusal anywhere in the file
     is the plan's outcome before any load error."""
     size = min(BATCH, CHUNK)
-    with _bound(conn, grown, end) as bound:
+    with _bound(conn, grown, end, load) as bound:
         t0 = time.perf_counter()
         loader = _Loader(conn, load, committed, size)
         try:
@@ -386,7 +396,7 @@ def _load_and_inspect(
     each one's files, which the plan need not wait for). On failure it is rolled back
     here, the failing line located, and :class:`DesiredSchemaInvalid` raised. ``grown``:
     the database's size bound (:func:`_grown`)."""
-    with _bound(conn, grown, end) as bound, conn.cursor() as cur:
+    with _bound(conn, grown, end, load) as bound, conn.cursor() as cur:
         cur.execute("SET LOCAL lock_timeout = '10s'")
         t0 = time.perf_counter()
         try:
@@ -451,7 +461,7 @@ def _load_dev(dev_url: DbUrl, load: prepare.Load, seconds: dict[str, float]) -> 
         admin = connect(dev_url, autocommit=True)
         name = conn.info.dbname
         pid = conn.info.backend_pid
-        grown, end = _grown(admin, name, pid), _ender(admin, pid)
+        grown, end = _grown(admin, name, pid, _limit(load)), _ender(admin, pid)
         return _load_and_inspect(conn, load, seconds, grown, end)
     finally:
         with contextlib.suppress(psycopg.Error):
@@ -552,7 +562,7 @@ def _temporary_database(
             conn.autocommit = True  # a fresh session: no transaction open yet
             helper = _Helper(url, name)  # opened while the file loads
         pid = conn.info.backend_pid
-        grown, end = _grown(admin, name, pid), _ender(admin, pid)
+        grown, end = _grown(admin, name, pid, _limit(load)), _ender(admin, pid)
         return _load_checked(conn, load, checking, committed, seconds, confined, grown, end, helper)
     finally:
         if helper is not None:
