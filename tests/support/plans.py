@@ -4,9 +4,11 @@ a PostgreSQL server: shared by the tests of the scratch's bounds (time, size).""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
+from ptah.api.resources import PlanSpec
 from ptah.engines.connect import open_target
 from ptah.engines.urls import parse_url
 from ptah.runner import operations
@@ -46,3 +48,24 @@ def public_relations(url: str) -> int:
             " WHERE n.nspname = 'public'"
         ).fetchone()
     return int(row[0]) if row else 0
+
+
+def plan_spec(**over: Any) -> PlanSpec:
+    """A PtahPlan spec of a schema on PostgreSQL, computed under placeholder inputs;
+    ``over`` sets its other fields (wire names: ``statements``, ``warnings``)."""
+    base: dict[str, Any] = {
+        "ownerKind": "PtahSchema",
+        "ownerName": "s",
+        "ownerUid": "u",
+        "engine": "postgres",
+        "computedUnder": {
+            "source": "s",
+            "targetSchema": "t",
+            "expectedAfter": "e",
+            "policy": "p",
+            "bindingEpoch": 1,
+            "database": "d",
+            "generation": 1,
+        },
+    }
+    return PlanSpec.model_validate({**base, **over})

@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 from ptah.api.common import OnlinePolicy
-from ptah.api.resources import PlannedStatement, PlanSpec
+from ptah.api.resources import PlannedStatement
 from ptah.engines.model import LOCK_HEAVY, NEW, NONE, SHARED, Online, Statement
 from ptah.engines.ops import Progress, Timeouts
 from ptah.engines.postgres import online as pgonline
 from ptah.engines.postgres.ops import steps
+from support.plans import plan_spec
 
 
 def test_statement_json_round_trip_keeps_transaction_and_lock() -> None:
@@ -100,26 +101,11 @@ def test_online_policy_defaults_and_overrides() -> None:
 
 
 def test_plan_spec_names_its_lock_heavy_statements() -> None:
-    spec = PlanSpec.model_validate(
-        {
-            "ownerKind": "PtahSchema",
-            "ownerName": "s",
-            "ownerUid": "u",
-            "engine": "postgres",
-            "statements": [
-                {"sql": "CREATE TABLE t (a int)"},
-                {"sql": "CREATE INDEX i ON t (a)", "hazards": [LOCK_HEAVY]},
-            ],
-            "computedUnder": {
-                "source": "s",
-                "targetSchema": "t",
-                "expectedAfter": "e",
-                "policy": "p",
-                "bindingEpoch": 1,
-                "database": "d",
-                "generation": 1,
-            },
-        }
+    spec = plan_spec(
+        statements=[
+            {"sql": "CREATE TABLE t (a int)"},
+            {"sql": "CREATE INDEX i ON t (a)", "hazards": [LOCK_HEAVY]},
+        ]
     )
     assert spec.lock_heavy() == ["[2]"]
 
@@ -198,24 +184,7 @@ def test_approve_and_plan_show_the_lock_and_where_a_statement_runs() -> None:
     shown = render(Plan([build, check], "sha256:a", "sha256:b"))
     assert "-- [1] allows reads and writes: builds index, outside a transaction" in shown
     assert "-- [2] ! data-dependent, allows reads and writes: scans table, in a new" in shown
-    spec = PlanSpec.model_validate(
-        {
-            "ownerKind": "PtahSchema",
-            "ownerName": "s",
-            "ownerUid": "u",
-            "engine": "postgres",
-            "statements": [build.to_json(), check.to_json()],
-            "computedUnder": {
-                "source": "s",
-                "targetSchema": "t",
-                "expectedAfter": "e",
-                "policy": "p",
-                "bindingEpoch": 1,
-                "database": "d",
-                "generation": 1,
-            },
-        }
-    )
+    spec = plan_spec(statements=[build.to_json(), check.to_json()])
     approved = render_plan(SCHEMA, "s", "d" * 12, spec, color=False)
     assert "-- [1] allows reads and writes: builds index, outside a transaction" in approved
     assert "scans table, in a new transaction" in approved

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ptah.api.resources import PLAN_WARNING_CHARS, PLAN_WARNINGS, PlanSpec, plan_warnings
+from ptah.api.resources import PLAN_WARNING_CHARS, PLAN_WARNINGS, plan_warnings
 from ptah.families.schema import SchemaFamily
 from ptah.lifecycle.authorize import plan_digest
 from ptah.runner.frame import ResultFrame
+from support.plans import plan_spec
 
 
 def _frame(data: dict[str, Any]) -> ResultFrame:
@@ -23,32 +24,13 @@ def _frame(data: dict[str, Any]) -> ResultFrame:
     )
 
 
-def _spec(**over: Any) -> PlanSpec:
-    base: dict[str, Any] = {
-        "ownerKind": "PtahSchema",
-        "ownerName": "app",
-        "ownerUid": "u",
-        "engine": "postgres",
-        "computedUnder": {
-            "source": "s",
-            "targetSchema": "t",
-            "expectedAfter": "e",
-            "policy": "p",
-            "bindingEpoch": 1,
-            "database": "d",
-            "generation": 1,
-        },
-    }
-    return PlanSpec.model_validate({**base, **over})
-
-
 def test_a_reading_says_nothing_and_the_plan_keeps_nothing() -> None:
     assert plan_warnings([]) is None
     # A plan without warnings has the digest it had before plans kept them: approvals
     # of plans published by an earlier operator still match.
-    assert "warnings" not in _spec().wire()
-    assert plan_digest(_spec()) == plan_digest(_spec(warnings=None))
-    assert plan_digest(_spec()) != plan_digest(_spec(warnings=["x"]))
+    assert "warnings" not in plan_spec().wire()
+    assert plan_digest(plan_spec()) == plan_digest(plan_spec(warnings=None))
+    assert plan_digest(plan_spec()) != plan_digest(plan_spec(warnings=["x"]))
 
 
 def test_warnings_are_bounded_in_count_and_length() -> None:
@@ -76,8 +58,8 @@ def test_approve_prints_the_warnings_and_status_counts_them() -> None:
     from ptah.kube.kinds import SCHEMA
 
     said = ["ignored by spec.policy.ignore, left as it is on the target: table public.t"]
-    shown = render_plan(SCHEMA, "s", "d" * 12, _spec(warnings=said), color=False)
+    shown = render_plan(SCHEMA, "s", "d" * 12, plan_spec(warnings=said), color=False)
     assert f"-- warning: {said[0]}" in shown
-    assert "warning" not in render_plan(SCHEMA, "s", "d" * 12, _spec(), color=False)
+    assert "warning" not in render_plan(SCHEMA, "s", "d" * 12, plan_spec(), color=False)
     summary = {"digest": "a" * 40, "changes": True, "statements": 2, "warnings": 1}
     assert _plan(SCHEMA, {"currentPlan": summary}) == "aaaaaaaaaaaa (2 stmts, 1 warning(s))"

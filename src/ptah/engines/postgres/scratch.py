@@ -122,8 +122,9 @@ def _bound(
     and its scratch's size when ``grown`` reads it (:func:`_grown`); ``end`` ends the
     session if it ignores the cancels (:func:`_ender`)."""
     limit = _limit(load) if load is not None else None
-    cancel = lambda: conn.cancel_safe(timeout=5.0)  # noqa: E731
-    return deadline.bounded(cancel, grown=grown, end=end, limit=limit)
+    return deadline.bounded(
+        lambda: conn.cancel_safe(timeout=5.0), grown=grown, end=end, limit=limit
+    )
 
 
 def _limit(load: prepare.Load) -> int:
