@@ -1,7 +1,8 @@
 """The realm fence, on every engine: a second mutating runner on one database is refused.
 
 Each test holds a *gate* the first runner's SQL waits on (a PostgreSQL advisory lock,
-a MariaDB named lock, an exclusive lock on an SQLite file the migration attaches), so
+a MariaDB named lock, an SQLite reader whose old snapshot a full WAL checkpoint waits
+out: a migration may not attach another file, and a reader does not block writes), so
 the first runner is provably mid-run, with its fence held, for as long as the test
 needs; then a second runner is started and must come back ``fenced`` having written
 nothing. Releasing the gate lets the first finish; a third run then takes the fence.
@@ -45,14 +46,17 @@ class Gate:
         self.url = url
         self.name = f"ptah-test-gate-{uuid.uuid4().hex[:10]}"
         self.key = int(uuid.uuid4().int % (1 << 62))
-        self.path = tmp / "gate.db"
         self.conn: Any = None
 
     def hold(self) -> None:
         if self.engine == "sqlite":
-            self.conn = sqlite3.connect(self.path, isolation_level=None)
-            self.conn.execute("CREATE TABLE IF NOT EXISTS t (x INTEGER)")
-            self.conn.execute("BEGIN EXCLUSIVE")
+            # The target in WAL mode, and a read transaction on it: the runner's writes
+            # (history rows, file 1) go on, but a TRUNCATE checkpoint waits in SQLite's
+            # busy handler until every reader has left the log.
+            self.conn = sqlite3.connect(self.url.removeprefix("sqlite:///"), isolation_level=None)
+            assert self.conn.execute("PRAGMA journal_mode = WAL").fetchone() == ("wal",)
+            self.conn.execute("BEGIN")
+            self.conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
             return
         self.conn = open_target(self.url)
         with self.conn.connection.cursor() as cur:
@@ -74,7 +78,7 @@ class Gate:
             return [f"SELECT pg_advisory_lock({key})", f"SELECT pg_advisory_unlock({key})"]
         if self.engine == "mysql":
             return [f"DO GET_LOCK('{self.name}', 300)", f"DO RELEASE_LOCK('{self.name}')"]
-        return [f"ATTACH DATABASE '{self.path}' AS gate", "SELECT COUNT(*) FROM gate.t"]
+        return ["PRAGMA wal_checkpoint(TRUNCATE)"]
 
 
 @contextmanager
@@ -139,8 +143,6 @@ def _one_fenced(runs: list[Run]) -> tuple[ResultFrame, Run]:
 
 def _gated_dir(tmp: Path, gate: Gate) -> Path:
     body = "-- ptah:no-transaction\n" + "".join(s + ";\n" for s in gate.wait_statements())
-    if gate.engine == "sqlite":
-        body += "DETACH DATABASE gate;\n"
     return write_dir(
         tmp / "m",
         {
