@@ -63,16 +63,18 @@ printf '(setup and lint took %ss in all)\n' "$((SECONDS - t_all))"
 # end-to-end tests waiting on the apiserver, the kubelet and the holds, so the second
 # run takes two tests at a time (pytest-xdist, one module per worker). The tests
 # marked node_exclusive disturb the node or the host, so they run first, alone.
-# The simulation gate and the mutation suite run beside them: the node_exclusive tests
-# mostly wait on the kubelet, and the two are CPU only and deterministic (fixed seeds,
-# niced so the waiting tests keep their share), so neither changes the other's result.
+# The simulation gate and the mutation suite run beside both runs: the tests mostly wait
+# on the kubelet and the apiserver, and the two are CPU only and deterministic (fixed
+# seeds, niced so the waiting tests keep their share), so neither changes the other's
+# result. Their output is printed once the tests are done.
 PTAH_TEST_REAL_STATE_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ptah-test-node.XXXXXX")
 export PTAH_TEST_REAL_STATE_DIR
 stop_node() { ptah dev down --state-dir "$PTAH_TEST_REAL_STATE_DIR" --purge >/dev/null 2>&1 || true; }
 trap stop_node EXIT
 rc=0
 beside_log=$(mktemp "${TMPDIR:-/tmp}/ptah-simulation.XXXXXX")
-step "$gate_title; then the mutation suite (${mutation_args[*]:-simulation and pytest killers}); beside the node_exclusive tests"
+pytest_log=$(mktemp "${TMPDIR:-/tmp}/ptah-pytest.XXXXXX")
+step "$gate_title; then the mutation suite (${mutation_args[*]:-simulation and pytest killers}); beside the tests"
 t_beside=$SECONDS
 (
   t=$SECONDS
@@ -90,13 +92,17 @@ t_beside=$SECONDS
 beside_pid=$!
 step "pytest: the node_exclusive tests, one at a time"
 pytest -m node_exclusive --durations=10 || rc=$?
-step "simulation gate and mutation suite: their output (they started beside the tests above)"
+step "pytest: every other test, two at a time"
+prc=0
+pytest -m "not node_exclusive" -n 2 --dist loadfile --durations=30 2>&1 | tee "$pytest_log" || prc=$?
+[ "$prc" -eq 0 ] || rc=$prc
+step "simulation gate and mutation suite: their output (they ran beside the tests above)"
 brc=0
 wait "$beside_pid" || brc=$?
 cat "$beside_log"
 printf 'simulation gate and mutation suite: exit %s after %ss\n' "$brc" "$((SECONDS - t_beside))"
 [ "$brc" -eq 0 ] || rc=$brc
-step "pytest: every other test, two at a time"
+took
 # pytest's summary stays the last line (CI reads it).
-pytest -m "not node_exclusive" -n 2 --dist loadfile --durations=30 || rc=$?
+tail -n 1 "$pytest_log"
 exit "$rc"
