@@ -358,6 +358,16 @@ LOSSY = {
     "interval fields": ("interval", "interval day"),
     "interval seconds precision": ("interval hour to second", "interval minute to second(0)"),
     "text to name": ("text", "name"),
+    # float8_numeric prints 15 significant digits whatever the scale: 0.1 + 0.2 is 0.3
+    "double to numeric": ("double precision", "numeric"),
+    "double to a wide numeric": ("double precision", "numeric(40,20)"),
+    "real to numeric": ("real", "numeric"),
+    # '1 day 02:00' is 02:00: days, months and years are cut off
+    "interval to time": ("interval", "time without time zone"),
+    # money keeps the currency's fraction (two digits): 1.239 is $1.24
+    "numeric to money": ("numeric", "money"),
+    # a "char" keeps the first byte of 'abc'
+    "text to char": ("text", '"char"'),
 }
 KEEPS = {
     "wider numeric": ("numeric(10,2)", "numeric(14,2)"),
@@ -381,6 +391,38 @@ def test_type_change_that_changes_values_is_destructive(pg_db: str, name: str) -
         (stmt,) = planner.plan(t, f"CREATE TABLE public.t (v {new});").statements
     assert stmt.sql == f"ALTER TABLE public.t ALTER COLUMN v TYPE {new}"
     assert (DESTRUCTIVE in stmt.hazards) == (name in LOSSY)
+
+
+DOMAINS = (
+    "CREATE DOMAIN public.cents AS numeric(12,2);\n"
+    "CREATE DOMAIN public.price AS public.cents CHECK (VALUE >= 0);\n"
+    "CREATE DOMAIN public.whole AS integer;\n"
+)
+DOMAIN_CHANGES = {
+    # (old column type, new column type): destructive?
+    "domain over numeric(12,2) to numeric(12,0)": ("public.cents", "numeric(12,0)", True),
+    "domain over a domain to integer": ("public.price", "integer", True),
+    "numeric(12,2) to a domain over integer": ("numeric(12,2)", "public.whole", True),
+    "array of a domain to integer[]": ("public.cents[]", "integer[]", True),
+    "domain to its own base type": ("public.cents", "numeric(12,2)", False),
+    "domain to a wider numeric": ("public.price", "numeric(14,2)", False),
+    "integer to a domain over integer": ("integer", "public.whole", False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DOMAIN_CHANGES))
+def test_type_change_through_a_domain_is_destructive_as_its_base_type(
+    pg_db: str, name: str
+) -> None:
+    """A domain converts as the type it stores: a numeric(12,2) domain column made
+    numeric(12,0), or a numeric(12,2) column made a domain over integer, rounded its
+    cents away with nothing said (the domain's name was compared, not its type)."""
+    old, new, lossy = DOMAIN_CHANGES[name]
+    apply_plan(pg_db, f"{DOMAINS}CREATE TABLE public.t (v {old});")
+    with open_target(pg_db) as t:
+        (stmt,) = planner.plan(t, f"{DOMAINS}CREATE TABLE public.t (v {new});").statements
+    assert stmt.sql == f"ALTER TABLE public.t ALTER COLUMN v TYPE {new}"
+    assert (DESTRUCTIVE in stmt.hazards) == lossy
 
 
 def test_identity_sequence_grants_are_planned(pg_url: str, pg_db: str) -> None:

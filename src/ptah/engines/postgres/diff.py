@@ -1775,15 +1775,15 @@ class _Diff:
             self.row_type_kept(table, f"ALTER COLUMN {col} TYPE")
             coll = f" COLLATE {new['collation']}" if new["collation"] else ""
             # A conversion that changes values without an error loses data: destructive.
-            was = old["type"]
-            for domain, renamed in self.ch.redomained.items():
-                if was == renamed:  # a domain whose base type changes: what it narrows
-                    was = self.cur["domain"][domain]["type"]
-                    now = self.want["domain"][domain]["type"]
-                    lossy = (DESTRUCTIVE,) if _narrows(was, now) else ()
-                    break
-            else:
-                lossy = (DESTRUCTIVE,) if _narrows(old["type"], new["type"]) else ()
+            # A domain converts as the type it stores (a domain whose base type changes
+            # reads as of its renamed old self).
+            was_domains = {
+                **self.cur["domain"],
+                **{r: self.cur["domain"][d] for d, r in self.ch.redomained.items()},
+            }
+            was = _stored_type(was_domains, old["type"])
+            now = _stored_type(self.want["domain"], new["type"])
+            lossy = (DESTRUCTIVE,) if _narrows(was, now) else ()
             self.locking(
                 node,
                 f"{at} TYPE {new['type']}{coll}",
@@ -2946,6 +2946,21 @@ def _attributes_in_place(old: list[list[str]], new: list[list[str]]) -> bool:
     return kept == [a for a in was if a in now] and now[: len(kept)] == kept
 
 
+def _stored_type(domains: dict[str, Any], typ: str) -> str:
+    """The type a column of ``typ`` stores its values as: a domain's (over domains) base
+    type, an array of a domain an array of that base type (``format_type`` spellings,
+    as ``_narrows`` reads them)."""
+    array = typ.endswith("[]")
+    typ = typ.removesuffix("[]")
+    seen: set[str] = set()
+    while typ in domains and typ not in seen:
+        seen.add(typ)
+        typ = domains[typ]["type"]
+        array = array or typ.endswith("[]")
+        typ = typ.removesuffix("[]")
+    return typ + ("[]" if array else "")
+
+
 _TYPE = re.compile(
     r"\A(?P<name>[a-z ]+?)(?:\((?P<mods>[0-9, ]+)\))?(?P<zone> with(?:out)? time zone)?\Z"
 )
@@ -2956,24 +2971,34 @@ _TIMES = {"timestamp", "time", "interval"}
 def _narrows(old: str, new: str) -> str | None:
     """What a column's values lose without an error when ``ALTER COLUMN ... TYPE`` takes
     them from the ``old`` type to the ``new`` one by the server's assignment cast
-    (``format_type`` spellings): digits rounded away (a smaller numeric scale, a float or
-    numeric made an integer or a float), time cut off (a date from a timestamp, a smaller
-    seconds precision) or read in the session's time zone. ``None`` where the server
+    (``format_type`` spellings, a domain read as the type it stores): digits rounded
+    away (a smaller numeric scale, a float or numeric made an integer or a float, a float
+    made a numeric, a numeric made money), time cut off (a date from a timestamp, a time
+    of day from an interval, a smaller seconds precision) or read in the session's time
+    zone, a string cut to its first byte (``"char"``). ``None`` where the server
     keeps every value or fails on one that does not fit (a shorter ``varchar``, a
     smaller integer): the apply then rolls back, nothing lost."""
     if old.endswith("[]") != new.endswith("[]"):
         return None
+    if new.removesuffix("[]") == '"char"' and old.removesuffix("[]") != '"char"':
+        return "all but the first byte is cut off"
     a, b = _TYPE.match(old.removesuffix("[]")), _TYPE.match(new.removesuffix("[]"))
     if a is None or b is None:
         return None
     src, dst = a["name"], b["name"]
     smods, dmods = (a["mods"] or "").split(","), (b["mods"] or "").split(",")
+    if dst == "numeric" and src in ("real", "double precision"):
+        # float8_numeric and float4_numeric print 15 (6) significant digits, whatever
+        # the scale: 0.1 + 0.2 is 0.3 as numeric.
+        return "digits past a float's printed precision are rounded away"
     if dst == "numeric" and b["mods"]:
         scale = int(dmods[1]) if len(dmods) > 1 else 0
         if src == "numeric" and (not a["mods"] or (int(smods[1]) if len(smods) > 1 else 0) > scale):
             return "digits past the new scale are rounded away"
-        if src in ("real", "double precision") and scale < 15:
-            return "digits past the new scale are rounded away"
+    if dst == "money" and src == "numeric":
+        return "digits past the currency's fraction are rounded away"
+    if dst == "time" and src.startswith("interval"):
+        return "days, months and years are cut off"
     if dst in _INTEGERS and (
         src in ("real", "double precision")
         or (src == "numeric" and (not a["mods"] or (len(smods) > 1 and int(smods[1]) > 0)))
