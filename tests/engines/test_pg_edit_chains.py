@@ -359,6 +359,38 @@ EDITS: dict[str, tuple[str, str]] = {
         """,
         "CREATE SCHEMA keep;",
     ),
+    # A sub-partition's own trigger, index, check and default went with its parent's
+    # DROP TABLE, which came after the functions they use: cannot drop function.
+    "partitioned table dropped under its partitions' own users of functions": (
+        """
+        CREATE FUNCTION public.f() RETURNS trigger LANGUAGE plpgsql
+            AS $$BEGIN RETURN NEW; END$$;
+        CREATE FUNCTION public.g(x integer) RETURNS integer LANGUAGE sql IMMUTABLE
+            RETURN x + 1;
+        CREATE FUNCTION public.h(x integer) RETURNS boolean LANGUAGE sql IMMUTABLE
+            RETURN x > -1;
+        CREATE FUNCTION public.d() RETURNS integer LANGUAGE sql RETURN 7;
+        CREATE TABLE public.p (a integer, b integer) PARTITION BY RANGE (a);
+        CREATE TABLE public.p1 PARTITION OF public.p FOR VALUES FROM (0) TO (10)
+            PARTITION BY LIST (b);
+        CREATE TABLE public.p11 PARTITION OF public.p1 FOR VALUES IN (1);
+        CREATE TRIGGER t BEFORE UPDATE ON public.p11 FOR EACH ROW
+            EXECUTE FUNCTION public.f();
+        CREATE INDEX p11_g ON public.p11 (public.g(a));
+        ALTER TABLE public.p11 ADD CONSTRAINT p11_h CHECK (public.h(b));
+        ALTER TABLE public.p11 ALTER COLUMN b SET DEFAULT public.d();
+        CREATE TABLE public.q (a integer, b integer) PARTITION BY RANGE (a);
+        CREATE TABLE public.q1 PARTITION OF public.q FOR VALUES FROM (0) TO (10)
+            PARTITION BY LIST (b);
+        CREATE TABLE public.q11 PARTITION OF public.q1 FOR VALUES IN (1);
+        CREATE TRIGGER t BEFORE UPDATE ON public.q11 FOR EACH ROW
+            EXECUTE FUNCTION public.f();
+        """,
+        # q stays, its sub-partitioned q1 goes (with q11 and its trigger).
+        """
+        CREATE TABLE public.q (a integer, b integer) PARTITION BY RANGE (a);
+        """,
+    ),
 }
 
 

@@ -891,7 +891,22 @@ class _Diff:
         )
         if self._in(self.want, owner) and not self.rebuilt(owner):
             return ""
-        return owner
+        return self.dropped_with(owner)
+
+    def dropped_with(self, node: str) -> str:
+        """The table whose ``DROP TABLE`` drops ``node``: a partition the plan drops with
+        its partitioned parent (no statement of its own, ``tables()``) goes with the
+        topmost such ancestor; any other node is its own."""
+        if _kind(node) != "table":
+            return node
+        tables, name = self.cur.get("table", {}), _name(node)
+        seen = {name}
+        while (parent := tables.get(name, {}).get("partitionOf")) and parent not in seen:
+            if name in self.want.get("table", {}) or parent in self.want.get("table", {}):
+                break
+            seen.add(parent)
+            name = parent
+        return f"table:{name}"
 
     def owned_drop_order(
         self, by_node: dict[str, list[_Step]], rdeps: dict[str, list[str]]
@@ -906,7 +921,7 @@ class _Diff:
         def dropper(node: str) -> str:
             if node in by_node:
                 return node
-            owner = self.owner(node)
+            owner = self.owner(node) or self.dropped_with(node)
             return owner if owner in by_node else ""
 
         def reaches(start: str, goal: str) -> bool:
@@ -929,14 +944,16 @@ class _Diff:
             if node not in by_node and owner in by_node and not self._in(self.want, node):
                 rdeps.setdefault(owner, []).append(node)
         for node in sorted(self.cur_deps):
-            owner = self.owner(node)
-            if node in by_node or owner not in by_node:
+            # A partition that goes with its parent's drop (its own defaults, say) is
+            # part of that drop as an index or trigger is of its table's.
+            owner = self.owner(node) or self.dropped_with(node)
+            if node in by_node or owner not in by_node or owner == node:
                 continue
             for used in sorted(self.cur_deps[node]):
                 other = dropper(used)
                 if not other or other == owner:
                     continue
-                if reaches(owner, other):
+                if reaches(owner, other) and _kind(node) in _OWNED:
                     self._seq += 1
                     step = _Step(node, Statement(self.drop_owned_sql(node)), self._seq)
                     by_node[node] = [step]
