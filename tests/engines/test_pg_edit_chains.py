@@ -391,6 +391,28 @@ EDITS: dict[str, tuple[str, str]] = {
         CREATE TABLE public.q (a integer, b integer) PARTITION BY RANGE (a);
         """,
     ),
+    # The column a generated column read was dropped before the generated one (kept as
+    # a plain column, or computed again from another column): cannot drop column x.
+    "generated column kept or computed again, the column it read dropped": (
+        """
+        CREATE TABLE public.t (x integer, y integer GENERATED ALWAYS AS (x * 2) STORED);
+        CREATE TABLE public.u (x integer, z integer, y integer GENERATED ALWAYS AS (x * 2)
+            STORED);
+        CREATE TABLE public.p (x integer, y integer GENERATED ALWAYS AS (x * 2) STORED,
+            k integer) PARTITION BY LIST (k);
+        CREATE TABLE public.p1 PARTITION OF public.p FOR VALUES IN (1);
+        CREATE TABLE public.w (x integer, y integer GENERATED ALWAYS AS (x * 2) STORED);
+        CREATE TABLE public.wc (q integer) INHERITS (public.w);
+        """,
+        """
+        CREATE TABLE public.t (y integer);
+        CREATE TABLE public.u (z integer, y integer GENERATED ALWAYS AS (z * 3) STORED);
+        CREATE TABLE public.p (y integer, k integer) PARTITION BY LIST (k);
+        CREATE TABLE public.p1 PARTITION OF public.p FOR VALUES IN (1);
+        CREATE TABLE public.w (y integer);
+        CREATE TABLE public.wc (q integer) INHERITS (public.w);
+        """,
+    ),
 }
 
 

@@ -1664,10 +1664,6 @@ class _Diff:
         node = f"table:{table}"
         partition = bool(new_t.get("partitionOf")) and bool(old_t.get("partitionOf"))
         child = partition or (bool(new_t.get("inherits")) and bool(old_t.get("inherits")))
-        for col in sorted(cur.keys() - want.keys()):
-            if child and cur[col].get("_inherited"):
-                continue  # goes with the parent's column
-            self.drop(node, f"ALTER TABLE {table} DROP COLUMN {col}", DESTRUCTIVE)
         added = [c for c in want.keys() - cur.keys() if not (child and want[c].get("_inherited"))]
         added += [c for c in cur.keys() & want.keys() if (table, c) in self.ch.readded]
         for col in sorted(cur.keys() & want.keys()):
@@ -1696,6 +1692,12 @@ class _Diff:
                     )
                 continue
             self.alter_column(table, col, cur[col], want[col])
+        # Dropped after the kept columns' own drops: a generated column that stays (its
+        # expression dropped) or is added again may read a column that goes.
+        for col in sorted(cur.keys() - want.keys()):
+            if child and cur[col].get("_inherited"):
+                continue  # goes with the parent's column
+            self.drop(node, f"ALTER TABLE {table} DROP COLUMN {col}", DESTRUCTIVE)
         # New columns, and generated ones added again, after the other columns changed
         # (a generated column reads them), in the desired file's order.
         for col in sorted(added, key=lambda c: want[c]["_n"]):
