@@ -413,6 +413,32 @@ EDITS: dict[str, tuple[str, str]] = {
         CREATE TABLE public.wc (q integer) INHERITS (public.w);
         """,
     ),
+    # What the plan drops for good under a user that stays and reads otherwise: a
+    # function body replaced in place came after DROP EXTENSION; a domain's new default
+    # was set after DROP FUNCTION or DROP TEXT SEARCH CONFIGURATION (cannot drop).
+    "extension, function and configuration dropped under the kept users that read them": (
+        """
+        CREATE EXTENSION IF NOT EXISTS pg_trgm;
+        CREATE FUNCTION public.sim(a text, b text) RETURNS real LANGUAGE sql IMMUTABLE
+            RETURN similarity(a, b);
+        CREATE FUNCTION public.sim2(a text, b text) RETURNS real LANGUAGE sql IMMUTABLE
+            BEGIN ATOMIC SELECT word_similarity(a, b); END;
+        CREATE FUNCTION public.three() RETURNS integer LANGUAGE sql RETURN 3;
+        CREATE DOMAIN public.d AS integer DEFAULT public.three() CHECK (VALUE > 0);
+        CREATE TEXT SEARCH CONFIGURATION public.c2 (COPY = pg_catalog.simple);
+        CREATE DOMAIN public.cfg AS regconfig DEFAULT 'public.c2'::regconfig;
+        CREATE TABLE public.t (d public.d, c public.cfg);
+        """,
+        """
+        CREATE FUNCTION public.sim(a text, b text) RETURNS real LANGUAGE sql IMMUTABLE
+            RETURN 0.5;
+        CREATE FUNCTION public.sim2(a text, b text) RETURNS real LANGUAGE sql IMMUTABLE
+            BEGIN ATOMIC SELECT 0.25::real; END;
+        CREATE DOMAIN public.d AS integer DEFAULT 3 CHECK (VALUE > 0);
+        CREATE DOMAIN public.cfg AS regconfig DEFAULT 'simple'::regconfig;
+        CREATE TABLE public.t (d public.d, c public.cfg);
+        """,
+    ),
 }
 
 

@@ -677,15 +677,22 @@ class _Diff:
         it as ``regconfig`` is set again after the drop)."""
         gone = [
             f"{kind}:{name}"
-            for kind in ("function", "ts_config", "ts_dict")
+            for kind in ("function", "ts_config", "ts_dict", "extension")
             for name in sorted(self.cur.get(kind, {}).keys() - self.want.get(kind, {}).keys())
         ]
         for node in gone:
             for child, _ in self.dependents(node):
                 if self.rebuilt(child) or not self._in(self.want, child):
                     continue
-                if self.reset_defaults(child, node):
+                # A domain's default or check that used it: dropped before it, set again
+                # (an ALTER DOMAIN ... SET DEFAULT among the creates came after the drop).
+                if self.reset_defaults(child, node) or self.reset_domain_checks(
+                    child, node, gone=True
+                ):
                     continue
+                # Of an extension's users that stay, a table or composite type storing one
+                # of its types moves off it before the drop (drop_type); a function (its
+                # body replaced in place came after DROP EXTENSION) is rebuilt.
                 if _kind(child) in _REBUILDABLE:
                     self._rebuild(child, work, f"{node} is dropped")
 
@@ -756,22 +763,31 @@ class _Diff:
             # else: the desired column is no longer generated: DROP EXPRESSION, in the drops
         return True
 
-    def reset_domain_checks(self, child: str, node: str) -> bool:
+    def reset_domain_checks(self, child: str, node: str, gone: bool = False) -> bool:
         """A domain that uses a function dropped and created again (its argument names
         or result change) in a check or its default keeps its columns' rows: those
         checks and the default are dropped before the function and added again after it
-        (the checks validated again), the domain kept. Where its base type or collation
-        changes too, it is replaced (and refused while a table stores it)."""
-        if _kind(child) != "domain" or _kind(node) != "function":
+        (the checks validated again), the domain kept. So for what the plan drops for
+        good (``gone``: a function, text search object or extension the desired domain
+        no longer uses). Where its base type or collation changes too, it is replaced
+        (and refused while a table stores it)."""
+        kinds = ("function", "ts_config", "ts_dict", "extension") if gone else ("function",)
+        if _kind(child) != "domain" or _kind(node) not in kinds:
             return False
         name = _name(child)
         old, new = self.cur["domain"][name], self.want.get("domain", {}).get(name)
         if new is None or (old["type"], old["collation"]) != (new["type"], new["collation"]):
             return False
-        called = _name(node).split("(", 1)[0] + "("
-        used = {k for k, v in old["checks"].items() if called in v}
-        if old["default"] is not None and called in old["default"]:
-            used.add("")
+        if _kind(node) == "function":
+            called = _name(node).split("(", 1)[0] + "("
+            used = {k for k, v in old["checks"].items() if called in v}
+            if old["default"] is not None and called in old["default"]:
+                used.add("")
+        else:
+            # Gone for good: what used it reads otherwise in the desired file.
+            used = {k for k, v in old["checks"].items() if new["checks"].get(k) != v}
+            if old["default"] is not None and old["default"] != new["default"]:
+                used.add("")
         if not used:  # not found by its name in the text: every check and the default
             used = set(old["checks"]) | ({""} if old["default"] is not None else set())
         self.ch.rechecked.setdefault(name, set()).update(used)
