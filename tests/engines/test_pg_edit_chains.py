@@ -439,6 +439,23 @@ EDITS: dict[str, tuple[str, str]] = {
         CREATE TABLE public.t (d public.d, c public.cfg);
         """,
     ),
+    # The types' and extension's drops wait for the columns and attributes moving off
+    # them; their schema's DROP SCHEMA did not (other objects depend on it).
+    "schema dropped with the types and extension kept columns move off": (
+        """
+        CREATE SCHEMA ext;
+        CREATE EXTENSION citext SCHEMA ext;
+        CREATE SCHEMA ty;
+        CREATE TYPE ty.mood AS ENUM ('a', 'b');
+        CREATE DOMAIN ty.pos AS integer CHECK (VALUE > 0);
+        CREATE TABLE public.p (e ext.citext, m ty.mood, n ty.pos);
+        CREATE TYPE public.pair AS (a ext.citext, b integer);
+        """,
+        """
+        CREATE TABLE public.p (e text, m text, n integer);
+        CREATE TYPE public.pair AS (a text, b integer);
+        """,
+    ),
 }
 
 

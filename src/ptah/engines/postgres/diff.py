@@ -240,6 +240,9 @@ class _Diff:
         # Children made to inherit again (NO INHERIT, INHERIT): their copies of the
         # parent's checks become their own on the NO INHERIT.
         self.reinherited: set[str] = set()
+        # Drops that wait among the creates for the users moving off what they drop
+        # (drop_type): a schema they are in is dropped after them.
+        self.late_drops: set[str] = set()
 
     # -- emitting -------------------------------------------------------------------------
     def drop(self, node: str, sql: str, *hazards: str) -> None:
@@ -285,6 +288,7 @@ class _Diff:
             self.drop(node, sql, *hazards)
             return
         self.extra_deps.setdefault(node, set()).update(users)
+        self.late_drops.add(node)
         self.create(node, sql, *hazards)
 
     def plain_table(self, table: str) -> bool:
@@ -335,6 +339,7 @@ class _Diff:
             self.owners,
         ):
             emit()
+        self.late_schema_drops()
         existing = set(self.cur.get("table", {}))
         indexes = {k: v["table"] for k, v in self.cur.get("index", {}).items()}
         return _commit_enum_values([pgonline.describe(s, existing, indexes) for s in self.order()])
@@ -1017,6 +1022,19 @@ class _Diff:
             self.drop(f"schema:{name}", f"DROP SCHEMA {name}", DESTRUCTIVE)
         for name in sorted(want.keys() - cur.keys()):
             self.create(f"schema:{name}", f"CREATE SCHEMA {name}")
+
+    def late_schema_drops(self) -> None:
+        """A schema the plan drops that holds a type, collation or extension whose drop
+        waits among the creates (its users that stay move off it first): the schema's
+        drop follows it there (DROP SCHEMA among the drops failed under it)."""
+        for step in list(self.drops):
+            if _kind(step.node) != "schema":
+                continue
+            inside = {c for c, _ in self.dependents(step.node) if c in self.late_drops}
+            if inside:
+                self.drops.remove(step)
+                self.creates.append(step)
+                self.extra_deps.setdefault(step.node, set()).update(inside)
 
     def _simple(self, kind: str, word: str, make: Any, alter: Any = None) -> None:
         """Create/drop/replace for a kind; ``alter`` handles in-place changes."""
