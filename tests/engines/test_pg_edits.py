@@ -366,6 +366,7 @@ LOSSY = {
     "interval to time": ("interval", "time without time zone"),
     # money keeps the currency's fraction (two digits): 1.239 is $1.24
     "numeric to money": ("numeric", "money"),
+    "money to whole numbers": ("money", "numeric(12,0)"),
     # a "char" keeps the first byte of 'abc'
     "text to char": ("text", '"char"'),
 }
@@ -376,6 +377,8 @@ KEEPS = {
     "longer varchar": ("character varying(5)", "character varying(10)"),
     "shorter varchar (fails, not cut)": ("text", "character varying(5)"),
     "finer timestamp": ("timestamp(0) without time zone", "timestamp without time zone"),
+    "money to numeric": ("money", "numeric(12,2)"),
+    "real to double": ("real", "double precision"),
     "interval with more fields": ("interval year", "interval year to month"),
 }
 

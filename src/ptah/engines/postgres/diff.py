@@ -3048,6 +3048,8 @@ def _narrows(old: str, new: str) -> str | None:
         scale = int(dmods[1]) if len(dmods) > 1 else 0
         if src == "numeric" and (not a["mods"] or (int(smods[1]) if len(smods) > 1 else 0) > scale):
             return "digits past the new scale are rounded away"
+        if src == "money" and scale < 2:
+            return "cents are rounded away"
     if dst == "money" and src == "numeric":
         return "digits past the currency's fraction are rounded away"
     if dst == "time" and src.startswith("interval"):
