@@ -23,6 +23,7 @@ from ptah.engines.model import (
     same,
 )
 from ptah.engines.mysql.inspect import create_lines
+from ptah.engines.mysql.lossy import narrows
 
 _REFERENCES = re.compile(r"REFERENCES `((?:[^`]|``)+)`")
 _COLUMNS = r"\(((?:`(?:[^`]|``)+`,?)+)\)"
@@ -120,6 +121,29 @@ def column_type(line: str) -> str:
             return line[:i] + (" NOT NULL" if rest.startswith(" NOT NULL") else "")
         i += 1
     return line
+
+
+_CHARSET_COLLATE = re.compile(r" (?:CHARACTER SET|COLLATE) \w+")
+
+
+def bare_type(line: str) -> str:
+    """A column line's type without its name, charset, collation and ``NOT NULL``:
+    ``decimal(10,2) unsigned``."""
+    typed = column_type(line).removesuffix(" NOT NULL")
+    end = line.index("`", 1)
+    while line.startswith("``", end):  # a doubled backtick inside the name
+        end = line.index("`", end + 2)
+    return _CHARSET_COLLATE.sub("", typed[end + 2 :])
+
+
+def _lossy(old: str, new: str, column: str, collations: tuple[dict[str, Any], ...]) -> bool:
+    """Whether retyping column line ``old`` to ``new`` changes values without an error
+    (:func:`ptah.engines.mysql.lossy.narrows`); ``column``: its name in the desired
+    table (the current side's collations are keyed by it too)."""
+    if " GENERATED ALWAYS AS " in old or " GENERATED ALWAYS AS " in new:
+        return False  # computed again from the other columns
+    was, now = collations[0].get(column), collations[1].get(column)
+    return narrows(bare_type(old), bare_type(new), was, now) is not None
 
 
 def _unignored(line: str) -> str:
@@ -268,11 +292,15 @@ def _alter(
             elif key in respelled:
                 clauses.append(f"CHANGE COLUMN {q(respelled[key])} {line}{where}")
                 hazards.update((DATA_DEPENDENT, LOCK_HEAVY))
+                if _lossy(old[key], line, column, collations):
+                    hazards.add(DESTRUCTIVE)
             elif (
                 old[key] != line or moved or collations[0].get(column) != collations[1].get(column)
             ):
                 clauses.append(f"MODIFY COLUMN {line}{where}")
                 hazards.update((DATA_DEPENDENT, LOCK_HEAVY))
+                if _lossy(old[key], line, column, collations):
+                    hazards.add(DESTRUCTIVE)
             prev = column
         elif key in moving:
             clauses.append("ADD " + line.replace(q(moving[key][0]), q(moving[key][1]), 1))

@@ -208,6 +208,22 @@ def _read_lock_bound(url: DbUrl, thread: int, every: float = 0.5) -> Any:
         watcher.close()
 
 
+def strict(cur: Any) -> None:
+    """Make the apply session's sql_mode strict (``STRICT_ALL_TABLES`` added to its
+    own modes). A server whose default mode is not (``sql_mode=''``, common in older
+    configurations) copies a value an ALTER cannot keep with a warning only: a used ENUM
+    member removed became '', a NOT NULL column's NULLs 0, a shortened string was cut,
+    in a plan that was not destructive. Strict, the server refuses such a value, and the
+    data check (:mod:`.datacheck`, in this session) refuses the plan before anything
+    runs; what strict mode still converts with a note only makes the plan destructive
+    (:mod:`.lossy`)."""
+    cur.execute("SELECT @@SESSION.sql_mode")
+    row = cur.fetchone()
+    modes = [m for m in str(row[0] if row else "").split(",") if m]
+    if "STRICT_ALL_TABLES" not in (m.upper() for m in modes):
+        cur.execute("SET SESSION sql_mode = %s", (",".join([*modes, "STRICT_ALL_TABLES"]),))
+
+
 class MysqlOps:
     def version_key(self, target: Target) -> str:
         return f"mysql-{target.connection.get_server_info()}"
@@ -421,6 +437,7 @@ class MysqlOps:
                 progress.notes.append("server has no max_statement_time (MySQL): not bounded")
             # The checks the plan's scratch load had (a fresh session's): the same here.
             cur.execute("SET SESSION foreign_key_checks = 1")
+            strict(cur)
         current = self.inspect(target)
         actual = fingerprint(current)
         if actual != expected_before:
