@@ -206,3 +206,23 @@ def test_a_server_without_strict_mode_refuses_what_strict_mode_refuses(mysql_db:
         with t.connection.cursor() as cur:
             cur.execute("SELECT name FROM t")
             assert cur.fetchone()[0] == "a long name here"
+
+
+def test_a_traditional_server_applies_a_dumps_zero_date_default(mysql_db: str) -> None:
+    """The apply's strict mode refuses values, never what the plan's load accepted: a
+    dump's zero-date default (loaded under the dump's own sql_mode) applies on a server
+    whose mode is TRADITIONAL (strict, and zero dates refused)."""
+    dump = (
+        "/*!40101 SET @OLD_SQL_MODE=@@SQL_MODE, SQL_MODE='NO_AUTO_VALUE_ON_ZERO' */;\n"
+        "CREATE TABLE `wp_posts` (`ID` bigint(20) unsigned NOT NULL AUTO_INCREMENT,\n"
+        "  `post_date` datetime NOT NULL DEFAULT '0000-00-00 00:00:00',\n"
+        "  PRIMARY KEY (`ID`)) ENGINE=InnoDB;\n"
+        "/*!40101 SET SQL_MODE=@OLD_SQL_MODE */;\n"
+    )
+    with open_target(mysql_db) as t:
+        with t.connection.cursor() as cur:
+            cur.execute("SET SESSION sql_mode = 'TRADITIONAL'")  # as a server configured so
+        plan = planner.plan(t, dump)
+        result = planner.apply(t, plan.statements, plan.fingerprint_before, False)
+        assert result.outcome == "succeeded", result.message
+        assert planner.plan(t, dump).statements == []
