@@ -108,6 +108,11 @@ OUTSIDE_TABLES = {
     "CREATE VIEW v AS SELECT name FROM t, zipfile('/tmp/x.zip');",
     "raw pages written by a trigger": "CREATE TABLE t (a INT);\nCREATE TRIGGER tr AFTER INSERT"
     ' ON t BEGIN UPDATE "sqlite_dbpage" SET data = zeroblob(4096) WHERE pgno = 1; END;',
+    "raw pages named in the main schema, in a view": "CREATE TABLE t (a INT);\n"
+    "CREATE VIEW v AS SELECT t.a, p.data FROM t, main.sqlite_dbpage AS p;",
+    "raw pages named in the main schema, written by a trigger": "CREATE TABLE t (a INT);\n"
+    'CREATE TRIGGER tr AFTER INSERT ON t BEGIN UPDATE main . "sqlite_dbpage" SET data ='
+    " zeroblob(4096) WHERE pgno = 1; END;",
     "a csv virtual table": "CREATE TABLE t (a INT);\n"
     "CREATE VIRTUAL TABLE c USING csv(filename='/etc/passwd');",
 }

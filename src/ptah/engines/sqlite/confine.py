@@ -161,8 +161,19 @@ def _outside_table(words: list[Word], i: int) -> bool:
         return False
     name, before = w.text.lower(), words[i - 1]
     after = words[i + 1] if i + 1 < len(words) else None
+    # A name qualified with a schema (main.sqlite_dbpage) is a table's: the qualifier's
+    # position is the one that counts.
+    if before.punct(".") and i >= 2 and words[i - 2].is_name:
+        if i == 2:
+            return False
+        qualified_at = words[i - 3]
+    else:
+        qualified_at = before
     return (
-        (name in RAW_PAGE_TABLES and (before.upper in _TABLE_POSITIONS or before.punct(",")))
+        (
+            name in RAW_PAGE_TABLES
+            and (qualified_at.upper in _TABLE_POSITIONS or qualified_at.punct(","))
+        )
         or (
             name in FILE_TABLE_FUNCTIONS
             and after is not None
