@@ -541,8 +541,10 @@ def test_what_sqlite_keeps_apart_is_a_change(tmp_path: Path, name: str) -> None:
         ("TEXT", "INTEGER", True),  # '012' is copied as 12
         ("VARCHAR(10)", "DECIMAL(10,2)", True),  # '1.50' as 1.5
         ("", "REAL", True),  # no type (BLOB affinity) keeps text as it is; REAL does not
-        ("INTEGER", "TEXT", False),
+        ("INTEGER", "TEXT", True),  # a number becomes text (a REAL rounded, below)
         ("REAL", "NUMERIC", False),
+        ("INTEGER", "NUMERIC", False),
+        ("NUMERIC", "INT", False),
         ("TEXT", "CLOB", False),
     ],
 )
@@ -551,8 +553,8 @@ def test_a_copy_that_turns_text_into_numbers_is_destructive(
 ) -> None:
     """A rebuild's copy converts each value by the new column's affinity: text to a
     numeric affinity keeps '012' as 12, which no plan gives back. Such a copy is
-    destructive (so ``allowDestructive`` decides); one into TEXT or between numeric
-    affinities keeps what a value says."""
+    destructive (so ``allowDestructive`` decides); one between TEXT affinities or from
+    REAL to another numeric one keeps what a value says."""
     table = "CREATE TABLE t (id INTEGER PRIMARY KEY, v {});"
     path = tmp_path / "t.db"
     raw = sqlite3.connect(path, isolation_level=None)
@@ -569,3 +571,35 @@ def test_a_copy_that_turns_text_into_numbers_is_destructive(
         value = t.connection.execute("SELECT v FROM t").fetchone()[0]
         if lossy or before == "TEXT":  # (a numeric column held 12 from the start)
             assert (value != "012") == lossy, value
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "value", "kept"),
+    [
+        ("REAL", "TEXT", "0.30000000000000004", "0.3"),  # 15 digits
+        ("", "VARCHAR(20)", "0.30000000000000004", "0.3"),  # no affinity holds a REAL too
+        ("INTEGER", "REAL", "9007199254740993", 9007199254740992.0),  # past 2^53
+        ("NUMERIC", "DOUBLE", "9007199254740993", 9007199254740992.0),
+    ],
+)
+def test_a_copy_that_rounds_numbers_is_destructive(
+    tmp_path: Path, before: str, after: str, value: str, kept: object
+) -> None:
+    """A number copied into TEXT becomes its text, a REAL's rounded to 15 digits; an
+    integer copied into REAL is rounded past 2^53. The plan was not destructive: applied
+    without ``allowDestructive``, it changed the values."""
+    strict = " STRICT" if after == "TEXT" else ""  # a STRICT table converts alike
+    table = "CREATE TABLE t (id INTEGER PRIMARY KEY, v {}){};"
+    path = tmp_path / "t.db"
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.executescript(table.format(before, "") + f"INSERT INTO t VALUES (1, {value});")
+    raw.close()
+    with open_target(f"sqlite:///{path}") as t:
+        plan = planner.plan(t, table.format(after, strict))
+        assert plan.destructive, plan.statements
+        refused = planner.apply(t, plan.statements, plan.fingerprint_before, False)
+        assert refused.reason == "DestructiveNotAllowed"
+        assert t.connection.execute("SELECT v FROM t").fetchone()[0] != kept
+        result = planner.apply(t, plan.statements, plan.fingerprint_before, True)
+        assert result.outcome == "succeeded", result.message
+        assert t.connection.execute("SELECT v FROM t").fetchone()[0] == kept

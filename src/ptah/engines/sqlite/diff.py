@@ -176,18 +176,32 @@ def affinity(declared: str) -> str:
 
 
 def _converted(cur: dict[str, Any], want: dict[str, Any]) -> list[str]:
-    """The copied columns whose text the copy may turn into numbers: a column whose
-    affinity goes from TEXT or none (BLOB) to a numeric one keeps '012' as 12 and
-    '1.50' as 1.5 (a STRICT table converts alike), which no plan gives back."""
+    """The copied columns whose values the copy may change, by the new column's affinity
+    (a STRICT table converts alike), which no plan gives back:
+
+    - TEXT or none (BLOB) to a numeric affinity: '012' is kept as 12, '1.50' as 1.5;
+    - any other to TEXT: a number becomes its text, a REAL's rounded to 15 digits
+      (0.30000000000000004 becomes '0.3'), and a column of any affinity may hold one;
+    - INTEGER or NUMERIC to REAL: an integer becomes a REAL, rounded past 2^53.
+
+    A STRICT table's ANY column converts nothing."""
     if is_virtual(cur["_sql"]) or is_virtual(want["_sql"]):
         return []
+    strict = "STRICT" in table_options(want["_sql"])[1]
     old = {c.lower(): t for c, t in cur.get("_types", {}).items()}
     out = []
     for column, declared in want.get("_types", {}).items():
         was = old.get(column.lower())
         if was is None or column not in want["_columns"]:
             continue
-        if affinity(was) in ("TEXT", "BLOB") and affinity(declared) not in ("TEXT", "BLOB"):
+        if strict and declared.strip().upper() == "ANY":
+            continue
+        before, after = affinity(was), affinity(declared)
+        if (
+            (before in ("TEXT", "BLOB") and after not in ("TEXT", "BLOB"))
+            or (after == "TEXT" and before != "TEXT")
+            or (after == "REAL" and before in ("INTEGER", "NUMERIC"))
+        ):
             out.append(column)
     return out
 
