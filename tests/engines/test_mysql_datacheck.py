@@ -478,3 +478,77 @@ def test_a_table_is_read_only_for_what_its_alter_asks(mysql_db: str) -> None:
         touching = [sql for sql in recording.sql if "`t`" in sql or "`u`" in sql or "`a`" in sql]
         assert len(touching) == reads, touching
         assert all("`u`" not in sql and "`a`" not in sql for sql in touching), touching
+
+
+# (table, rows, a partitioning that leaves a row out, one with room for every row)
+PARTITIONED = {
+    "a LIST value no partition lists": (
+        "CREATE TABLE t (id INT NOT NULL, r INT NOT NULL, PRIMARY KEY (id, r))"
+        " PARTITION BY LIST (r) (PARTITION p1 VALUES IN (1, 2), PARTITION p2 VALUES IN (3))",
+        "INSERT INTO t VALUES (1, 3)",
+        "PARTITION BY LIST (r) (PARTITION p1 VALUES IN (1, 2))",
+        "PARTITION BY LIST (r) (PARTITION p1 VALUES IN (1, 2, 3))",
+    ),
+    "a NULL where LIST lists no NULL": (
+        "CREATE TABLE t (id INT NOT NULL, r INT, KEY (id)) PARTITION BY HASH (id)",
+        "INSERT INTO t VALUES (1, NULL)",
+        "PARTITION BY LIST (r) (PARTITION p1 VALUES IN (1, 2))",
+        "PARTITION BY LIST (r) (PARTITION p1 VALUES IN (1, 2), PARTITION pn VALUES IN (NULL))",
+    ),
+    "a RANGE past its last bound": (
+        "CREATE TABLE t (id INT NOT NULL PRIMARY KEY)",
+        "INSERT INTO t VALUES (5), (50)",
+        "PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10),"
+        " PARTITION p1 VALUES LESS THAN (20))",
+        "PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10),"
+        " PARTITION p1 VALUES LESS THAN MAXVALUE)",
+    ),
+    "a RANGE of an expression": (
+        "CREATE TABLE t (id INT NOT NULL, d DATE NOT NULL, PRIMARY KEY (id, d))",
+        "INSERT INTO t VALUES (1, '2024-05-01')",
+        "PARTITION BY RANGE (YEAR(d)) (PARTITION p0 VALUES LESS THAN (2021),"
+        " PARTITION p1 VALUES LESS THAN (2024))",
+        "PARTITION BY RANGE (YEAR(d)) (PARTITION p0 VALUES LESS THAN (2021),"
+        " PARTITION p1 VALUES LESS THAN (2025))",
+    ),
+    "RANGE COLUMNS past a MAXVALUE's prefix": (
+        "CREATE TABLE t (a INT NOT NULL, b INT NOT NULL, PRIMARY KEY (a, b))",
+        "INSERT INTO t VALUES (10, 7), (11, 0)",
+        "PARTITION BY RANGE COLUMNS (a, b) (PARTITION p0 VALUES LESS THAN (10, MAXVALUE))",
+        "PARTITION BY RANGE COLUMNS (a, b) (PARTITION p0 VALUES LESS THAN (11, MAXVALUE))",
+    ),
+    "LIST COLUMNS of strings": (
+        "CREATE TABLE t (id INT NOT NULL, c VARCHAR(5) NOT NULL, PRIMARY KEY (id, c))",
+        "INSERT INTO t VALUES (1, 'fr')",
+        "PARTITION BY LIST COLUMNS (c) (PARTITION eu VALUES IN ('de', 'nl'))",
+        "PARTITION BY LIST COLUMNS (c) (PARTITION eu VALUES IN ('de', 'nl', 'fr'))",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PARTITIONED))
+def test_a_partitioning_that_leaves_a_row_out_is_refused_before_anything_runs(
+    mysql_db: str, name: str
+) -> None:
+    """The repartitioning ALTER failed on a row no partition takes (error 1526), after
+    the plan's statements before it committed (here: a column added to another table).
+    The data check refuses it first; a partitioning with room for every row applies."""
+    table, rows, narrow, wide = PARTITIONED[name]
+    with open_target(mysql_db) as t, t.connection.cursor() as cur:
+        cur.execute("CREATE TABLE a (id INT PRIMARY KEY)")
+        cur.execute(table)
+        cur.execute(rows)
+    body = table.split(" PARTITION BY ", 1)[0]
+    other = "CREATE TABLE a (id INT PRIMARY KEY, x INT);\n"
+    with open_target(mysql_db) as t:
+        before = planner.current_fingerprint(t)
+        plan = planner.plan(t, f"{other}{body} {narrow};")
+        assert len(plan.statements) >= 2, plan.statements
+        result = planner.apply(t, plan.statements, plan.fingerprint_before, True)
+        assert result.outcome == "failed" and result.progress.executed == 0, result.message
+        assert "no partition of its new partitioning takes" in result.message, result.message
+        assert planner.current_fingerprint(t) == before
+        plan = planner.plan(t, f"{other}{body} {wide};")
+        result = planner.apply(t, plan.statements, plan.fingerprint_before, True)
+        assert result.outcome == "succeeded", result.message
+        assert planner.plan(t, f"{other}{body} {wide};").statements == []

@@ -31,7 +31,8 @@ The server decides every case, under the apply session's own sql_mode:
 - a unique key: ``GROUP BY`` the key's columns, which compares by the column's collation
   as the index does (the new collation where the ALTER changes it);
 - a foreign key: an anti-join to the parent, by the parent column's collation (the apply
-  runs with ``foreign_key_checks`` on, so the ALTER checks every row).
+  runs with ``foreign_key_checks`` on, so the ALTER checks every row);
+- a new RANGE or LIST partitioning: a row no partition takes (:mod:`.partcheck`).
 
 Cost: each check reads only a table the plan changes in that way, once per kind (one
 scan for all its retyped columns, one for its NOT NULL and CHECK conditions, one per
@@ -53,6 +54,7 @@ import pymysql
 from ptah.engines.base import NothingRan
 from ptah.engines.model import Schema, Statement
 from ptah.engines.mysql import diff as mydiff
+from ptah.engines.mysql import partcheck
 from ptah.engines.mysql.inspect import create_lines
 
 _NAME = r"`(?:[^`]|``)+`"
@@ -420,6 +422,13 @@ def refuse_data_failures(conn: Any, current: Schema, statements: list[Statement]
         charsets = _Charsets.read(cur)
         for table in _gather(current, statements, charsets):
             _check_table(cur, current, table, charsets)
+        for stmt in statements:
+            parsed = _clauses(stmt.sql)
+            if parsed is None or parsed[0] not in current["table"]:
+                continue
+            rest = stmt.sql.split("\n", 1)[1].strip() if "\n" in stmt.sql else ""
+            if rest.startswith("PARTITION BY "):
+                partcheck.check(cur, mydiff.q(parsed[0]), rest, _run, _fail)
 
 
 def _fail(message: str, reason: str) -> NothingRan:
