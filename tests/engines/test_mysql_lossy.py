@@ -226,3 +226,55 @@ def test_a_traditional_server_applies_a_dumps_zero_date_default(mysql_db: str) -
         result = planner.apply(t, plan.statements, plan.fingerprint_before, False)
         assert result.outcome == "succeeded", result.message
         assert planner.plan(t, dump).statements == []
+
+
+NULLS_FILLED = {
+    "a TIMESTAMP's NULLs become the current time": (
+        "CREATE TABLE t (id INT PRIMARY KEY, ts TIMESTAMP NULL DEFAULT NULL)",
+        "INSERT INTO t VALUES (1, NULL)",
+        "CREATE TABLE t (id INT PRIMARY KEY, ts TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)",
+    ),
+    "an AUTO_INCREMENT's NULLs are numbered": (
+        "CREATE TABLE t (id INT NULL, v INT, KEY (id))",
+        "INSERT INTO t VALUES (NULL, 1), (5, 2)",
+        "CREATE TABLE t (id INT NOT NULL AUTO_INCREMENT, v INT, KEY (id))",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NULLS_FILLED))
+def test_nulls_the_server_fills_in_make_the_plan_destructive(mysql_db: str, name: str) -> None:
+    """A column made NOT NULL over NULLs is refused by the data check, but for a
+    TIMESTAMP (the current time) and an AUTO_INCREMENT (numbered): values that were not
+    there, in a plan that was not destructive."""
+    table, rows, want = NULLS_FILLED[name]
+    with open_target(mysql_db) as t, t.connection.cursor() as cur:
+        cur.execute(table)
+        cur.execute(rows)
+    with open_target(mysql_db) as t:
+        plan = planner.plan(t, want)
+        assert plan.destructive, plan.statements
+        result = planner.apply(t, plan.statements, plan.fingerprint_before, False)
+        assert result.reason == "DestructiveNotAllowed"
+        column = "id" if "AUTO_INCREMENT" in want else "ts"
+        with t.connection.cursor() as cur:
+            cur.execute(f"SELECT COUNT(*) FROM t WHERE {column} IS NULL")
+            assert cur.fetchone()[0] == 1
+
+
+def test_a_column_made_auto_increment_keeps_its_zeros(mysql_db: str) -> None:
+    """The ALTER numbered a NOT NULL column's zeros (0 became 1) when it became
+    AUTO_INCREMENT; the apply runs with NO_AUTO_VALUE_ON_ZERO, as a dump loads."""
+    with open_target(mysql_db) as t, t.connection.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT NOT NULL, v INT, KEY (id))")
+        cur.execute("INSERT INTO t VALUES (0, 1), (5, 2)")
+    want = "CREATE TABLE t (id INT NOT NULL AUTO_INCREMENT, v INT, KEY (id))"
+    with open_target(mysql_db) as t:
+        plan = planner.plan(t, want)
+        assert not plan.destructive, plan.statements
+        result = planner.apply(t, plan.statements, plan.fingerprint_before, False)
+        assert result.outcome == "succeeded", result.message
+        with t.connection.cursor() as cur:
+            cur.execute("SELECT id, v FROM t ORDER BY v")
+            assert cur.fetchall() == ((0, 1), (5, 2))
+        assert planner.plan(t, want).statements == []

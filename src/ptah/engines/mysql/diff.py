@@ -142,8 +142,16 @@ def _lossy(old: str, new: str, column: str, collations: tuple[dict[str, Any], ..
     table (the current side's collations are keyed by it too)."""
     if " GENERATED ALWAYS AS " in old or " GENERATED ALWAYS AS " in new:
         return False  # computed again from the other columns
+    new_type = bare_type(new)
+    if not column_type(old).endswith(" NOT NULL") and column_type(new).endswith(" NOT NULL"):
+        # The NULLs of a column made NOT NULL are refused (the data check), but a
+        # TIMESTAMP's become the current time and an AUTO_INCREMENT's are numbered.
+        # (The server shows AUTO_INCREMENT right after NOT NULL.)
+        counted = new[len(column_type(new)) :].startswith(" AUTO_INCREMENT")
+        if new_type.startswith("timestamp") or counted:
+            return True
     was, now = collations[0].get(column), collations[1].get(column)
-    return narrows(bare_type(old), bare_type(new), was, now) is not None
+    return narrows(bare_type(old), new_type, was, now) is not None
 
 
 def _unignored(line: str) -> str:

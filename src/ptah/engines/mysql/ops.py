@@ -216,16 +216,19 @@ def strict(cur: Any) -> None:
     in a plan that was not destructive. Strict, the server refuses such a value, and the
     data check (:mod:`.datacheck`, in this session) refuses the plan before anything
     runs; what strict mode still converts with a note only makes the plan destructive
-    (:mod:`.lossy`). The modes that strict mode makes refuse zero dates (which only
-    refuse, never change a value) are left out: the plan's statements are what the
-    scratch's load accepted under the file's own modes (a dump's ``DEFAULT '0000-00-00
-    00:00:00'``), and a table copy keeps the zero dates a table holds."""
+    (:mod:`.lossy`). ``NO_AUTO_VALUE_ON_ZERO`` too, as a dump sets it: a column made
+    AUTO_INCREMENT keeps its zeros (they were numbered, 0 became 1). The modes that
+    strict mode makes refuse zero dates (which only refuse, never change a value) are
+    left out: the plan's statements are what the scratch's load accepted under the
+    file's own modes (a dump's ``DEFAULT '0000-00-00 00:00:00'``), and a table copy
+    keeps the zero dates a table holds."""
     cur.execute("SELECT @@SESSION.sql_mode")
     row = cur.fetchone()
     now = [m for m in str(row[0] if row else "").split(",") if m]
     modes = [m for m in now if m.upper() not in _ZERO_DATE_MODES]
-    if "STRICT_ALL_TABLES" not in (m.upper() for m in modes):
-        modes.append("STRICT_ALL_TABLES")
+    for mode in ("STRICT_ALL_TABLES", "NO_AUTO_VALUE_ON_ZERO"):
+        if mode not in (m.upper() for m in modes):
+            modes.append(mode)
     if modes != now:
         cur.execute("SET SESSION sql_mode = %s", (",".join(modes),))
 
