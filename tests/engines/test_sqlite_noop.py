@@ -230,3 +230,23 @@ def test_a_schema_as_the_sqlite3_shell_prints_it_plans(tmp_path: Path) -> None:
         assert planner.plan(t, SHELL_SCHEMA).statements == []
     with open_target(f"sqlite:///{source}") as t:
         assert planner.plan(t, SHELL_SCHEMA).statements == []
+
+
+def test_a_definition_nested_deeper_than_the_parser_recursion_is_planned(tmp_path: Path) -> None:
+    """SQLite takes some 95 nested parentheses; the parser that spells definitions for
+    comparison ran out of recursion at 60, and the plan ended in a RecursionError (a
+    traceback, no reason). Such a definition is compared as written: created, found
+    unchanged, and changed when it changes."""
+    deep = "(" * 80 + "a" + ")" * 80
+    desired = (
+        f"CREATE TABLE t (a INT CHECK ({deep} > 0), b TEXT);\n"
+        f"CREATE VIEW v AS SELECT {deep} AS x FROM t;\n"
+        f"CREATE TRIGGER tr AFTER INSERT ON t WHEN {deep} > 0 BEGIN SELECT 1; END;\n"
+    )
+    for sub in ("a", "b", "c"):
+        (tmp_path / sub).mkdir()
+    assert len(_plan(tmp_path / "a", "", desired)) == 3
+    assert _plan(tmp_path / "b", desired, desired) == []
+    grown = desired.replace("b TEXT)", "b TEXT, c INT)").replace("> 0)", "> 1)")
+    planned = _plan(tmp_path / "c", desired, grown)
+    assert any(s.startswith("CREATE TABLE t (") and "> 1), b TEXT, c INT)" in s for s in planned)

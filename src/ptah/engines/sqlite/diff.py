@@ -73,8 +73,16 @@ def _addable(cur_sql: str, want_sql: str) -> list[str] | None:
     Table constraints and options (PRIMARY KEY (...), UNIQUE, CHECK, FOREIGN
     KEY, WITHOUT ROWID, STRICT) do not matter as long as they are unchanged:
     SQLite places an added column after the last column, before them, and the
-    result is the table as written whole.
+    result is the table as written whole. A table nested deeper than the parser's
+    recursion holds is rebuilt.
     """
+    try:
+        return _added_columns(cur_sql, want_sql)
+    except RecursionError:
+        return None
+
+
+def _added_columns(cur_sql: str, want_sql: str) -> list[str] | None:
     cur, want = parse(cur_sql), parse(want_sql)
     if not isinstance(cur, exp.Create) or not isinstance(want, exp.Create):
         return None

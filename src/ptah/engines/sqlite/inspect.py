@@ -118,7 +118,7 @@ def parse(sql: str) -> exp.Expression | None:
         if cast_types:
             tokens = _DIALECT.tokenize(core)
         trees = _DIALECT.parser().parse(tokens, core)
-    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError):
+    except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, RecursionError):
         return None
     tree: Any = trees[0] if len(trees) == 1 else None
     if not isinstance(tree, exp.Create):  # a trigger reads as a Block of its raw text
@@ -296,11 +296,16 @@ def canonical_sql(sql: str) -> str:
     a call and keeps the module name's case): folded, not rendered. Remembered by text:
     a plan reads each definition twice (the target's and the scratch's, most often the
     same text), at some 2 ms a parse."""
-    tree = None if is_virtual(sql) else parse(sql)
-    if tree is not None:
-        _same_meaning(tree)
     core, options = table_options(sql)
-    base = fold(core, lower=True) if tree is None else fold(tree.sql(dialect="sqlite"))
+    try:
+        tree = None if is_virtual(sql) else parse(sql)
+        if tree is not None:
+            _same_meaning(tree)
+        base = fold(core, lower=True) if tree is None else fold(tree.sql(dialect="sqlite"))
+    except RecursionError:
+        # Nested deeper than the parser's recursion holds (some 60 parentheses, which
+        # SQLite's own parser takes): compared as written, folded, as a virtual table's.
+        base = fold(core, lower=True)
     return f"{base} {options}" if options else base
 
 
