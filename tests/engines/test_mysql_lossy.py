@@ -278,3 +278,19 @@ def test_a_column_made_auto_increment_keeps_its_zeros(mysql_db: str) -> None:
             cur.execute("SELECT id, v FROM t ORDER BY v")
             assert cur.fetchall() == ((0, 1), (5, 2))
         assert planner.plan(t, want).statements == []
+
+
+def test_a_table_moved_to_the_memory_engine_is_destructive(mysql_db: str) -> None:
+    """A MEMORY table loses its rows when the server restarts: the plan moving a table
+    there kept them for now and was not destructive. Moved back, nothing is lost."""
+    with open_target(mysql_db) as t, t.connection.cursor() as cur:
+        cur.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB")
+        cur.execute("INSERT INTO t VALUES (1, 2)")
+    memory = "CREATE TABLE t (id INT PRIMARY KEY, v INT) ENGINE=MEMORY"
+    with open_target(mysql_db) as t:
+        plan = planner.plan(t, memory)
+        assert len(plan.statements) == 1 and plan.destructive, plan.statements
+        result = planner.apply(t, plan.statements, plan.fingerprint_before, True)
+        assert result.outcome == "succeeded", result.message
+        back = planner.plan(t, memory.replace("MEMORY", "InnoDB"))
+        assert len(back.statements) == 1 and not back.destructive, back.statements

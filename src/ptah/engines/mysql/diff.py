@@ -52,6 +52,9 @@ _RESET = {
     "INSERT_METHOD": "NO",
     "UNION": "()",
 }
+# Engines that do not keep a table's rows: MEMORY loses them when the server restarts,
+# BLACKHOLE at once. A table moved to one is destructive.
+_ROWLESS = {"MEMORY", "HEAP", "BLACKHOLE"}
 # Options an engine sets for itself (Aria) that an engine change keeps: their reset
 # takes effect only in a statement after the change.
 _ENGINE_KEPT = {"PAGE_CHECKSUM", "TRANSACTIONAL"}
@@ -327,6 +330,9 @@ def _alter(
     if set_options:
         clauses.append(" ".join(set_options))
         hazards.add(LOCK_HEAVY)
+    engine = options(want["options"]).get("ENGINE", "").upper()
+    if engine in _ROWLESS and options(cur["options"]).get("ENGINE", "").upper() != engine:
+        hazards.add(DESTRUCTIVE)
     after: list[Statement] = []
     if deferred:
         adds = ",\n  ".join(deferred)
