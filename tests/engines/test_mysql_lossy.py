@@ -34,6 +34,7 @@ CHANGED = [
     ("DECIMAL(10,2)", "FLOAT(7,1)", "1.25"),
     ("BIGINT", "DOUBLE", "9007199254740993"),
     ("INT", "FLOAT", "16777217"),
+    ("BIT(64)", "DOUBLE", "9007199254740993"),
     ("DATETIME(6)", "DATETIME", "'2020-01-01 10:00:00.7'"),
     ("TIME(3)", "TIME", "'10:00:00.600'"),
     ("DATETIME", "DATE", "'2020-01-01 10:00:00'"),
@@ -67,6 +68,8 @@ CHANGED = [
 KEPT = [
     ("FLOAT", "DOUBLE", "1.1"),
     ("MEDIUMINT", "FLOAT", "8388607"),
+    ("FLOAT(30,2)", "FLOAT", "1.25"),
+    ("BIT(20)", "FLOAT", "b'11111111111111111111'"),
     ("INT", "BIGINT", "5"),
     ("INT", "INT UNSIGNED", "5"),
     ("SMALLINT", "DECIMAL(10,2)", "123"),

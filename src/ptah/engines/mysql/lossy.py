@@ -104,6 +104,11 @@ def _scale(base: str, args: str) -> int | None:
     return 0
 
 
+def _bits(args: str) -> int:
+    nums = _numbers(args)
+    return nums[0] if nums else 1
+
+
 def _fsp(args: str) -> int:
     nums = _numbers(args)
     return nums[0] if nums else 0
@@ -189,12 +194,13 @@ def _to_real(src: str, sargs: str, dst: str, dargs: str) -> str | None:
         old_scale = _scale(src, sargs)
         if old_scale is None or old_scale > new_scale:
             return "digits past the new scale are rounded away"
-    single = dst == "float" and (not _numbers(dargs) or _numbers(dargs)[0] <= 24)
-    exact = ("float", "tinyint", "smallint", "mediumint", "bit", "bool", "boolean")
-    if single and src not in exact:
+    # The server shows FLOAT(p) as FLOAT up to 24 bits, DOUBLE past them; FLOAT(M,D) is
+    # single precision whatever M.
+    exact = ("float", "tinyint", "smallint", "mediumint", "bool", "boolean")
+    if dst == "float" and src not in exact and not (src == "bit" and _bits(sargs) <= 24):
         return "digits past a FLOAT's precision are rounded away"
-    if single and src == "float" and _numbers(sargs) and _numbers(sargs)[0] > 24:
-        return "digits past a FLOAT's precision are rounded away"  # FLOAT(25..53) is double
+    if src == "bit" and _bits(sargs) > 53:
+        return "digits past a DOUBLE's precision are rounded away"
     if src == "bigint" or (src in ("decimal", "numeric") and (_numbers(sargs) or [10])[0] > 15):
         return "digits past a DOUBLE's precision are rounded away"
     if src in _TEMPORAL:
