@@ -56,6 +56,7 @@ from ptah.engines.model import Schema, Statement
 from ptah.engines.mysql import diff as mydiff
 from ptah.engines.mysql import partcheck
 from ptah.engines.mysql.inspect import create_lines
+from ptah.engines.mysql.scan import unquoted
 
 _NAME = r"`(?:[^`]|``)+`"
 _ALTERED = re.compile(rf"^ALTER TABLE ({_NAME})$")
@@ -306,23 +307,10 @@ def _clauses(sql: str) -> tuple[str, list[str]] | None:
 
 def _column_check(line: str) -> str | None:
     """The expression of a column line's own CHECK (the last part the server shows)."""
-    i, n, depth = 0, len(line), 0
     found: int | None = None
-    while i < n:
-        ch = line[i]
-        if ch in "'`\"":
-            j = i + 1
-            while j < n and line[j] != ch:
-                j += 2 if line[j] == "\\" and ch != "`" else 1
-            i = j + 1
-            continue
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif depth == 0 and line.startswith(" CHECK (", i):
+    for i, _ch, depth in unquoted(line):
+        if depth == 0 and line.startswith(" CHECK (", i):
             found = i + len(" CHECK ")
-        i += 1
     return line[found:] if found is not None else None
 
 

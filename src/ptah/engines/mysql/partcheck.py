@@ -27,6 +27,8 @@ from typing import Any
 
 import pymysql
 
+from ptah.engines.mysql.scan import unquoted
+
 _HEAD = re.compile(r"PARTITION BY (RANGE|LIST)(\s+COLUMNS)?\s*\(")
 _VALUES = re.compile(r"VALUES (LESS THAN|IN)\s*(\(|MAXVALUE\b)")
 # Unknown column, unknown function: the expression names what the plan adds.
@@ -35,44 +37,19 @@ _NOT_YET = {1054, 1305}
 
 def _closing(text: str, start: int) -> int:
     """The index of the parenthesis that closes the one at ``start`` (quotes skipped)."""
-    depth, i, n = 0, start, len(text)
-    while i < n:
-        ch = text[i]
-        if ch in "'`\"":
-            j = i + 1
-            while j < n and text[j] != ch:
-                j += 2 if text[j] == "\\" and ch != "`" else 1
-            i = j + 1
-            continue
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return n
+    for i, ch, depth in unquoted(text, start):
+        if ch == ")" and depth == 1:
+            return i
+    return len(text)
 
 
 def _items(text: str) -> list[str]:
     """The comma-separated items of ``text`` at its top level."""
-    out, depth, start, i, n = [], 0, 0, 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch in "'`\"":
-            j = i + 1
-            while j < n and text[j] != ch:
-                j += 2 if text[j] == "\\" and ch != "`" else 1
-            i = j + 1
-            continue
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
+    out, start = [], 0
+    for i, ch, depth in unquoted(text):
+        if ch == "," and depth == 0:
             out.append(text[start:i].strip())
             start = i + 1
-        i += 1
     out.append(text[start:].strip())
     return [x for x in out if x]
 
