@@ -93,6 +93,9 @@ TERMINAL = frozenset({"Succeeded", "Failed"})
 # there for both.
 JOB_CONTROLLER_LAG = 15
 KILL_GRACE = 30
+# The share of mutating runner Pods whose container starts only in the Job controller's lag
+# at their Job's deadline, on a node that loses the API as it starts (Kubelet._edge_start).
+EDGE_START_RATE = 0.3
 
 
 @dataclass
@@ -152,6 +155,9 @@ class PodRun:
     kill_grace: float = 0.0  # seconds it writes on after the SIGTERM at its deadline
     cut_off: bool = False  # on the node that lost the API (while the partition lasts)
     orphan_drawn: bool = False  # whether its wait as an orphan was drawn
+    # Bound to its node, its container held back (an image pull) until this instant, when
+    # the node starts it on its own, whatever the world's steps (Kubelet._edge_start).
+    starts_at: datetime | None = None
 
 
 def never_bound_and_deleting(pod: dict[str, Any]) -> bool:
@@ -210,6 +216,11 @@ class Kubelet:
     # A database that refuses a runner's connection (down, or its credentials rejected):
     # its own stream.
     refusals: random.Random = field(init=False)
+    # A container that starts only in the Job controller's lag at its Job's deadline, as
+    # its node loses the API: its own stream, and that lag by Job UID (a Job not named
+    # here is acted on at its deadline's first step).
+    edges: random.Random = field(init=False)
+    deadline_lag: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.graceful = random.Random(f"{self.rng.getstate()[1][:4]}/graceful")
@@ -217,6 +228,7 @@ class Kubelet:
         self.orphans = random.Random(f"{self.rng.getstate()[1][:4]}/orphans")
         self.unreported = random.Random(f"{self.rng.getstate()[1][:4]}/unreported")
         self.refusals = random.Random(f"{self.rng.getstate()[1][:4]}/refusals")
+        self.edges = random.Random(f"{self.rng.getstate()[1][:4]}/edges")
 
     @property
     def api(self) -> Any:
@@ -415,6 +427,8 @@ class Kubelet:
         if self.runs[name].start_after is not None:
             # Left unscheduled: no node is bound to it until it starts.
             self.api.patch(POD, ns, name, {"spec": {"nodeName": None}})
+        elif mutating and not extra and fault is None:
+            self._edge_start(job, self.runs[name])
 
     def _late_start(self, job: dict[str, Any]) -> datetime | None:
         """Now and then a Pod is left unscheduled (no node fits yet) until its Job's
@@ -461,6 +475,60 @@ class Kubelet:
         edge = int(deadline) + self.lag.uniform(0, JOB_CONTROLLER_LAG)
         return parse_rfc3339(created) + timedelta(seconds=edge)
 
+    def _edge_start(self, job: dict[str, Any], run: PodRun) -> None:
+        """Now and then a runner Pod, bound to the node at once, has its container held
+        back (a slow image pull, a kubelet busy) until its Job's deadline has just passed,
+        while the Job controller, some seconds behind at that deadline (its lag, here the
+        whole of it), has not failed the Job yet: the node starts the container inside that
+        lag and loses the API as it does, until the process there is dead. The Job
+        controller then fails the Job and deletes the Pod, and only the Pod's own deadline,
+        on the node, ends the process; its statement in flight ignores the SIGTERM, so it
+        writes on until the SIGKILL at the grace period's end. That is the latest a
+        dispatched runner can write: the Job's deadline and its controller's lag, the Pod's
+        deadline and the kill's grace period, which the hold's margin is there for. Drawn
+        from its own stream, so every other draw of a schedule stays as it was."""
+        deadline = job["spec"].get("activeDeadlineSeconds")
+        created = job["metadata"].get("creationTimestamp")
+        if (
+            not self.faults_on
+            or deadline is None
+            or not created
+            or self.edges.random() >= EDGE_START_RATE
+        ):
+            return
+        self._count("fault:pod-start-in-deadline-lag")
+        self.deadline_lag[job["metadata"]["uid"]] = JOB_CONTROLLER_LAG
+        late = int(deadline) + self.edges.uniform(0.5, 0.95) * JOB_CONTROLLER_LAG
+        run.starts_at = parse_rfc3339(created) + timedelta(seconds=late)
+        run.steps_left = 10**6  # a long run: only the Pod's deadline ends it
+
+    def _start_on_time(self, now: datetime) -> None:
+        """The node starts each container held back by :meth:`_edge_start` at its instant
+        (a real node does not wait for the world's next step), and loses the API as it
+        does, until the process there has been killed at its Pod's deadline. A Pod gone
+        or being deleted before then never starts."""
+        for run in sorted(self.runs.values(), key=lambda r: r.pod):
+            if run.starts_at is None or run.started or run.starts_at > now:
+                continue
+            pod = self.api.peek(POD, run.namespace, run.pod)
+            if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
+                continue  # it never starts (enforce_pod_deadlines ends it)
+            deadline = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+            run.started = True
+            run.started_at = run.starts_at
+            run.deadline = int(deadline) if deadline is not None else None
+            run.kill_grace = KILL_GRACE
+            if run.mutating and run.db is not None:
+                run.db.writers.add(run.operation_id)
+                run.db.max_concurrent_writers = max(
+                    run.db.max_concurrent_writers, len(run.db.writers)
+                )
+            # The start never reaches the API: the Pod stays Pending, bound.
+            self.partition(max(self.partitioned, 40))
+            if run.deadline is not None:
+                until = run.starts_at + timedelta(seconds=run.deadline + run.kill_grace + 5)
+                self.cut_off_until = max(self.cut_off_until or until, until)
+
     def _secret_value(self, env: dict[str, Any] | None, namespace: str) -> str:
         if not env:
             return ""
@@ -506,6 +574,8 @@ class Kubelet:
                 self.api.patch(POD, run.namespace, name, {"status": _running()}, "status")
                 continue
             if _phase(pod) == "Pending":
+                if run.starts_at is not None:
+                    continue  # its node starts it on its own time (_start_on_time)
                 self._orphaned_while_waiting(run, pod)
                 if run.start_after is not None and self.cluster.now() < run.start_after:
                     continue  # not scheduled yet
@@ -601,6 +671,7 @@ class Kubelet:
         before every controller pass as well as every kubelet step, since a real kubelet
         does not wait for a step."""
         now = self.cluster.now()
+        self._start_on_time(now)
         for run in list(self.runs.values()):
             if not run.started and self._never_starts(run, now):
                 self._killed(run)
@@ -610,6 +681,13 @@ class Kubelet:
             if (now - run.started_at).total_seconds() < run.deadline + run.kill_grace:
                 continue  # SIGTERM at the deadline; it writes on through its grace period
             self._count("pod-deadline-kill")
+            if run.truth is not None:
+                # The SIGKILL came at the grace period's end, between two of the world's
+                # looks: the process was alive until that instant, not only until the last
+                # look (the clock may have jumped far past it since).
+                run.truth.seen_alive_at = run.started_at + timedelta(
+                    seconds=run.deadline + run.kill_grace
+                )
             self._killed(run)
             run.exit_code, run.exit_reason = 137, "DeadlineExceeded"
             run.done = True
@@ -1069,7 +1147,10 @@ class Kubelet:
             uid = job["metadata"]["uid"]
             name = job["metadata"]["name"]
             pods = [p for p in self.api.peek_list(POD, job_ns) if _owned_by(p, uid)]
-            if self.deadline_passed(job, now):
+            # The Job controller acts on the deadline at its first step past it, or later
+            # by its lag where one was drawn (_edge_start).
+            behind = timedelta(seconds=self.deadline_lag.get(uid, 0))
+            if self.deadline_passed(job, now - behind):
                 self._terminal(job_ns, name, "Failed", stamp, "DeadlineExceeded")
                 for pod in pods:
                     if _phase(pod) in {"Pending", "Running"}:
