@@ -441,3 +441,55 @@ def test_a_pod_that_never_started_is_no_writer() -> None:
     assert not run.truth.alive and run.pod not in h.kubelet.runs
     assert run.operation_id not in h.db.writers
     assert not twin_truth.alive and twin.pod not in h.kubelet.runs
+
+
+@pytest.mark.parametrize("into", [0.5, 0.95])
+def test_a_runner_started_in_the_job_controllers_lag_keeps_the_lease_until_it_dies(
+    into: float,
+) -> None:
+    """The latest a dispatched runner can write: its container, held back on its node,
+    starts inside the Job controller's lag at its Job's deadline, the node loses the API as
+    it does, the Job controller fails the Job and deletes the Pod, and the process ignores
+    the SIGTERM at its Pod's own deadline until the SIGKILL at the grace period's end. The
+    controller that dispatched the run, passing every 5 s, keeps the Lease (the release
+    withheld) for as long as that process lives: the hold's 60 s margin is there for the
+    lag and the grace, and a pass inside it sees the hold not yet passed."""
+    h = MemoryHarness(SIDES["schema"])
+    h.create()
+    h.patch_resource({"spec": {"runner": {"activeDeadlineSeconds": 60}}})
+    claim = None
+    for _ in range(200):  # one controller process throughout: its hold counts from its dispatch
+        h.one_pass()
+        claim = h.claim()
+        if claim is not None and claim["type"] == "Apply" and claim.get("jobUid"):
+            break
+        h.kubelet.step()
+        h.clock.advance(5)
+    assert claim is not None and claim["type"] == "Apply" and claim.get("jobUid"), claim
+    run = h.kubelet.create_held_back(claim["jobName"], NS, into)
+    assert run is not None and run.truth is not None
+    dispatched = parse_rfc3339(claim["dispatchStarted"])
+    holder = _holder(h)
+    staged = False
+    for _ in range(100):
+        h.one_pass()
+        h.kubelet.step()
+        pending = h.status().get("pendingLockRelease")
+        staged = staged or pending is not None
+        if staged and pending is None:
+            break
+        h.clock.advance(5)
+    assert staged and h.status().get("pendingLockRelease") is None
+    # The shape: started inside the lag, the Pod gone with the Job failed at its deadline.
+    assert run.started_at == dispatched + timedelta(seconds=60 + into * 15)
+    assert run.kill_grace == 30
+    assert h.admin.get(POD, NS, run.pod) is None
+    job = h.admin.get(JOB, NS, claim["jobName"])
+    assert job is not None and job["status"]["conditions"][0]["reason"] == "DeadlineExceeded"
+    # Given up (left to expire, never released) only once the process was dead.
+    assert not run.truth.alive and run.operation_id not in h.db.writers
+    assert run.truth.seen_alive_at == run.started_at + timedelta(seconds=60 + 30)
+    assert h.clock.now() > run.truth.seen_alive_at
+    assert _holder(h) == holder
+    left = [m for r, m in _events(h) if r == "LeaseLeftToExpire"]
+    assert left and "the Pod was deleted before it was seen to stop" in left[0], left

@@ -478,29 +478,47 @@ class Kubelet:
     def _edge_start(self, job: dict[str, Any], run: PodRun) -> None:
         """Now and then a runner Pod, bound to the node at once, has its container held
         back (a slow image pull, a kubelet busy) until its Job's deadline has just passed,
-        while the Job controller, some seconds behind at that deadline (its lag, here the
-        whole of it), has not failed the Job yet: the node starts the container inside that
-        lag and loses the API as it does, until the process there is dead. The Job
-        controller then fails the Job and deletes the Pod, and only the Pod's own deadline,
-        on the node, ends the process; its statement in flight ignores the SIGTERM, so it
-        writes on until the SIGKILL at the grace period's end. That is the latest a
-        dispatched runner can write: the Job's deadline and its controller's lag, the Pod's
-        deadline and the kill's grace period, which the hold's margin is there for. Drawn
-        from its own stream, so every other draw of a schedule stays as it was."""
-        deadline = job["spec"].get("activeDeadlineSeconds")
-        created = job["metadata"].get("creationTimestamp")
+        while the Job controller, some seconds behind at that deadline, has not failed the
+        Job yet (:meth:`hold_back`). Drawn from its own stream, so every other draw of a
+        schedule stays as it was."""
         if (
             not self.faults_on
-            or deadline is None
-            or not created
+            or job["spec"].get("activeDeadlineSeconds") is None
+            or not job["metadata"].get("creationTimestamp")
             or self.edges.random() >= EDGE_START_RATE
         ):
             return
+        self.hold_back(job, run, self.edges.uniform(0.5, 0.95))
+
+    def hold_back(self, job: dict[str, Any], run: PodRun, into: float) -> None:
+        """Hold ``run``'s container back on its node until ``into`` of the way through the
+        Job controller's lag at ``job``'s deadline (here the whole lag: it acts on this
+        Job's deadline that late). The node starts the container then and loses the API as
+        it does, until the process there is dead (:meth:`_start_on_time`); the Job
+        controller fails the Job and deletes the Pod, and only the Pod's own deadline, on
+        the node, ends the process, whose statement in flight ignores the SIGTERM, so it
+        writes on until the SIGKILL at the grace period's end. That is the latest a
+        dispatched runner can write: the Job's deadline and its controller's lag, the Pod's
+        deadline and the kill's grace period, which the hold's margin is there for."""
         self._count("fault:pod-start-in-deadline-lag")
         self.deadline_lag[job["metadata"]["uid"]] = JOB_CONTROLLER_LAG
-        late = int(deadline) + self.edges.uniform(0.5, 0.95) * JOB_CONTROLLER_LAG
-        run.starts_at = parse_rfc3339(created) + timedelta(seconds=late)
+        late = int(job["spec"]["activeDeadlineSeconds"]) + into * JOB_CONTROLLER_LAG
+        run.starts_at = parse_rfc3339(job["metadata"]["creationTimestamp"]) + timedelta(
+            seconds=late
+        )
         run.steps_left = 10**6  # a long run: only the Pod's deadline ends it
+
+    def create_held_back(self, job_name: str, namespace: str, into: float) -> PodRun | None:
+        """The Job controller creates the Pod of Job ``job_name`` now, its container held
+        back into its Job controller's lag at the deadline (:meth:`hold_back`, aimed)."""
+        job = self.api.peek(JOB, namespace, job_name)
+        if job is None or any(t.job_uid == job["metadata"]["uid"] for t in self.truth.values()):
+            return None
+        self._create_pod(job, "a", extra=False)
+        run = next(r for r in self.runs.values() if r.job == job_name)
+        if run.starts_at is None:
+            self.hold_back(job, run, into)
+        return run
 
     def _start_on_time(self, now: datetime) -> None:
         """The node starts each container held back by :meth:`_edge_start` at its instant
