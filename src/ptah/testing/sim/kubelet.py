@@ -24,7 +24,9 @@ controller:
   the node, from the container's start and even while the node is cut off: the process
   is killed at its deadline, whatever the API can hear. A Pod can start late (left
   unscheduled until its Job's deadline is near), so a process may outlive the Job's
-  deadline by up to the Pod's;
+  deadline by up to the Pod's; or bound to its node, its container held back until just
+  past its Job's deadline, it starts inside the Job controller's lag there as the node
+  loses the API, and writes on through the kill's whole grace period at its own deadline;
 - a node cut off from the API (a partition) while its containers keep running and
   writing: nothing they do reaches the API (no status, no log) until it reconnects, and
   meanwhile a running Pod may be force-deleted (``kubectl delete --force``): its object
