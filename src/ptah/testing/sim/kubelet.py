@@ -526,13 +526,17 @@ class Kubelet:
         """The node starts each container held back by :meth:`_edge_start` at its instant
         (a real node does not wait for the world's next step), and loses the API as it
         does, until the process there has been killed at its Pod's deadline. A Pod gone
-        or being deleted before then never starts."""
+        before then never starts; one being deleted starts only on a node cut off from the
+        API, which has not heard of the deletion (a node in touch never starts it:
+        :meth:`_run_pods`)."""
         for run in sorted(self.runs.values(), key=lambda r: r.pod):
             if run.starts_at is None or run.started or run.starts_at > now:
                 continue
             pod = self.api.peek(POD, run.namespace, run.pod)
-            if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
+            if pod is None:
                 continue  # it never starts (enforce_pod_deadlines ends it)
+            if (pod.get("metadata") or {}).get("deletionTimestamp") and not run.cut_off:
+                continue
             deadline = (pod.get("spec") or {}).get("activeDeadlineSeconds")
             run.started = True
             run.started_at = run.starts_at
@@ -595,6 +599,11 @@ class Kubelet:
                 continue
             if _phase(pod) == "Pending":
                 if run.starts_at is not None:
+                    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+                        # Deleted before its container started: the kubelet, in touch,
+                        # never starts it, and confirms the deletion.
+                        self._killed(run)
+                        self._confirm_deletion(run.namespace, name)
                     continue  # its node starts it on its own time (_start_on_time)
                 self._orphaned_while_waiting(run, pod)
                 if run.start_after is not None and self.cluster.now() < run.start_after:
