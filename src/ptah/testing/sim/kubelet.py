@@ -160,6 +160,9 @@ class PodRun:
     # Bound to its node, its container held back (an image pull) until this instant, when
     # the node starts it on its own, whatever the world's steps (Kubelet._edge_start).
     starts_at: datetime | None = None
+    # Then the Pod garbage collector marks the Pod of the lost node Failed, its containers
+    # never reported, before the Job controller acts on the deadline.
+    marked_failed_at_start: bool = False
 
 
 def never_bound_and_deleting(pod: dict[str, Any]) -> bool:
@@ -490,9 +493,12 @@ class Kubelet:
             or self.edges.random() >= EDGE_START_RATE
         ):
             return
-        self.hold_back(job, run, self.edges.uniform(0.5, 0.95))
+        into = self.edges.uniform(0.5, 0.95)
+        self.hold_back(job, run, into, marked_failed=self.edges.random() < 0.5)
 
-    def hold_back(self, job: dict[str, Any], run: PodRun, into: float) -> None:
+    def hold_back(
+        self, job: dict[str, Any], run: PodRun, into: float, marked_failed: bool = False
+    ) -> None:
         """Hold ``run``'s container back on its node until ``into`` of the way through the
         Job controller's lag at ``job``'s deadline (here the whole lag: it acts on this
         Job's deadline that late). The node starts the container then and loses the API as
@@ -501,8 +507,12 @@ class Kubelet:
         the node, ends the process, whose statement in flight ignores the SIGTERM, so it
         writes on until the SIGKILL at the grace period's end. That is the latest a
         dispatched runner can write: the Job's deadline and its controller's lag, the Pod's
-        deadline and the kill's grace period, which the hold's margin is there for."""
+        deadline and the kill's grace period, which the hold's margin is there for. Or
+        (``marked_failed``) the Pod garbage collector marks the Pod of the lost node Failed
+        first, its containers never reported (no evidence that the process stopped), and
+        the Job controller, which deletes only a Pod not yet terminal, leaves it so."""
         self._count("fault:pod-start-in-deadline-lag")
+        run.marked_failed_at_start = marked_failed
         self.deadline_lag[job["metadata"]["uid"]] = JOB_CONTROLLER_LAG
         late = int(job["spec"]["activeDeadlineSeconds"]) + into * JOB_CONTROLLER_LAG
         run.starts_at = parse_rfc3339(job["metadata"]["creationTimestamp"]) + timedelta(
@@ -510,7 +520,9 @@ class Kubelet:
         )
         run.steps_left = 10**6  # a long run: only the Pod's deadline ends it
 
-    def create_held_back(self, job_name: str, namespace: str, into: float) -> PodRun | None:
+    def create_held_back(
+        self, job_name: str, namespace: str, into: float, marked_failed: bool = False
+    ) -> PodRun | None:
         """The Job controller creates the Pod of Job ``job_name`` now, its container held
         back into its Job controller's lag at the deadline (:meth:`hold_back`, aimed)."""
         job = self.api.peek(JOB, namespace, job_name)
@@ -519,7 +531,7 @@ class Kubelet:
         self._create_pod(job, "a", extra=False)
         run = next(r for r in self.runs.values() if r.job == job_name)
         if run.starts_at is None:
-            self.hold_back(job, run, into)
+            self.hold_back(job, run, into, marked_failed)
         return run
 
     def _start_on_time(self, now: datetime) -> None:
@@ -549,6 +561,14 @@ class Kubelet:
                 )
             # The start never reaches the API: the Pod stays Pending, bound.
             self.partition(max(self.partitioned, 40))
+            if run.marked_failed_at_start:
+                self._count("fault:lag-start-marked-failed")
+                status = {
+                    "phase": "Failed",
+                    "reason": "NodeLost",
+                    "conditions": [{"type": "DisruptionTarget", "status": "True"}],
+                }
+                self.api.patch(POD, run.namespace, run.pod, {"status": status}, "status")
             if run.deadline is not None:
                 until = run.starts_at + timedelta(seconds=run.deadline + run.kill_grace + 5)
                 self.cut_off_until = max(self.cut_off_until or until, until)
