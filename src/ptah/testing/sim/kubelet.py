@@ -489,6 +489,7 @@ class Kubelet:
         if (
             not self.faults_on
             or job["spec"].get("activeDeadlineSeconds") is None
+            or int(job["spec"]["activeDeadlineSeconds"]) > 300
             or not job["metadata"].get("creationTimestamp")
             or self.edges.random() >= EDGE_START_RATE
         ):
