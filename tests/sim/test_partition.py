@@ -385,12 +385,12 @@ def test_the_simulation_reschedules_a_replica_onto_another_clock_during_a_hold()
 
 
 def test_the_simulation_starts_a_runner_in_the_job_controllers_lag() -> None:
-    """The simulation reaches the latest a runner can write (seed 105): a container held
+    """The simulation reaches the latest a runner can write (seed 746): a container held
     back on its node starts inside the Job controller's lag at its Job's deadline as the
     node loses the API, and its Pod's own deadline kills it on the node. The hold, with its
     whole margin, holds there (hold-without-margin and hold-margin-is-grace, its mutants,
     are killed at this seed)."""
-    result = run_schedule(105)
+    result = run_schedule(746)
     assert result.faults.get("fault:pod-start-in-deadline-lag")
     assert result.faults.get("pod-deadline-kill")
     assert not result.violations, result.violations

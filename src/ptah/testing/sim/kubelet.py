@@ -484,8 +484,10 @@ class Kubelet:
         """Now and then a runner Pod, bound to the node at once, has its container held
         back (a slow image pull, a kubelet busy) until its Job's deadline has just passed,
         while the Job controller, some seconds behind at that deadline, has not failed the
-        Job yet (:meth:`hold_back`). Drawn from its own stream, so every other draw of a
-        schedule stays as it was."""
+        Job yet (:meth:`hold_back`). Only a Pod no other fault touches, of a Job whose
+        deadline is at most 300 s (as :meth:`_start_at_deadline`), and drawn from its own
+        stream, so every other draw of a schedule stays as it was and a schedule with long
+        deadlines keeps the course (and the faults it reaches) it had without this one."""
         if (
             not self.faults_on
             or job["spec"].get("activeDeadlineSeconds") is None
