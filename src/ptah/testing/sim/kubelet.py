@@ -480,6 +480,16 @@ class Kubelet:
         edge = int(deadline) + self.lag.uniform(0, JOB_CONTROLLER_LAG)
         return parse_rfc3339(created) + timedelta(seconds=edge)
 
+    def _mark_node_lost(self, run: PodRun) -> None:
+        """What the Pod garbage collector writes of a Pod on an unreachable node: Failed,
+        NodeLost, a disruption target (its containers' last report unchanged)."""
+        status = {
+            "phase": "Failed",
+            "reason": "NodeLost",
+            "conditions": [{"type": "DisruptionTarget", "status": "True"}],
+        }
+        self.api.patch(POD, run.namespace, run.pod, {"status": status}, "status")
+
     def _edge_start(self, job: dict[str, Any], run: PodRun) -> None:
         """Now and then a runner Pod, bound to the node at once, has its container held
         back (a slow image pull, a kubelet busy) until its Job's deadline has just passed,
@@ -566,12 +576,7 @@ class Kubelet:
             self.partition(max(self.partitioned, 40))
             if run.marked_failed_at_start:
                 self._count("fault:lag-start-marked-failed")
-                status = {
-                    "phase": "Failed",
-                    "reason": "NodeLost",
-                    "conditions": [{"type": "DisruptionTarget", "status": "True"}],
-                }
-                self.api.patch(POD, run.namespace, run.pod, {"status": status}, "status")
+                self._mark_node_lost(run)
             if run.deadline is not None:
                 until = run.starts_at + timedelta(seconds=run.deadline + run.kill_grace + 5)
                 self.cut_off_until = max(self.cut_off_until or until, until)
@@ -963,12 +968,7 @@ class Kubelet:
                     # before it deletes it: the phase says Failed, the containers' last
                     # report still says running, and the process goes on writing.
                     self._count("fault:marked-failed-offline")
-                    status = {
-                        "phase": "Failed",
-                        "reason": "NodeLost",
-                        "conditions": [{"type": "DisruptionTarget", "status": "True"}],
-                    }
-                    self.api.patch(POD, run.namespace, run.pod, {"status": status}, "status")
+                    self._mark_node_lost(run)
                 else:
                     self._count("fault:force-deleted")
                     # A force delete takes the object whether or not its node confirmed.
